@@ -1,0 +1,413 @@
+"""The ``scoreband`` command: a thin layer over the Python API.
+
+Every command validates its input at the edge; bad rows are reported (row, column,
+reason) and skipped, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoreband import __version__
+from scoreband.errors import RowError, ScorebandError
+
+app = typer.Typer(
+    name="scoreband",
+    help="Calibrated uncertainty bands around image-text evaluation scores.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+
+def _version(value: bool):
+    if value:
+        console.print(f"scoreband {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
+):
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+# ------------------------------------------------------------------ shared options
+Table_ = Annotated[Path, typer.Argument(help="Table: .csv .tsv .jsonl .json .parquet, or a "
+                                              "Hugging Face datasets directory.")]
+TargetOpt = Annotated[str | None, typer.Option("--target", help="Column of the human target "
+                                                                 "(mean rating).")]
+RatingsOpt = Annotated[str | None, typer.Option(
+    "--ratings", help="Column of ';'-separated annotator ratings (replaces --target; the "
+                      "target is their mean and the achievable grid follows from their count).")]
+ScaleOpt = Annotated[str, typer.Option("--scale", help="Native scale of the target, 'A,B' "
+                                                        "(e.g. 1,5 or 0,1).")]
+MedianOpt = Annotated[str | None, typer.Option("--median", help="Column of the point "
+                                                                 "prediction.")]
+LoOpt = Annotated[str | None, typer.Option("--lo", help="Column of the uncalibrated 90 % "
+                                                         "interval's lower end (for CRC).")]
+HiOpt = Annotated[str | None, typer.Option("--hi", help="Column of the uncalibrated 90 % "
+                                                         "interval's upper end (for CRC).")]
+FeaturesOpt = Annotated[str | None, typer.Option(
+    "--features", help="Comma list (or glob, e.g. 'logp_*') of feature columns for learned "
+                       "calibrators.")]
+EmbeddingOpt = Annotated[str | None, typer.Option(
+    "--embedding", help="Comma list or glob of embedding columns (for k-means clusters).")]
+GroupsOpt = Annotated[str | None, typer.Option("--groups", help="Column of group / task "
+                                                                 "labels.")]
+MethodOpt = Annotated[str, typer.Option(
+    "--method", help="split | crc | crc-exact | crc-cluster | crc-cluster-mondrian "
+                     "(and r2ccp | cqr where installed).")]
+AlphaOpt = Annotated[float, typer.Option("--alpha", help="Target miscoverage, in (0, 1).")]
+MondrianOpt = Annotated[bool, typer.Option(
+    "--mondrian", help="Group-conditional calibration: per --groups label, or Easy/Medium/Hard "
+                       "difficulty groups when no --groups is given.")]
+AdjustOpt = Annotated[bool, typer.Option(
+    "--adjust-boundary", help="Snap bands to the achievable targets (integer scales).")]
+PredScaleOpt = Annotated[str | None, typer.Option(
+    "--pred-scale", help="Scale of the prediction columns, 'A,B' (default: --scale; a "
+                         "quantile head writes 0,1).")]
+KOpt = Annotated[str, typer.Option("--clusters", help="k for the cluster rules, or 'auto' "
+                                                       "(elbow + silhouette).")]
+SmallOpt = Annotated[str, typer.Option(
+    "--small-group", help="Groups too small for alpha: marginal | full | error.")]
+IdOpt = Annotated[str | None, typer.Option("--id-col", help="Column naming each row in "
+                                                             "error reports.")]
+NRatingsOpt = Annotated[int | None, typer.Option(
+    "--n-ratings", help="Annotators behind each --target value (for the achievable grid of "
+                        "--adjust-boundary; --ratings gives it per row).")]
+ScorerOpt = Annotated[str | None, typer.Option(
+    "--scorer-id", help="Fingerprint of the scorer that made the predictions; a calibrator "
+                        "refuses predictions from another scorer.")]
+
+
+def _fail(msg: str, code: int = 2):
+    err.print(f"[bold red]error:[/] {msg}")
+    raise typer.Exit(code)
+
+
+def _report_rows(errors: list[RowError], total: int, action: str = "skipped") -> None:
+    if not errors:
+        return
+    err.print(f"[yellow]{len(errors)} of {total} rows {action}:[/]")
+    for e in errors[:20]:
+        err.print(f"  {e}")
+    if len(errors) > 20:
+        err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
+
+
+def _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, split_by,
+          id_col, pred_scale):
+    from scoreband.io import ColumnSpec
+    from scoreband.records import Scale
+
+    sc = Scale.parse(scale)
+    return ColumnSpec(
+        scale=sc, target=target, ratings=ratings, median=median, lo=lo, hi=hi,
+        features=features or (), embedding=embedding or (), groups=groups, split_by=split_by,
+        id_col=id_col, pred_scale=Scale.parse(pred_scale, integer=False) if pred_scale else None,
+    )
+
+
+def _factory(method, alpha, scale, mondrian, groups, clusters, small_group):
+    from scoreband.conformal import make_calibrator
+
+    k = clusters if clusters == "auto" else _int(clusters, "--clusters")
+    by = ("given" if groups else "difficulty") if mondrian else None
+    if method.startswith("crc-cluster") and by == "given":
+        # the cluster rules use the group column as their clusters
+        by = None
+
+    def make():
+        return make_calibrator(method, alpha, scale=scale, mondrian=by, n_clusters=k,
+                               small_group=small_group)
+
+    make()  # validate the options once, before any work
+    return make
+
+
+def _int(v, flag):
+    try:
+        return int(v)
+    except ValueError:
+        _fail(f"{flag} expects an integer or 'auto', got {v!r}")
+
+
+def _guard(fn):
+    """Turn scoreband errors into a clean message and exit code 2."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+                return fn(*a, **kw)
+        except ScorebandError as e:
+            _fail(str(e))
+
+    return wrapper
+
+
+def _fmt(d) -> str:
+    if not isinstance(d, dict):
+        return "-"
+    m, s = d.get("mean"), d.get("std")
+    if m is None or (isinstance(m, float) and np.isnan(m)):
+        return "-"
+    return f"{m:.3f} ± {s:.3f}"
+
+
+def print_metrics_table(res: dict, title: str) -> None:
+    t = Table(title=title)
+    t.add_column("metric")
+    if "before" in res:
+        t.add_column("before calibration", justify="right")
+    t.add_column("after calibration", justify="right")
+    for k in ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman"):
+        row = [k]
+        if "before" in res:
+            row.append(_fmt(res["before"].get(k)))
+        row.append(_fmt(res["after"].get(k)))
+        t.add_row(*row)
+    console.print(t)
+    tc = res["theoretical_coverage"]
+    console.print(f"theoretical coverage band (n_cal={tc['n_cal']}): "
+                  f"[{tc['low']:.3f}, {tc['high']:.3f}]")
+    if res.get("groups"):
+        g = Table(title="per group (after calibration)")
+        for c in ("group", "n (test)", "coverage", "sharpness"):
+            g.add_column(c)
+        for name, v in res["groups"].items():
+            g.add_row(name, str(v["n"]), _fmt(v["coverage"]), _fmt(v["sharpness"]))
+        console.print(g)
+
+
+# ------------------------------------------------------------------ evaluate
+@app.command()
+@_guard
+def evaluate(
+    table: Table_,
+    scale: ScaleOpt = ...,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    features: FeaturesOpt = None,
+    embedding: EmbeddingOpt = None,
+    groups: GroupsOpt = None,
+    method: MethodOpt = "split",
+    alpha: AlphaOpt = 0.1,
+    seeds: Annotated[int, typer.Option("--seeds", help="Number of random splits.")] = 10,
+    cal_frac: Annotated[float, typer.Option("--cal-frac", help="Calibration share of each "
+                                                               "split.")] = 0.5,
+    mondrian: MondrianOpt = False,
+    adjust_boundary: AdjustOpt = False,
+    n_ratings: NRatingsOpt = None,
+    split_by: Annotated[str | None, typer.Option(
+        "--split-by", help="Rows sharing this column's value stay on one side of every "
+                           "split.")] = None,
+    pred_scale: PredScaleOpt = None,
+    clusters: KOpt = "auto",
+    small_group: SmallOpt = "marginal",
+    id_col: IdOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
+):
+    """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
+
+    Example: scoreband evaluate preds.csv --target human --scale 1,5 --median score
+    --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
+    """
+    from scoreband.io import load_inputs, read_table, write_json
+    from scoreband.protocol import evaluate_splits
+
+    spec = _spec(scale, target, ratings, median, lo, hi, features, embedding, groups,
+                 split_by, id_col, pred_scale)
+    df = read_table(table)
+    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    _report_rows(inp.errors, len(df))
+    make = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group)
+    with console.status(f"calibrating over {seeds} splits ..."):
+        res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
+                              groups=inp.groups, split_keys=inp.split_keys,
+                              adjust_boundary=adjust_boundary, n_ratings=inp.n_ratings)
+    res["scale"] = spec.scale.to_dict()
+    res["table"] = str(table)
+    res["skipped_rows"] = [e.__dict__ for e in inp.errors]
+    for w in res.get("warnings", []):
+        err.print(f"[yellow]warning:[/] {w}")
+    print_metrics_table(res, f"{res['method']} · alpha={alpha} · n={res['n']} · "
+                             f"{seeds} seeds")
+    if out:
+        write_json(out, res)
+        console.print(f"wrote {out}")
+
+
+# ------------------------------------------------------------------ calibrate
+@app.command()
+@_guard
+def calibrate(
+    table: Table_,
+    out: Annotated[Path, typer.Option("--out", help="Calibrator JSON to write.")],
+    scale: ScaleOpt = ...,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    features: FeaturesOpt = None,
+    embedding: EmbeddingOpt = None,
+    groups: GroupsOpt = None,
+    method: MethodOpt = "split",
+    alpha: AlphaOpt = 0.1,
+    mondrian: MondrianOpt = False,
+    adjust_boundary: AdjustOpt = False,
+    n_ratings: NRatingsOpt = None,
+    pred_scale: PredScaleOpt = None,
+    clusters: KOpt = "auto",
+    small_group: SmallOpt = "marginal",
+    id_col: IdOpt = None,
+    scorer_id: ScorerOpt = None,
+):
+    """Fit a calibrator on every usable row and save it as versioned JSON.
+
+    Example: scoreband calibrate preds.csv --target human --scale 1,5 --median score
+    --method split --out calibrator.json
+    """
+    from scoreband.conformal import save_calibrator
+    from scoreband.conformal.boundary import check_on_grid
+    from scoreband.io import load_inputs, read_table
+
+    spec = _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, None,
+                 id_col, pred_scale)
+    df = read_table(table)
+    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    _report_rows(inp.errors, len(df))
+    if adjust_boundary:
+        check_on_grid(inp.y01, spec.scale, inp.n_ratings)
+    cal = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group)()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cal.fit(inp.pred, inp.y01, groups=inp.groups)
+    for x in w:
+        err.print(f"[yellow]warning:[/] {x.message}")
+    n_r = float(np.median(inp.n_ratings))
+    fp = scorer_id or _table_fingerprint(df)
+    save_calibrator(out, cal, scorer_fingerprint=fp, inputs={
+        "columns": spec.to_dict(), "adjust_boundary": adjust_boundary, "n_ratings": n_r,
+        "n_calibration": len(inp.pred), "skipped_rows": len(inp.errors),
+    })
+    console.print(f"calibrated {cal!r} on {len(inp.pred)} rows -> {out}")
+
+
+def _table_fingerprint(df) -> str | None:
+    if "scorer_fingerprint" in df.columns:
+        vals = df["scorer_fingerprint"].dropna().astype(str).unique()
+        if len(vals) == 1:
+            return vals[0]
+    return None
+
+
+# ------------------------------------------------------------------ apply
+@app.command()
+@_guard
+def apply(
+    table: Table_,
+    calibrator: Annotated[Path, typer.Option("--calibrator", help="Calibrator JSON from "
+                                                                  "`scoreband calibrate`.")],
+    out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
+                                                    "column kept).")],
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    groups: GroupsOpt = None,
+    scorer_id: ScorerOpt = None,
+    n_ratings: Annotated[float | None, typer.Option(
+        "--n-ratings", help="Annotators per target for boundary adjustment (default: as in "
+                            "calibration).")] = None,
+):
+    """Add calibrated bands to every row of a table.
+
+    Adds band_lo, band_median, band_hi (native scale), band_lo01, band_hi01 and band_error
+    (the reason when a row could not be banded; its band columns are left empty).
+    Prediction columns default to those used at calibration.
+
+    Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
+    """
+    from scoreband.conformal import adjust_band, load_calibrator
+    from scoreband.io import ColumnSpec, load_inputs, read_table, write_table
+
+    df = read_table(table)
+    fp = scorer_id or _table_fingerprint(df)
+    cal, doc = load_calibrator(calibrator, scorer_fingerprint=fp)
+    inputs = doc.get("inputs", {})
+    cols = dict(inputs.get("columns") or {})
+    if not cols:
+        _fail(f"{calibrator} records no input columns; recalibrate with `scoreband calibrate`")
+    for k, v in (("median", median), ("lo", lo), ("hi", hi), ("groups", groups)):
+        if v is not None:
+            cols[k] = v
+    spec = ColumnSpec.from_dict({**cols, "target": None, "ratings": None, "split_by": None})
+    inp = load_inputs(df, spec, require_target=False)
+    _report_rows(inp.errors, len(df), action="left without a band")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        band = cal.predict(inp.pred, groups=inp.groups)
+    for x in w:
+        err.print(f"[yellow]warning:[/] {x.message}")
+    if inputs.get("adjust_boundary"):
+        band = adjust_band(band, n_ratings or inputs.get("n_ratings") or 1)
+    res = df.copy()
+    n = len(df)
+    new = {k: np.full(n, np.nan) for k in ("band_lo", "band_median", "band_hi", "band_lo01",
+                                           "band_hi01")}
+    for k, v in (("band_lo", band.lo), ("band_median", band.median), ("band_hi", band.hi),
+                 ("band_lo01", band.lo01), ("band_hi01", band.hi01)):
+        new[k][inp.rows] = v
+    for k, v in new.items():
+        res[k] = v
+    flags = np.full(n, "", dtype=object)
+    flags[inp.rows] = np.where(band.full_range, "full_range", "")
+    flags[inp.rows] = np.where(band.fallback & ~band.full_range, "group_fallback",
+                               flags[inp.rows])
+    res["band_flag"] = flags
+    if band.group is not None:
+        g = np.full(n, "", dtype=object)
+        g[inp.rows] = band.group
+        res["band_group"] = g
+    errs = np.full(n, "", dtype=object)
+    for e in inp.errors:
+        errs[e.position] = f"{e.column}: {e.reason}"
+    res["band_error"] = errs
+    write_table(res, out)
+    console.print(f"banded {len(inp.rows)} of {n} rows with {band.method} "
+                  f"(alpha={band.alpha}) -> {out}")
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

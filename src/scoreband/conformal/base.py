@@ -1,0 +1,216 @@
+"""The calibrator interface every conformal method implements.
+
+A calibrator is split in two, following crepes and MAPIE:
+
+* ``_fit_params(pred, y01) -> dict``: the conformal step on a set of calibration items
+  (e.g. the quantile ``q`` of the residuals, or CRC's ``(omega, beta)``). JSON-serialisable.
+* ``_apply(pred, params) -> (lo01, hi01, full_range)``: turn predictions into bands.
+
+Wrappers (:class:`~scoreband.conformal.mondrian.Mondrian`,
+:class:`~scoreband.conformal.crc.ClusterConservative`) reuse these two steps on groups,
+so any method gets group-conditional calibration for free. Learned methods (CQR, R2CCP)
+add ``_fit_model`` for the part fitted before the conformal step.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scoreband.conformal._core import check_alpha
+from scoreband.errors import InputError, NotFittedError
+from scoreband.records import Band, Predictions, Scale
+
+__all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets"]
+
+log = logging.getLogger(__name__)
+
+_REGISTRY: dict[str, type[Calibrator]] = {}
+
+
+def register(cls):
+    """Class decorator: make a calibrator loadable from its saved state by ``method`` name."""
+    _REGISTRY[cls.method] = cls
+    return cls
+
+
+def list_methods() -> list[str]:
+    """Names of the registered calibration methods."""
+    return sorted(_REGISTRY)
+
+
+def check_targets(y01, n: int) -> np.ndarray:
+    """Validate normalised targets: n finite numbers in [0, 1]."""
+    y = np.asarray(y01, dtype=float)
+    if y.ndim != 1 or len(y) != n:
+        raise InputError(f"expected {n} targets (one per prediction), got shape {y.shape}")
+    bad = ~np.isfinite(y)
+    if bad.any():
+        raise InputError(f"targets contain NaN/inf at positions {np.flatnonzero(bad)[:10].tolist()}")
+    out = (y < -1e-9) | (y > 1 + 1e-9)
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        raise InputError(
+            f"target at position {i} is {y[i]:.4g} on the normalised scale, outside [0, 1]; "
+            "check --scale"
+        )
+    return np.clip(y, 0.0, 1.0)
+
+
+class Calibrator(ABC):
+    """Base class: ``fit(pred, y01, groups=None) -> self``, ``predict(pred) -> Band``.
+
+    Targets ``y01`` and predictions are on the normalised scale [0, 1]; ``scale`` only
+    converts the returned :class:`Band` back to the native scale.
+    """
+
+    method: ClassVar[str] = "base"
+    #: True when the method fits a model before the conformal step (CQR, R2CCP).
+    learned: ClassVar[bool] = False
+
+    def __init__(self, alpha: float = 0.1, *, scale: Scale | None = None, clip: bool = True):
+        self.alpha = check_alpha(alpha)
+        self.scale = scale or Scale(0.0, 1.0)
+        self.clip = clip
+        self.params_: dict | None = None
+
+    # --- the two steps a method implements -------------------------------------------
+    def _fit_model(self, pred: Predictions, y01: np.ndarray) -> None:  # noqa: B027
+        """Fit the learned part (none by default)."""
+
+    @abstractmethod
+    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict: ...
+
+    @abstractmethod
+    def _apply(self, pred: Predictions, params: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ...
+
+    def _check_pred(self, pred: Predictions) -> None:  # noqa: B027
+        """Raise InputError when ``pred`` lacks what the method needs."""
+
+    def difficulty(self, pred: Predictions) -> np.ndarray:
+        """Per-item width of the uncalibrated base interval (for Easy/Medium/Hard groups)."""
+        if pred.lo is not None:
+            return pred.hi - pred.lo
+        raise InputError(
+            f"{self.method}: difficulty groups need an uncalibrated interval (--lo/--hi) "
+            "or judge features; pass a task column with --groups instead"
+        )
+
+    # --- public API --------------------------------------------------------------------
+    def fit(self, pred: Predictions, y01, groups=None) -> Calibrator:
+        """Fit on calibration predictions and their normalised targets. Returns self."""
+        self._check_pred(pred)
+        y = check_targets(y01, len(pred))
+        if len(pred) == 0:
+            raise InputError("cannot calibrate on an empty set of predictions")
+        self._fit_model(pred, y)
+        self.params_ = self._fit_params(pred, y)
+        return self
+
+    def _require_fitted(self) -> None:
+        if self.params_ is None:
+            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit(pred, y01) first")
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        """Calibrated bands for ``pred``."""
+        self._require_fitted()
+        self._check_pred(pred)
+        lo, hi, full = self._apply(pred, self.params_)
+        return self._band(pred, lo, hi, full)
+
+    def _band(self, pred, lo, hi, full, group=None, fallback=None) -> Band:
+        m = np.clip(pred.median, 0.0, 1.0) if self.clip else pred.median
+        lo = np.where(full, 0.0, lo)
+        hi = np.where(full, 1.0, hi)
+        if self.clip:
+            lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+        band = Band(lo01=lo, median01=m, hi01=hi, alpha=self.alpha, method=self.method,
+                    scale=self.scale, group=group, full_range=np.asarray(full, dtype=bool),
+                    fallback=fallback)
+        return band
+
+    # --- persistence -------------------------------------------------------------------
+    def get_config(self) -> dict[str, Any]:
+        """Constructor arguments (JSON-serialisable), without alpha and scale."""
+        return {"clip": self.clip}
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything needed to rebuild the fitted calibrator, as plain JSON types."""
+        self._require_fitted()
+        return {
+            "method": self.method,
+            "alpha": self.alpha,
+            "config": self.get_config(),
+            "params": _jsonable(self.params_),
+            "model": self._model_state(),
+        }
+
+    def _model_state(self) -> dict | None:
+        return None
+
+    def _load_model_state(self, state: dict | None) -> None:
+        pass
+
+    @classmethod
+    def _from_state(cls, state: dict, scale: Scale) -> Calibrator:
+        obj = cls(state["alpha"], scale=scale, **state.get("config", {}))
+        obj.params_ = _unjson(state["params"])
+        obj._load_model_state(state.get("model"))
+        return obj
+
+    def __repr__(self) -> str:
+        fitted = "unfitted" if self.params_ is None else _short(self.params_)
+        return f"{type(self).__name__}(alpha={self.alpha}, {fitted})"
+
+
+def calibrator_from_state(state: dict, scale: Scale | None = None) -> Calibrator:
+    """Rebuild a fitted calibrator from :meth:`Calibrator.get_state` output."""
+    method = state.get("method")
+    if method not in _REGISTRY:
+        raise InputError(f"unknown calibration method {method!r}; known: {', '.join(list_methods())}")
+    return _REGISTRY[method]._from_state(state, scale or Scale(0.0, 1.0))
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        f = float(x)
+        if np.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return f
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def _unjson(x):
+    if isinstance(x, dict):
+        return {k: _unjson(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_unjson(v) for v in x]
+    if x == "inf":
+        return float("inf")
+    if x == "-inf":
+        return float("-inf")
+    return x
+
+
+def _short(params: dict) -> str:
+    parts = []
+    for k, v in params.items():
+        if isinstance(v, float):
+            parts.append(f"{k}={v:.4g}")
+        elif isinstance(v, (int, str, bool)):
+            parts.append(f"{k}={v}")
+    return ", ".join(parts[:6])

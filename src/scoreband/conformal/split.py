@@ -1,0 +1,79 @@
+"""Split conformal prediction with absolute residuals around a point prediction."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from scoreband.conformal._core import conformal_quantile, min_calibration_size
+from scoreband.conformal.base import Calibrator, register
+from scoreband.records import Predictions
+
+__all__ = ["SplitConformal", "absolute_residual_interval", "TooFewCalibrationItems"]
+
+
+class TooFewCalibrationItems(UserWarning):
+    """The calibration set is too small for alpha: the band is the whole range."""
+
+
+def warn_too_small(n: int, alpha: float, where: str = "calibration set") -> None:
+    warnings.warn(
+        f"{where} has {n} items, too few for alpha={alpha}: the conformal rank exceeds n, so "
+        f"the band is the whole scale. At least {min_calibration_size(alpha)} items are needed "
+        f"for alpha={alpha}.",
+        TooFewCalibrationItems,
+        stacklevel=3,
+    )
+
+
+def absolute_residual_interval(median_cal, y_cal, median_test, alpha: float):
+    """Split CP: ``[m - q, m + q]`` with q the conformal quantile of ``|y - m|``.
+
+    Returns ``(lo, hi, q)``; unclipped (q may be ``inf``).
+
+    >>> lo, hi, q = absolute_residual_interval([0.1, 0.5, 0.9], [0.2, 0.5, 0.6], [0.4], 0.5)
+    >>> round(q, 6), round(float(lo[0]), 6), round(float(hi[0]), 6)
+    (0.3, 0.1, 0.7)
+    """
+    m = np.asarray(median_cal, dtype=float)
+    q = conformal_quantile(np.abs(np.asarray(y_cal, dtype=float) - m), alpha)
+    mt = np.asarray(median_test, dtype=float)
+    return mt - q, mt + q, q
+
+
+@register
+class SplitConformal(Calibrator):
+    """Absolute-residual split conformal: ``[m - q, m + q]`` (clipped to [0, 1] by default).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> m = rng.uniform(size=200); y = np.clip(m + rng.normal(0, 0.05, 200), 0, 1)
+    >>> cal = SplitConformal(alpha=0.1).fit(Predictions(m), y)
+    >>> band = cal.predict(Predictions([0.5]))
+    >>> bool(band.lo01[0] < 0.5 < band.hi01[0])
+    True
+    """
+
+    method = "split"
+
+    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
+        q = conformal_quantile(np.abs(y01 - pred.median), self.alpha)
+        if math.isinf(q):
+            warn_too_small(len(y01), self.alpha)
+        return {"q": q, "n": len(y01)}
+
+    def _apply(self, pred: Predictions, params: dict):
+        q = params["q"]
+        full = np.full(len(pred), math.isinf(q))
+        return pred.median - q, pred.median + q, full
+
+    def difficulty(self, pred: Predictions) -> np.ndarray:
+        if pred.features is not None:
+            # Judge features: the spread of the score distribution is the natural difficulty.
+            from scoreband.judges.features import distribution_std_from_logprobs
+
+            return distribution_std_from_logprobs(pred.features)
+        return super().difficulty(pred)

@@ -1,0 +1,429 @@
+"""Tables in and out (CSV, TSV, JSONL, JSON, Parquet, Hugging Face datasets directories),
+column mapping, row validation, and atomic writes.
+
+A bad row is never silently dropped: :func:`load_inputs` returns the clean predictions
+*and* a list of :class:`~scoreband.errors.RowError` naming the row, column and reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scoreband.errors import InputError, RowError
+from scoreband.records import Predictions, Scale
+
+__all__ = [
+    "read_table",
+    "write_table",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "ColumnSpec",
+    "Inputs",
+    "load_inputs",
+    "parse_ratings",
+    "SUPPORTED_FORMATS",
+]
+
+SUPPORTED_FORMATS = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
+
+
+# --------------------------------------------------------------------------- reading
+def read_table(path) -> pd.DataFrame:
+    """Read a table by its extension; a directory is read as a Hugging Face ``datasets``
+    directory (``save_to_disk`` output: ``*.arrow`` files) or a folder of Parquet files.
+
+    Raises :class:`InputError` for a missing file, an unknown format or an empty table.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"table {str(p)!r} does not exist")
+    try:
+        if p.is_dir():
+            df = _read_dir(p)
+        else:
+            suf = p.suffix.lower()
+            if suf == ".csv":
+                df = pd.read_csv(p, keep_default_na=True)
+            elif suf == ".tsv":
+                df = pd.read_csv(p, sep="\t")
+            elif suf in (".jsonl", ".ndjson"):
+                df = pd.read_json(p, lines=True)
+            elif suf == ".json":
+                df = pd.read_json(p)
+            elif suf in (".parquet", ".pq"):
+                df = pd.read_parquet(p)
+            else:
+                raise InputError(
+                    f"cannot read {p.name!r}: unknown table format {suf!r}; use one of "
+                    f"{', '.join(SUPPORTED_FORMATS)} or a Hugging Face datasets directory"
+                )
+    except InputError:
+        raise
+    except Exception as e:  # parser errors from pandas/pyarrow: name the file
+        raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
+    if len(df) == 0:
+        raise InputError(f"table {str(p)!r} has no rows")
+    return df
+
+
+def _read_dir(p: Path) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrows = sorted(p.rglob("*.arrow"))
+    if arrows:
+        tables = []
+        for f in arrows:
+            with pa.memory_map(str(f)) as src:
+                try:
+                    tables.append(pa.ipc.open_stream(src).read_all())
+                except pa.ArrowInvalid:
+                    tables.append(pa.ipc.open_file(src).read_all())
+        return pa.concat_tables(tables).to_pandas()
+    parquets = sorted(p.rglob("*.parquet"))
+    if parquets:
+        return pd.concat([pq.read_table(f).to_pandas() for f in parquets], ignore_index=True)
+    raise InputError(
+        f"directory {str(p)!r} holds no *.arrow (Hugging Face datasets) or *.parquet files"
+    )
+
+
+# --------------------------------------------------------------------------- writing
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder + rename, so a
+    crash never leaves a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_table(df: pd.DataFrame, path) -> Path:
+    """Write a table atomically in the format its extension names."""
+    path = Path(path)
+    suf = path.suffix.lower()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        if suf == ".csv":
+            df.to_csv(tmp, index=False)
+        elif suf == ".tsv":
+            df.to_csv(tmp, sep="\t", index=False)
+        elif suf in (".jsonl", ".ndjson"):
+            df.to_json(tmp, orient="records", lines=True)
+        elif suf == ".json":
+            df.to_json(tmp, orient="records")
+        elif suf in (".parquet", ".pq"):
+            df.to_parquet(tmp, index=False)
+        else:
+            raise InputError(f"cannot write {path.name!r}: unknown format {suf!r}; use one of "
+                             f"{', '.join(SUPPORTED_FORMATS)}")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+# --------------------------------------------------------------------------- columns
+@dataclass
+class ColumnSpec:
+    """How a table's columns map onto predictions and targets.
+
+    Prediction columns are on ``pred_scale`` (default: the target's ``scale``); a quantile
+    head writes [0, 1].
+    """
+
+    scale: Scale
+    target: str | None = None
+    ratings: str | None = None
+    median: str | None = None
+    lo: str | None = None
+    hi: str | None = None
+    features: Sequence[str] = ()
+    embedding: Sequence[str] = ()
+    groups: str | None = None
+    split_by: str | None = None
+    id_col: str | None = None
+    pred_scale: Scale | None = None
+    ratings_sep: str = ";"
+
+    def to_dict(self) -> dict:
+        return {
+            "scale": self.scale.to_dict(), "target": self.target, "ratings": self.ratings,
+            "median": self.median, "lo": self.lo, "hi": self.hi,
+            "features": list(self.features), "embedding": list(self.embedding),
+            "groups": self.groups, "split_by": self.split_by, "id_col": self.id_col,
+            "pred_scale": None if self.pred_scale is None else self.pred_scale.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ColumnSpec:
+        d = dict(d)
+        d["scale"] = Scale.from_dict(d["scale"])
+        if d.get("pred_scale") is not None:
+            d["pred_scale"] = Scale.from_dict(d["pred_scale"])
+        return cls(**d)
+
+
+@dataclass
+class Inputs:
+    """Validated inputs: predictions and targets for the good rows, errors for the bad."""
+
+    pred: Predictions
+    y01: np.ndarray | None
+    rows: np.ndarray  # positions (0-based) of the kept rows in the original table
+    row_ids: list[str]
+    groups: np.ndarray | None
+    split_keys: np.ndarray | None
+    n_ratings: np.ndarray
+    errors: list[RowError] = field(default_factory=list)
+
+
+def expand_columns(patterns: Sequence[str] | str | None, columns) -> list[str]:
+    """Expand a comma list of names or glob patterns (``logp_*``) against ``columns``."""
+    if not patterns:
+        return []
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    out: list[str] = []
+    for pat in patterns:
+        if any(ch in pat for ch in "*?["):
+            hits = [c for c in columns if fnmatch.fnmatchcase(str(c), pat)]
+            if not hits:
+                raise InputError(f"no column matches {pat!r}; available: {_avail(columns)}")
+            out.extend(hits)
+        else:
+            out.append(pat)
+    return out
+
+
+def _avail(columns) -> str:
+    cols = [str(c) for c in columns]
+    more = f" ... ({len(cols)} in all)" if len(cols) > 30 else ""
+    return ", ".join(cols[:30]) + more
+
+
+def _check_columns(df: pd.DataFrame, names: list[tuple[str, str]]) -> None:
+    for flag, col in names:
+        if col is not None and col not in df.columns:
+            raise InputError(
+                f"{flag} column {col!r} is not in the table; available: {_avail(df.columns)}"
+            )
+
+
+def parse_ratings(cell, sep: str = ";") -> list[float]:
+    """Parse one cell of annotator ratings: ``"4;5;3"``, a list, or a single number."""
+    if isinstance(cell, (list, tuple, np.ndarray)):
+        vals = list(cell)
+    elif isinstance(cell, (int, float, np.integer, np.floating)):
+        if isinstance(cell, float) and math.isnan(cell):
+            raise ValueError("no ratings (empty cell)")
+        vals = [cell]
+    elif isinstance(cell, str):
+        s = cell.strip().strip("[]")
+        if not s:
+            raise ValueError("no ratings (empty cell)")
+        parts = s.replace(",", sep).split(sep)
+        vals = [p.strip() for p in parts if p.strip()]
+    elif cell is None:
+        raise ValueError("no ratings (empty cell)")
+    else:
+        raise ValueError(f"cannot read ratings from {type(cell).__name__}")
+    out = []
+    for v in vals:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"rating {v!r} is not a number") from None
+        if not math.isfinite(f):
+            raise ValueError(f"rating {v!r} is not finite")
+        out.append(f)
+    if not out:
+        raise ValueError("no ratings (empty cell)")
+    return out
+
+
+def _row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
+    return RowError(row_id, column, reason, position=int(i))
+
+
+def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
+    """Column as floats; non-numeric, missing and infinite cells become row errors."""
+    raw = df[col]
+    num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    isna = raw.isna().to_numpy()
+    for i in np.flatnonzero(~np.isfinite(num)):
+        if isna[i]:
+            reason = "missing value (empty cell); fill it or drop the row"
+        elif np.isnan(num[i]):
+            reason = f"not a number: {raw.iloc[i]!r}"
+        else:
+            reason = f"infinite value {raw.iloc[i]!r}"
+        errors.setdefault(i, _row_error(i, ids[i], col, reason))
+    return num
+
+
+def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = True,
+                require_median: bool = True, n_ratings: int | None = None) -> Inputs:
+    """Validate a table against ``spec`` and build normalised predictions and targets.
+
+    Every problem is a :class:`RowError` (row id, column, reason); those rows are left out
+    of ``Inputs.pred`` and listed in ``Inputs.errors``. Structural problems (unknown columns,
+    no good rows at all) raise :class:`InputError`.
+    """
+    if len(df) == 0:
+        raise InputError("the table has no rows")
+    features = expand_columns(spec.features, df.columns)
+    embedding = expand_columns(spec.embedding, df.columns)
+    if require_target and not (spec.target or spec.ratings):
+        raise InputError("give the human target: --target COL (mean rating) or --ratings COL")
+    if spec.target and spec.ratings:
+        raise InputError("give either --target or --ratings, not both")
+    if require_median and not spec.median and not features:
+        raise InputError("give the scorer's point prediction: --median COL (or --features for "
+                         "a learned calibrator)")
+    _check_columns(df, [("--target", spec.target), ("--ratings", spec.ratings),
+                        ("--median", spec.median), ("--lo", spec.lo), ("--hi", spec.hi),
+                        ("--groups", spec.groups), ("--split-by", spec.split_by),
+                        ("--id-col", spec.id_col)]
+                   + [("--features", c) for c in features]
+                   + [("--embedding", c) for c in embedding])
+    if (spec.lo is None) != (spec.hi is None):
+        raise InputError("give both --lo and --hi (the uncalibrated 90 % interval), or neither")
+
+    n = len(df)
+    if spec.id_col:
+        ids = [str(v) for v in df[spec.id_col].tolist()]
+    elif "id" in df.columns:
+        ids = [f"{i + 1} (id={v})" for i, v in enumerate(df["id"].tolist())]
+    else:
+        ids = [str(i + 1) for i in range(n)]
+    errors: dict[int, RowError] = {}
+    scale = spec.scale
+    pscale = spec.pred_scale or scale
+
+    # targets
+    y = None
+    if n_ratings is not None and (n_ratings < 1 or spec.ratings):
+        raise InputError("--n-ratings must be >= 1 and is only used with --target "
+                         "(--ratings gives the count per row)")
+    n_ratings = np.full(n, float(n_ratings or 1))
+    if spec.ratings:
+        y = np.full(n, np.nan)
+        for i, cell in enumerate(df[spec.ratings].tolist()):
+            try:
+                r = parse_ratings(cell, spec.ratings_sep)
+            except ValueError as e:
+                errors.setdefault(i, _row_error(i, ids[i], spec.ratings, str(e)))
+                continue
+            bad = [v for v in r if v < scale.lo or v > scale.hi]
+            if bad:
+                errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
+                                              f"rating {bad[0]:g} outside the scale "
+                                              f"[{scale.lo:g}, {scale.hi:g}]; check --scale"))
+                continue
+            if scale.integer and any(v != int(v) for v in r):
+                errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
+                                              "non-integer rating on an integer scale"))
+                continue
+            y[i] = float(np.mean(r))
+            n_ratings[i] = len(r)
+    elif spec.target:
+        y = _numeric(df, spec.target, errors, ids)
+        out = np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
+        for i in np.flatnonzero(out):
+            errors.setdefault(i, _row_error(i, ids[i], spec.target,
+                                          f"target {y[i]:g} outside the scale "
+                                          f"[{scale.lo:g}, {scale.hi:g}]; check --scale"))
+
+    def pcol(col):
+        return None if col is None else pscale.to01(_numeric(df, col, errors, ids))
+
+    median = pcol(spec.median)
+    lo, hi = pcol(spec.lo), pcol(spec.hi)
+    if lo is not None:
+        for i in np.flatnonzero(np.isfinite(lo) & np.isfinite(hi) & (lo > hi + 1e-12)):
+            errors.setdefault(i, _row_error(i, ids[i], spec.lo,
+                                          f"lo ({df[spec.lo].iloc[i]}) > hi "
+                                          f"({df[spec.hi].iloc[i]}); swap or fix the interval"))
+    feats = (np.column_stack([_numeric(df, c, errors, ids) for c in features])
+             if features else None)
+    emb = (np.column_stack([_numeric(df, c, errors, ids) for c in embedding])
+           if embedding else None)
+    groups = None
+    if spec.groups:
+        g = df[spec.groups]
+        for i in np.flatnonzero(g.isna().to_numpy()):
+            errors.setdefault(i, _row_error(i, ids[i], spec.groups, "missing group label"))
+        groups = g.astype(str).to_numpy()
+    split_keys = df[spec.split_by].astype(str).to_numpy() if spec.split_by else None
+
+    keep = np.array(sorted(set(range(n)) - set(errors)), dtype=int)
+    if len(keep) == 0:
+        first = [str(e) for e in list(errors.values())[:5]]
+        raise InputError("no usable rows: " + "; ".join(first))
+    if median is None and feats is not None:
+        median = np.full(n, np.nan)  # learned calibrators predict their own point
+    pred = Predictions(
+        median=median[keep],
+        lo=None if lo is None else lo[keep], hi=None if hi is None else hi[keep],
+        features=None if feats is None else feats[keep],
+        embedding=None if emb is None else emb[keep],
+        n_ratings=n_ratings[keep],
+    )
+    return Inputs(
+        pred=pred,
+        y01=None if y is None else scale.to01(y[keep]),
+        rows=keep, row_ids=[ids[i] for i in keep],
+        groups=None if groups is None else groups[keep],
+        split_keys=None if split_keys is None else split_keys[keep],
+        n_ratings=n_ratings[keep],
+        errors=[errors[i] for i in sorted(errors)],
+    )
+
+
+def write_json(path, obj) -> None:
+    """Write JSON atomically (NaN written as null)."""
+    atomic_write_text(path, json.dumps(_clean(obj), indent=2))
+
+
+def _clean(x):
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _clean(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        f = float(x)
+        return None if math.isnan(f) else (str(f) if math.isinf(f) else f)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x

@@ -1,0 +1,1 @@
+"""VLM judges: score-token log-prob features (and, later, their extraction)."""

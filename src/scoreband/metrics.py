@@ -1,0 +1,192 @@
+"""Evaluation metrics: pure functions on arrays (SPEC section 6).
+
+Each docstring says which direction is better. All take per-item arrays; none prints.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from scoreband.conformal._core import check_alpha, coverage_bounds
+from scoreband.errors import InputError
+
+__all__ = [
+    "covered",
+    "coverage",
+    "sharpness",
+    "ups",
+    "kendall_tau_c",
+    "pearson",
+    "spearman",
+    "ranking_scoring_gap",
+    "exact_agreement",
+    "overconfidence_rate",
+    "binomial_ci",
+    "group_coverage",
+    "worst_group_coverage",
+    "theoretical_coverage",
+    "interval_metrics",
+]
+
+
+def _arrays(*xs):
+    arrs = [np.asarray(x, dtype=float) for x in xs]
+    n = len(arrs[0])
+    for a in arrs:
+        if a.ndim != 1 or len(a) != n:
+            raise InputError(f"expected arrays of one value per item (n={n}), got shape {a.shape}")
+    return arrs
+
+
+def covered(lo, hi, y, tol: float = 1e-9) -> np.ndarray:
+    """Per item: True where ``lo <= y <= hi`` (with a float tolerance)."""
+    lo, hi, y = _arrays(lo, hi, y)
+    return (lo - tol <= y) & (y <= hi + tol)
+
+
+def coverage(lo, hi, y) -> float:
+    """Share of targets inside their band. Closer to ``1 - alpha`` (from above) is better.
+
+    >>> coverage([0, 0.5], [1, 0.6], [0.5, 0.7])
+    0.5
+    """
+    return float(np.mean(covered(lo, hi, y)))
+
+
+def sharpness(lo, hi) -> float:
+    """Mean band width. Lower is better (at the same coverage).
+
+    >>> sharpness([0.1, 0.2], [0.3, 0.6])
+    0.3
+    """
+    lo, hi = _arrays(lo, hi)
+    return float(np.round(np.mean(hi - lo), 12))
+
+
+def ups(median, lo, hi, y) -> float:
+    """Uncertainty-prediction score: Pearson(|m - y|, hi - lo). Higher is better.
+
+    Wider bands should go with larger errors. NaN when either side is constant.
+    """
+    m, lo, hi, y = _arrays(median, lo, hi, y)
+    return pearson(np.abs(m - y), hi - lo)
+
+
+def kendall_tau_c(x, y) -> float:
+    """Kendall's tau-c (Stuart's), scipy's ``variant="c"``. Higher is better.
+
+    Suited to ties-heavy Likert targets.
+    """
+    x, y = _arrays(x, y)
+    if len(x) < 2:
+        return math.nan
+    return float(stats.kendalltau(x, y, variant="c").statistic)
+
+
+def _constant(a: np.ndarray) -> bool:
+    return len(a) < 2 or np.ptp(a) == 0
+
+
+def pearson(x, y) -> float:
+    """Pearson correlation. Higher is better. NaN when an input is constant."""
+    x, y = _arrays(x, y)
+    if _constant(x) or _constant(y):
+        return math.nan
+    return float(stats.pearsonr(x, y).statistic)
+
+
+def spearman(x, y) -> float:
+    """Spearman rank correlation. Higher is better. NaN when an input is constant."""
+    x, y = _arrays(x, y)
+    if _constant(x) or _constant(y):
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def ranking_scoring_gap(rho: float, mean_width: float, k: int) -> float:
+    """Ranking-Scoring Gap: ``|rho| - (1 - w / (K - 1))``, w the mean width on the K-point
+    scale. Lower is better: high RSG means the judge ranks well but its absolute scores
+    cannot be trusted.
+
+    >>> round(ranking_scoring_gap(0.8, 2.0, 5), 6)
+    0.3
+    """
+    if k < 2:
+        raise InputError(f"K must be >= 2 score levels, got {k}")
+    return float(abs(rho) - (1 - mean_width / (k - 1)))
+
+
+def exact_agreement(pred, y) -> float:
+    """Share of items whose rounded prediction equals the (rounded) human score. Higher is
+    better.
+
+    >>> exact_agreement([1.2, 3.6, 4.4], [1, 4, 5])
+    0.6666666666666666
+    """
+    p, y = _arrays(pred, y)
+    # round half up, as a rater would (np.round rounds half to even)
+    return float(np.mean(np.floor(p + 0.5) == np.floor(y + 0.5)))
+
+
+def overconfidence_rate(max_prob, threshold: float = 0.99) -> float:
+    """Share of items whose max softmax probability exceeds ``threshold``. Lower is better
+    (for a judge whose bands are wide)."""
+    (p,) = _arrays(max_prob)
+    return float(np.mean(p > threshold))
+
+
+def binomial_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson interval for a proportion k / n (scipy)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence,
+                                                       method="exact")
+    return (float(ci.low), float(ci.high))
+
+
+def group_coverage(lo, hi, y, groups, confidence: float = 0.95) -> dict:
+    """Coverage per group with an exact binomial confidence interval.
+
+    Returns ``{group: {"n", "coverage", "ci_low", "ci_high", "sharpness"}}``.
+    """
+    lo, hi, y = _arrays(lo, hi, y)
+    g = np.asarray(groups).astype(str)
+    cov = covered(lo, hi, y)
+    out = {}
+    for key in np.unique(g):
+        m = g == key
+        k, n = int(cov[m].sum()), int(m.sum())
+        lo_ci, hi_ci = binomial_ci(k, n, confidence)
+        out[str(key)] = {"n": n, "coverage": k / n, "ci_low": lo_ci, "ci_high": hi_ci,
+                         "sharpness": float(np.mean(hi[m] - lo[m]))}
+    return out
+
+
+def worst_group_coverage(lo, hi, y, groups) -> float:
+    """The lowest per-group coverage. Higher is better."""
+    return min(v["coverage"] for v in group_coverage(lo, hi, y, groups).values())
+
+
+def theoretical_coverage(n_cal: int, alpha: float) -> dict:
+    """The band ``[1 - alpha, 1 - alpha + 1/(n + 1)]`` that split-conformal coverage lies in,
+    in expectation, for ``n_cal`` calibration items."""
+    a = check_alpha(alpha)
+    lo, hi = coverage_bounds(n_cal, a)
+    return {"low": lo, "high": hi, "n_cal": int(n_cal)}
+
+
+def interval_metrics(median, lo, hi, y) -> dict:
+    """The standard set for one band: coverage, sharpness, UPS, Kendall tau-c, Pearson,
+    Spearman (medians vs targets)."""
+    m, lo, hi, y = _arrays(median, lo, hi, y)
+    return {
+        "coverage": coverage(lo, hi, y),
+        "sharpness": sharpness(lo, hi),
+        "ups": ups(m, lo, hi, y),
+        "kendall_tau_c": kendall_tau_c(m, y),
+        "pearson": pearson(m, y),
+        "spearman": spearman(m, y),
+    }
