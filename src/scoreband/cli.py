@@ -400,6 +400,26 @@ def apply(
                   f"(alpha={band.alpha}) -> {out}")
 
 
+@app.command()
+@_guard
+def example(
+    out: Annotated[Path, typer.Option("--out", help="Where to write the example table.")] =
+    Path("example_predictions.csv"),
+):
+    """Write the example predictions table shipped with scoreband (2,000 simulated
+    quantile-scorer outputs with 3 annotators each; see scripts/make_example_predictions.py).
+    """
+    import shutil
+    from importlib import resources
+
+    src = resources.files("scoreband") / "data" / "example_predictions.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with resources.as_file(src) as p:
+        shutil.copyfile(p, out)
+    console.print(f"wrote {out}; try:\n  scoreband evaluate {out} --ratings ratings --scale 1,5 "
+                  "--median median --lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task")
+
+
 def main() -> None:
     """Entry point of the console script."""
     try:

@@ -31,8 +31,8 @@ def check_alpha(alpha: float) -> float:
 
 
 def _exact(alpha: float) -> Fraction:
-    # The decimal the user typed (0.1 is 1/10, not 0.1000000000000000055...): float
-    # arithmetic turns (19 + 1) * (1 - 0.1) into 18.000000000000004, whose ceiling is off by one.
+    # The decimal the user typed (0.7 is 7/10, not 0.6999999999999999556...): float
+    # arithmetic turns (19 + 1) * (1 - 0.7) into 6.000000000000001, whose ceiling is off by one.
     return Fraction(repr(float(alpha)))
 
 
@@ -68,13 +68,14 @@ def min_calibration_size(alpha: float) -> int:
     return -((-x.numerator) // x.denominator)
 
 
-def conformal_quantile(scores, alpha: float) -> float:
+def conformal_quantile(scores, alpha: float, overwrite: bool = False) -> float:
     """The ``conformal_rank(n, alpha)``-th smallest score, or ``+inf`` when that rank exceeds n.
 
     Parameters
     ----------
     scores : (n,) array of conformity scores (larger = worse fit)
     alpha : miscoverage level in (0, 1)
+    overwrite : allow reordering ``scores`` in place (saves a copy of n floats)
 
     >>> conformal_quantile([0.3, 0.1, 0.2, 0.5, 0.4, 0.6, 0.9, 0.8, 0.7, 1.0], 0.2)
     0.9
@@ -84,12 +85,15 @@ def conformal_quantile(scores, alpha: float) -> float:
     s = np.asarray(scores, dtype=float)
     if s.ndim != 1:
         raise InputError(f"scores must be one-dimensional, got shape {s.shape}")
-    if np.isnan(s).any():
-        raise InputError("conformity scores contain NaN; remove or fix the bad rows first")
     n = len(s)
     k = conformal_rank(n, alpha)
+    if n and np.isnan(s.max()):
+        raise InputError("conformity scores contain NaN; remove or fix the bad rows first")
     if k > n:
         return math.inf
+    if overwrite and s is scores:
+        s.partition(k - 1)
+        return float(s[k - 1])
     return float(np.partition(s, k - 1)[k - 1])
 
 

@@ -35,7 +35,7 @@ def absolute_residual_interval(median_cal, y_cal, median_test, alpha: float):
 
     >>> lo, hi, q = absolute_residual_interval([0.1, 0.5, 0.9], [0.2, 0.5, 0.6], [0.4], 0.5)
     >>> round(q, 6), round(float(lo[0]), 6), round(float(hi[0]), 6)
-    (0.3, 0.1, 0.7)
+    (0.1, 0.3, 0.5)
     """
     m = np.asarray(median_cal, dtype=float)
     q = conformal_quantile(np.abs(np.asarray(y_cal, dtype=float) - m), alpha)
@@ -60,14 +60,18 @@ class SplitConformal(Calibrator):
     method = "split"
 
     def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
-        q = conformal_quantile(np.abs(y01 - pred.median), self.alpha)
+        r = np.subtract(y01, pred.median)
+        np.abs(r, out=r)
+        q = conformal_quantile(r, self.alpha, overwrite=True)
         if math.isinf(q):
             warn_too_small(len(y01), self.alpha)
         return {"q": q, "n": len(y01)}
 
     def _apply(self, pred: Predictions, params: dict):
         q = params["q"]
-        full = np.full(len(pred), math.isinf(q))
+        full = np.zeros(len(pred), dtype=bool) if math.isfinite(q) else np.ones(len(pred), bool)
+        if not math.isfinite(q):
+            q = 0.0
         return pred.median - q, pred.median + q, full
 
     def difficulty(self, pred: Predictions) -> np.ndarray:

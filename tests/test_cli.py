@@ -1,0 +1,114 @@
+import json
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from scoreband.cli import app
+
+runner = CliRunner()
+EXAMPLE = str(resources.files("scoreband") / "data" / "example_predictions.csv")
+COMMON = ["--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
+
+
+def run(*args):
+    res = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in res.output, res.output
+    return res
+
+
+def test_evaluate_writes_contract_json(tmp_path):
+    out = tmp_path / "m.json"
+    res = run("evaluate", EXAMPLE, "--ratings", "ratings", *COMMON, "--lo", "q05", "--hi", "q95",
+              "--method", "crc", "--groups", "task", "--seeds", 3, "--out", out)
+    assert res.exit_code == 0, res.output
+    d = json.loads(out.read_text())
+    assert d["method"] == "crc" and d["alpha"] == 0.1 and d["n"] == 2000 and d["seeds"] == 3
+    for part in ("before", "after"):
+        for k in ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson"):
+            assert set(d[part][k]) == {"mean", "std"}
+    assert d["before"]["coverage"]["mean"] < 0.8 < d["after"]["coverage"]["mean"]
+    assert set(d["groups"]) == {"colour", "shape", "counting", "spatial", "long_description"}
+    assert set(d["groups"]["colour"]) == {"n", "coverage", "sharpness"}
+    assert d["theoretical_coverage"]["low"] == pytest.approx(0.9)
+
+
+def test_point_scorer_has_no_before(tmp_path):
+    out = tmp_path / "m.json"
+    res = run("evaluate", EXAMPLE, "--target", "human", *COMMON, "--seeds", 2, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert "before" not in json.loads(out.read_text())
+
+
+def test_split_by_keeps_rows_together(tmp_path):
+    df = pd.read_csv(EXAMPLE).head(400)
+    df["image_key"] = np.repeat(np.arange(100), 4)
+    p = tmp_path / "t.parquet"
+    df.to_parquet(p)
+    res = run("evaluate", p, "--target", "human", *COMMON, "--split-by", "image_key",
+              "--seeds", 2, "--out", tmp_path / "m.json")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "m.json").read_text())["n"] == 400
+
+
+def test_calibrate_then_apply_keeps_every_row(tmp_path):
+    cal = tmp_path / "cal.json"
+    res = run("calibrate", EXAMPLE, "--ratings", "ratings", *COMMON, "--lo", "q05", "--hi",
+              "q95", "--method", "crc", "--adjust-boundary", "--out", cal)
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(EXAMPLE).head(50)
+    df["median"] = df["median"].astype(object)
+    df.loc[3, "median"] = "oops"
+    df.loc[7, "q05"] = np.nan
+    src = tmp_path / "new.jsonl"
+    df.to_json(src, orient="records", lines=True)
+    out = tmp_path / "banded.csv"
+    res = run("apply", src, "--calibrator", cal, "--out", out)
+    assert res.exit_code == 0, res.output
+    b = pd.read_csv(out, keep_default_na=False)
+    assert len(b) == 50 and list(b.columns[: len(df.columns)]) == list(df.columns)
+    assert "median: not a number: 'oops'" in b.loc[3, "band_error"]
+    assert "q05: missing value" in b.loc[7, "band_error"]
+    assert b.loc[3, "band_lo"] == "" and b.loc[0, "band_error"] == ""
+    ok = b.drop(index=[3, 7])
+    lo, hi = ok["band_lo"].astype(float), ok["band_hi"].astype(float)
+    assert (lo <= hi).all() and (lo >= 1).all() and (hi <= 5).all()
+    # boundary adjusted onto thirds (three ratings per item)
+    assert np.allclose(lo * 3, np.round(lo * 3), atol=1e-6)
+    assert np.allclose(hi * 3, np.round(hi * 3), atol=1e-6)
+    assert np.allclose(ok["band_lo01"].astype(float), (lo - 1) / 4)
+
+
+def test_apply_refuses_other_scorer(tmp_path):
+    cal = tmp_path / "cal.json"
+    run("calibrate", EXAMPLE, "--target", "human", *COMMON, "--scorer-id", "A", "--out", cal)
+    res = run("apply", EXAMPLE, "--calibrator", cal, "--scorer-id", "B", "--out",
+              tmp_path / "o.csv")
+    assert res.exit_code == 2 and "calibrated for scorer 'A'" in res.output
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--target", "nope", *COMMON], "available: id, image, task"),
+    (["--target", "human", *COMMON, "--alpha", "1.5"], "alpha must lie strictly between"),
+    (["--target", "human", *COMMON, "--method", "magic"], "unknown method 'magic'; choose"),
+    (["--target", "human", "--scale", "5,1", "--median", "median"], "A < B"),
+    (["--target", "human", *COMMON, "--lo", "q05"], "both --lo and --hi"),
+    (["--target", "human", *COMMON, "--method", "crc"], "--lo COL --hi COL"),
+])
+def test_bad_input_is_a_clear_error(args, msg):
+    res = run("evaluate", EXAMPLE, *args, "--seeds", 1)
+    assert res.exit_code == 2, res.output
+    assert msg in " ".join(res.output.split()), res.output
+
+
+def test_empty_table(tmp_path):
+    p = tmp_path / "e.csv"
+    p.write_text("human,median\n")
+    res = run("evaluate", p, "--target", "human", *COMMON)
+    assert res.exit_code == 2 and "no rows" in res.output
+
+
+def test_version():
+    assert run("--version").output.startswith("scoreband ")

@@ -1,0 +1,64 @@
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from scoreband.conformal import (
+    conformal_quantile,
+    conformal_rank,
+    coverage_bounds,
+    expected_coverage,
+    min_calibration_size,
+)
+from scoreband.errors import InputError
+
+
+def test_rank_uses_exact_arithmetic():
+    # float arithmetic gives 20 * (1 - 0.7) = 6.000000000000001, whose ceiling is 7
+    assert math.ceil(20 * (1 - 0.7)) == 7
+    assert conformal_rank(19, 0.7) == 6
+    assert conformal_rank(24, 0.44) == 14
+    assert conformal_rank(19, 0.1) == 18
+    assert conformal_rank(99, 0.05) == 95
+    assert conformal_rank(9, 0.1) == 9
+    assert conformal_rank(8, 0.1) == 9  # > n
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5])
+def test_min_calibration_size_is_tight(alpha):
+    m = min_calibration_size(alpha)
+    assert conformal_rank(m, alpha) <= m
+    assert conformal_rank(m - 1, alpha) > m - 1
+
+
+def test_conformal_quantile_matches_sorted_rank(rng):
+    s = rng.normal(size=101)
+    k = conformal_rank(101, 0.1)
+    assert conformal_quantile(s, 0.1) == np.sort(s)[k - 1]
+
+
+def test_too_small_gives_inf():
+    assert math.isinf(conformal_quantile(np.arange(8.0), 0.1))
+    assert conformal_quantile(np.arange(9.0), 0.1) == 8.0
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.1, 1.5, float("nan"), "x"])
+def test_alpha_validation(bad):
+    with pytest.raises(InputError, match="alpha"):
+        conformal_rank(10, bad)
+
+
+def test_nan_scores_refused():
+    with pytest.raises(InputError, match="NaN"):
+        conformal_quantile([0.1, float("nan")], 0.1)
+
+
+def test_bounds():
+    lo, hi = coverage_bounds(19, 0.1)
+    assert lo == pytest.approx(0.9) and hi == pytest.approx(0.95)
+    assert expected_coverage(19, 0.1) == pytest.approx(18 / 20)
+    assert expected_coverage(6, 0.1) == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert expected_coverage(20, 0.1) == pytest.approx(19 / 21)

@@ -1,0 +1,87 @@
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from scoreband.errors import InputError
+from scoreband.io import ColumnSpec, load_inputs, read_table, write_table
+from scoreband.records import Scale
+
+
+@pytest.fixture
+def df():
+    return pd.DataFrame({"id": ["a", "b", "c"], "y": [1.0, 3.0, 5.0], "m": [0.1, 0.5, 0.9],
+                         "r": ["1;1", "3;3;3", "5"]})
+
+
+@pytest.mark.parametrize("ext", [".csv", ".tsv", ".jsonl", ".json", ".parquet"])
+def test_roundtrip_formats(tmp_path, df, ext):
+    p = write_table(df, tmp_path / f"t{ext}")
+    back = read_table(p)
+    pd.testing.assert_frame_equal(back.reset_index(drop=True), df, check_dtype=False)
+    assert [f for f in os.listdir(tmp_path) if f.endswith(".tmp")] == []
+
+
+def test_hf_datasets_directory(tmp_path, df):
+    d = tmp_path / "ds" / "train"
+    d.mkdir(parents=True)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    with pa.OSFile(str(d / "data-00000-of-00001.arrow"), "wb") as sink:
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+    (tmp_path / "ds" / "dataset_dict.json").write_text('{"splits": ["train"]}')
+    back = read_table(tmp_path / "ds")
+    assert back["y"].tolist() == [1.0, 3.0, 5.0]
+
+
+def test_unknown_format_and_missing(tmp_path):
+    (tmp_path / "x.xlsx").write_text("x")
+    with pytest.raises(InputError, match="unknown table format"):
+        read_table(tmp_path / "x.xlsx")
+    with pytest.raises(InputError, match="does not exist"):
+        read_table(tmp_path / "nope.csv")
+
+
+def test_empty_table_refused(tmp_path):
+    (tmp_path / "e.csv").write_text("a,b\n")
+    with pytest.raises(InputError, match="no rows"):
+        read_table(tmp_path / "e.csv")
+
+
+def test_unknown_column_lists_available(df):
+    spec = ColumnSpec(scale=Scale(1, 5, True), target="human", median="m")
+    with pytest.raises(InputError, match="available: id, y, m, r"):
+        load_inputs(df, spec)
+
+
+def test_bad_rows_reported_and_skipped():
+    df = pd.DataFrame({
+        "id": list("abcdefgh"),
+        "y": [1, 2, "x", 9, 3, 4, np.nan, 2],
+        "m": [0.1, np.inf, 0.5, 0.5, 0.5, 0.2, 0.3, 0.4],
+        "lo": [0.0, 0.0, 0.0, 0.0, 0.6, 0.1, 0.1, 0.1],
+        "hi": [0.2, 0.2, 0.6, 0.6, 0.4, 0.3, 0.5, 0.5],
+    })
+    spec = ColumnSpec(scale=Scale(1, 5, True), target="y", median="m", lo="lo", hi="hi",
+                      pred_scale=Scale(0, 1))
+    inp = load_inputs(df, spec)
+    assert inp.rows.tolist() == [0, 5, 7]
+    reasons = {e.row: (e.column, e.reason) for e in inp.errors}
+    assert reasons["2 (id=b)"][0] == "m" and "infinite" in reasons["2 (id=b)"][1]
+    assert "not a number: 'x'" in reasons["3 (id=c)"][1]
+    assert "outside the scale" in reasons["4 (id=d)"][1]
+    assert "lo (0.6) > hi (0.4)" in reasons["5 (id=e)"][1]
+    assert "missing value" in reasons["7 (id=g)"][1]
+    assert [e.position for e in inp.errors] == [1, 2, 3, 4, 6]
+    np.testing.assert_allclose(inp.y01, [0, 0.75, 0.25])
+
+
+def test_ratings_column(df):
+    spec = ColumnSpec(scale=Scale(1, 5, True), ratings="r", median="m")
+    inp = load_inputs(df, spec)
+    assert inp.n_ratings.tolist() == [2, 3, 1]
+    bad = pd.DataFrame({"r": ["1;7", "", "2;x", "2.5"], "m": [0.5] * 4})
+    inp = load_inputs(pd.concat([df[["r", "m"]], bad]).reset_index(drop=True), spec)
+    assert len(inp.errors) == 4 and len(inp.rows) == 3

@@ -1,0 +1,97 @@
+import json
+
+import numpy as np
+import pytest
+
+from scoreband.conformal import (
+    CRC,
+    ClusterConservative,
+    Mondrian,
+    SplitConformal,
+    load_calibrator,
+    save_calibrator,
+)
+from scoreband.errors import CalibratorMismatch, NotFittedError
+from scoreband.records import Predictions, Scale
+from tests.conftest import heteroscedastic
+
+
+def _data(rng, n=600):
+    m, lo, hi, y = heteroscedastic(rng, n)
+    g = rng.choice(["x", "y", "z"], n)
+    emb = rng.normal(size=(n, 3))
+    return Predictions(m, lo=lo, hi=hi, embedding=emb), y, g
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: SplitConformal(0.1, scale=s),
+    lambda s: CRC(0.1, scale=s, exact=True),
+    lambda s: Mondrian(CRC(0.2, scale=s)),
+    lambda s: Mondrian(SplitConformal(0.1, scale=s), by="difficulty", small_group="full"),
+    lambda s: ClusterConservative(CRC(0.1, scale=s), n_clusters=3),
+    lambda s: ClusterConservative(CRC(0.1, scale=s), n_clusters=2, rule="mondrian"),
+])
+def test_json_roundtrip_gives_identical_bands(tmp_path, rng, make):
+    scale = Scale(1, 5, True)
+    pred, y, g = _data(rng)
+    cal = make(scale).fit(pred, y, groups=g)
+    path = save_calibrator(tmp_path / "c.json", cal, scorer_fingerprint="abc")
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "scoreband.calibrator" and doc["library_version"]
+    back, _ = load_calibrator(path, scale=scale, scorer_fingerprint="abc")
+    b1, b2 = cal.predict(pred, groups=g), back.predict(pred, groups=g)
+    np.testing.assert_array_equal(b1.lo01, b2.lo01)
+    np.testing.assert_array_equal(b1.hi01, b2.hi01)
+    np.testing.assert_allclose(b2.lo, scale.from01(b1.lo01))
+
+
+def test_mismatch_refused(tmp_path, rng):
+    pred, y, _ = _data(rng)
+    cal = SplitConformal(0.1, scale=Scale(1, 5, True)).fit(pred, y)
+    path = save_calibrator(tmp_path / "c.json", cal, scorer_fingerprint="model-A")
+    with pytest.raises(CalibratorMismatch, match=r"scale \[1, 5\].*\[0, 1\]"):
+        load_calibrator(path, scale=Scale(0, 1))
+    with pytest.raises(CalibratorMismatch, match="model-A"):
+        load_calibrator(path, scorer_fingerprint="model-B")
+    doc = json.loads(path.read_text())
+    doc["format_version"] = 99
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CalibratorMismatch, match="format version 99"):
+        load_calibrator(path)
+
+
+def test_predict_before_fit_names_the_step():
+    with pytest.raises(NotFittedError, match="call fit"):
+        SplitConformal().predict(Predictions([0.5]))
+
+
+def test_crc_needs_interval():
+    from scoreband.errors import InputError
+
+    with pytest.raises(InputError, match="--lo COL --hi COL"):
+        CRC().fit(Predictions([0.5] * 20), np.full(20, 0.5))
+
+
+def test_cluster_conservative_is_at_least_as_wide(rng):
+    pred, y, g = _data(rng, 2000)
+    base = CRC(0.1).fit(pred, y)
+    cons = ClusterConservative(CRC(0.1), n_clusters=4).fit(pred, y)
+    assert cons.predict(pred).width01.mean() >= base.predict(pred).width01.mean() - 1e-9
+    assert "chosen=" in repr(cons)
+
+
+def test_small_group_policies(rng):
+    from scoreband.conformal.mondrian import SmallGroupWarning
+    from scoreband.errors import InputError
+
+    pred, y, _ = _data(rng, 100)
+    g = np.array(["big"] * 95 + ["tiny"] * 5)
+    with pytest.warns(SmallGroupWarning, match=r"tiny \(n=5\)"):
+        m = Mondrian(SplitConformal(0.1)).fit(pred, y, g)
+    b = m.predict(pred, g)
+    assert b.fallback[-5:].all() and not b.fallback[:95].any()
+    with pytest.warns(SmallGroupWarning):
+        b = Mondrian(SplitConformal(0.1), small_group="full").fit(pred, y, g).predict(pred, g)
+    assert b.full_range[-5:].all() and (b.hi01[-5:] == 1).all()
+    with pytest.raises(InputError, match="at least 9"):
+        Mondrian(SplitConformal(0.1), small_group="error").fit(pred, y, g)
