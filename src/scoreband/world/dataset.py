@@ -1,0 +1,118 @@
+"""Embedded benchmarks: rendered scenes, captions with a true score, simulated annotators."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from scoreband.records import Record, Scale
+from scoreband.world.scenes import TASKS, caption_with_score, render, sample_scene
+
+__all__ = ["ANNOTATOR_NOISE", "LIKERT", "WorldDataset", "make_dataset", "simulate_ratings"]
+
+#: 1-5 Likert scale of the simulated annotators
+LIKERT = Scale(1, 5, integer=True)
+#: task-dependent annotator noise (sd on the [0, 1] scale)
+ANNOTATOR_NOISE = {"colour": 0.07, "shape": 0.08, "counting": 0.14, "spatial": 0.18,
+                   "long_description": 0.11}
+
+
+def simulate_ratings(true01, tasks, n_annotators: int, rng: np.random.Generator) -> np.ndarray:
+    """Integer 1-5 ratings: round(1 + 4 (s + noise)), noise sd depending on the task."""
+    sd = np.array([ANNOTATOR_NOISE[t] for t in tasks])
+    raw = 1 + 4 * (np.asarray(true01)[:, None] + rng.normal(0, 1, (len(sd), n_annotators))
+                   * sd[:, None])
+    return np.clip(np.rint(raw), 1, 5).astype(int)
+
+
+@dataclass
+class WorldDataset:
+    """A generated benchmark. ``images`` is (n, H, W, 3) uint8; ``ratings`` is (n, r)."""
+
+    name: str
+    ids: list[str]
+    images: np.ndarray
+    captions: list[str]
+    tasks: np.ndarray
+    true01: np.ndarray
+    ratings: np.ndarray
+    style: str
+    corruptions: list[list[str]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def y01(self) -> np.ndarray:
+        """Mean rating, normalised to [0, 1]."""
+        return LIKERT.to01(self.ratings.mean(axis=1))
+
+    @property
+    def n_ratings(self) -> int:
+        return self.ratings.shape[1]
+
+    def subset(self, idx) -> WorldDataset:
+        idx = np.asarray(idx)
+        return WorldDataset(self.name, [self.ids[i] for i in idx], self.images[idx],
+                            [self.captions[i] for i in idx], self.tasks[idx], self.true01[idx],
+                            self.ratings[idx], self.style, [self.corruptions[i] for i in idx])
+
+    def to_records(self, image_paths=None) -> list[Record]:
+        return [Record(id=self.ids[i], image=None if image_paths is None else image_paths[i],
+                       text=self.captions[i], scale=LIKERT,
+                       ratings=self.ratings[i].tolist(), group=str(self.tasks[i]),
+                       domain=self.style) for i in range(len(self))]
+
+    def to_frame(self, image_dir: str | Path | None = None) -> pd.DataFrame:
+        """A table with one row per item; images are written as PNGs when ``image_dir``."""
+        paths = None
+        if image_dir is not None:
+            image_dir = Path(image_dir)
+            image_dir.mkdir(parents=True, exist_ok=True)
+            paths = []
+            for i, im in zip(self.ids, self.images, strict=True):
+                p = image_dir / f"{i}.png"
+                Image.fromarray(im).save(p)
+                paths.append(str(p))
+        return pd.DataFrame({
+            "id": self.ids,
+            "image": paths if paths is not None else [""] * len(self),
+            "caption": self.captions,
+            "task": self.tasks,
+            "ratings": [";".join(map(str, r)) for r in self.ratings],
+            "human": self.ratings.mean(axis=1),
+            "true_score": self.true01,
+            "domain": self.style,
+        })
+
+
+def make_dataset(n: int, seed: int = 0, *, style: str = "photo", n_annotators: int = 1,
+                 image_size: int = 64, tasks=TASKS, name: str | None = None) -> WorldDataset:
+    """Generate ``n`` items: scene, image, caption for a random task, ratings.
+
+    Deterministic given the arguments. ``n_annotators`` > 1 gives the multi-annotator
+    ("clean") variant; ``style="painting"`` the out-of-domain style.
+    """
+    rng = np.random.default_rng(seed)
+    images = np.empty((n, image_size, image_size, 3), dtype=np.uint8)
+    captions, task_list, true, corr = [], [], [], []
+    tasks = tuple(tasks)
+    for i in range(n):
+        scene = sample_scene(rng)
+        task = tasks[int(rng.integers(len(tasks)))]
+        text, score, applied = caption_with_score(scene, task, rng)
+        images[i] = render(scene, image_size, style, rng)
+        captions.append(text)
+        task_list.append(task)
+        true.append(score)
+        corr.append(applied)
+    true01 = np.array(true)
+    tasks_arr = np.array(task_list)
+    ratings = simulate_ratings(true01, tasks_arr, n_annotators, rng)
+    name = name or f"world-{style}-r{n_annotators}-s{seed}"
+    return WorldDataset(name, [f"{name}-{i:05d}" for i in range(n)], images, captions,
+                        tasks_arr, true01, ratings, style, corr)
