@@ -105,7 +105,9 @@ def make_dataset(n: int, seed: int = 0, *, style: str = "photo", n_annotators: i
         scene = sample_scene(rng)
         task = tasks[int(rng.integers(len(tasks)))]
         text, score, applied = caption_with_score(scene, task, rng)
-        images[i] = render(scene, image_size, style, rng)
+        # a separate stream per item: the same seed gives the same scenes and captions in
+        # either style
+        images[i] = render(scene, image_size, style, np.random.default_rng([seed, i]))
         captions.append(text)
         task_list.append(task)
         true.append(score)

@@ -1,0 +1,136 @@
+"""The embedded cross-encoder: a tiny joint-attention transformer over image patches and
+caption tokens (BEiT-3's fused encoder at toy scale), trained from scratch on CPU."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES
+
+__all__ = ["WordTokenizer", "EmbeddedConfig", "EmbeddedCrossEncoder", "preprocess_images"]
+
+_BASE_WORDS = (
+    "a an the there is are only in total picture shows number of with and on plain background "
+    "simple alone middle left right above below"
+).split()
+
+
+class WordTokenizer:
+    """Word-level tokenizer built from the world's grammar; unknown words map to [UNK].
+
+    ``encode`` returns ids padded to ``max_len`` and whether the text was truncated.
+    """
+
+    PAD, CLS, UNK = "[PAD]", "[CLS]", "[UNK]"
+
+    def __init__(self, vocab: list[str] | None = None, max_len: int = 32):
+        if vocab is None:
+            words = set(_BASE_WORDS) | set(COLOURS) | set(SHAPES) | set(SIZES)
+            words |= {s + "s" for s in SHAPES} | set(NUMBERS.values()) | {","}
+            vocab = [self.PAD, self.CLS, self.UNK, *sorted(words)]
+        self.vocab = list(vocab)
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+        self.max_len = max_len
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z]+|,", str(text).lower())
+
+    def encode(self, text: str) -> tuple[list[int], bool, int]:
+        """(ids padded to max_len, truncated?, number of words before truncation)."""
+        w = self.words(text)
+        ids = [self.index.get(t, self.index[self.UNK]) for t in w]
+        n = len(ids)
+        truncated = n > self.max_len
+        ids = ids[: self.max_len]
+        return ids + [0] * (self.max_len - len(ids)), truncated, n
+
+    def batch(self, texts) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+        enc = [self.encode(t) for t in texts]
+        ids = torch.tensor([e[0] for e in enc], dtype=torch.long)
+        return ids, np.array([e[1] for e in enc]), np.array([e[2] for e in enc])
+
+
+@dataclass
+class EmbeddedConfig:
+    image_size: int = 64
+    patch: int = 8
+    dim: int = 64
+    depth: int = 2
+    heads: int = 4
+    mlp: int = 128
+    dropout: float = 0.1
+    max_len: int = 32
+    vocab_size: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def preprocess_images(images: np.ndarray, size: int) -> torch.Tensor:
+    """uint8 (n, H, W, 3) at ``size`` -> float tensor (n, 3, H, W) in [-1, 1]."""
+    x = torch.from_numpy(np.ascontiguousarray(images)).float().permute(0, 3, 1, 2)
+    if x.shape[-1] != size or x.shape[-2] != size:
+        raise ValueError(f"images must be {size}x{size}, got {tuple(x.shape[-2:])}")
+    return x / 127.5 - 1.0
+
+
+class EmbeddedCrossEncoder(nn.Module):
+    """[CLS] + caption tokens + image patches through one transformer encoder (joint
+    attention). ``forward`` returns the CLS representation (n, dim)."""
+
+    def __init__(self, cfg: EmbeddedConfig):
+        super().__init__()
+        self.cfg = cfg
+        n_patches = (cfg.image_size // cfg.patch) ** 2
+        self.patch_embed = nn.Conv2d(3, cfg.dim, cfg.patch, stride=cfg.patch)
+        self.tok_embed = nn.Embedding(cfg.vocab_size, cfg.dim, padding_idx=0)
+        self.cls = nn.Parameter(torch.zeros(1, 1, cfg.dim))
+        self.pos_text = nn.Parameter(torch.randn(1, cfg.max_len, cfg.dim) * 0.02)
+        self.pos_img = nn.Parameter(torch.randn(1, n_patches, cfg.dim) * 0.02)
+        self.type_embed = nn.Embedding(2, cfg.dim)  # 0 text, 1 image (multiway-like)
+        layer = nn.TransformerEncoderLayer(cfg.dim, cfg.heads, cfg.mlp, cfg.dropout,
+                                           activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, cfg.depth, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(cfg.dim)
+
+    @property
+    def dim(self) -> int:
+        return self.cfg.dim
+
+    def _image_tokens(self, pixels: torch.Tensor) -> torch.Tensor:
+        p = self.patch_embed(pixels).flatten(2).transpose(1, 2)
+        return p + self.pos_img + self.type_embed.weight[1]
+
+    def forward(self, pixels: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        b = pixels.shape[0]
+        t = self.tok_embed(ids) + self.pos_text + self.type_embed.weight[0]
+        x = torch.cat([self.cls.expand(b, -1, -1), t, self._image_tokens(pixels)], dim=1)
+        pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool), ids == 0,
+                         torch.zeros(b, x.shape[1] - 1 - ids.shape[1], dtype=torch.bool)], 1)
+        h = self.encoder(x, src_key_padding_mask=pad)
+        return self.norm(h[:, 0])
+
+    @torch.no_grad()
+    def image_embedding(self, pixels: torch.Tensor) -> torch.Tensor:
+        """Image-only embedding (CLS over the patches alone), for clustering."""
+        b = pixels.shape[0]
+        x = torch.cat([self.cls.expand(b, -1, -1), self._image_tokens(pixels)], dim=1)
+        return self.norm(self.encoder(x)[:, 0])
+
+    def flops_per_pair(self) -> float:
+        """Multiply-adds x 2 of one forward pass (matmuls only)."""
+        c = self.cfg
+        L = 1 + c.max_len + (c.image_size // c.patch) ** 2
+        per_layer = 2 * L * (4 * c.dim * c.dim + 2 * c.dim * c.mlp) + 2 * 2 * L * L * c.dim
+        patch = 2 * (c.image_size // c.patch) ** 2 * 3 * c.patch * c.patch * c.dim
+        return float(c.depth * per_layer + patch)

@@ -1,0 +1,231 @@
+"""Training: a point head first (with the backbone), then quantile heads initialised from it.
+
+AdamW, batch 16, early stopping on the validation loss, group batching by k-means clusters
+of image embeddings, safetensors checkpoints after every epoch, resumable.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from scoreband.backbones.embedded import EmbeddedConfig, WordTokenizer, preprocess_images
+from scoreband.clustering import choose_k, fit_kmeans
+from scoreband.io import atomic_write_text
+from scoreband.scorers.heads import count_crossings
+from scoreband.scorers.losses import centered_interval_loss, pinball_loss
+from scoreband.scorers.model import HEAD_KINDS, QuantileScorer, ScorerModel
+
+__all__ = ["TrainConfig", "group_batches", "train_scorer"]
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 30
+    head_epochs: int = 200
+    batch_size: int = 16
+    lr: float = 1e-3
+    head_lr: float = 1e-3
+    weight_decay: float = 0.01
+    patience: int = 15
+    clusters: int | str = "auto"
+    seed: int = 0
+
+
+def group_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator) -> list:
+    """One epoch of mini-batches, each drawn from a single cluster.
+
+    Items are shuffled within each cluster and cut into batches; the batches are then put
+    in random order, so a cluster's batches come up in proportion to its size.
+    """
+    batches = []
+    for c in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        batches.extend(idx[s:s + batch_size] for s in range(0, len(idx), batch_size))
+    order = rng.permutation(len(batches))
+    return [batches[i] for i in order]
+
+
+def _clusters(emb: np.ndarray, k, seed: int) -> tuple[np.ndarray, dict]:
+    if k == "auto":
+        sel = choose_k(emb, seed=seed)
+        k = sel.k
+        info = {"k": k, "elbow": sel.elbow, "silhouette": dict(zip(sel.ks, sel.silhouette,
+                                                                      strict=True))}
+    else:
+        info = {"k": int(k)}
+    labels, _ = fit_kmeans(emb, int(k), seed=seed) if int(k) > 1 else (np.zeros(len(emb), int),
+                                                                       None)
+    return labels, info
+
+
+class _Checkpoint:
+    """state.json + safetensors weights + optimizer state, written atomically."""
+
+    def __init__(self, folder: Path):
+        self.dir = Path(folder)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.state_file = self.dir / "state.json"
+
+    def load_state(self) -> dict:
+        return json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+
+    def save(self, state: dict, tensors: dict[str, dict], opt=None) -> None:
+        for name, sd in tensors.items():
+            tmp = self.dir / f".{name}.tmp"
+            save_file({k: v.detach().contiguous() for k, v in sd.items()}, str(tmp))
+            tmp.replace(self.dir / f"{name}.safetensors")
+        if opt is not None:
+            tmp = self.dir / ".optimizer.pt.tmp"
+            torch.save(opt.state_dict(), tmp)
+            tmp.replace(self.dir / "optimizer.pt")
+        atomic_write_text(self.state_file, json.dumps(state, indent=2))
+
+    def tensors(self, name: str) -> dict:
+        return load_file(str(self.dir / f"{name}.safetensors"))
+
+    def optimizer(self) -> dict:
+        return torch.load(self.dir / "optimizer.pt", weights_only=True)
+
+
+def _point_loss(model, px, ids, y):
+    return torch.abs(model.point(model.represent(px, ids)) - y).mean()
+
+
+@torch.no_grad()
+def _eval_point(model, px, ids, y, bs=512):
+    model.eval()
+    tot = 0.0
+    for s in range(0, len(y), bs):
+        tot += float(_point_loss(model, px[s:s + bs], ids[s:s + bs], y[s:s + bs])) * len(
+            y[s:s + bs])
+    return tot / len(y)
+
+
+def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
+                 backbone_cfg: EmbeddedConfig | None = None,
+                 on_epoch: Callable[[str, int, float, float], None] | None = None) -> dict:
+    """Train the embedded scorer on world datasets ``train`` / ``val`` (with ``images``,
+    ``captions`` and ``y01``); write the model to ``out_dir``. Resumes from
+    ``out_dir/checkpoint`` when it exists. Returns the training report."""
+    cfg = cfg or TrainConfig()
+    out_dir = Path(out_dir)
+    ck = _Checkpoint(out_dir / "checkpoint")
+    state = ck.load_state()
+    torch.manual_seed(cfg.seed)
+    tok = WordTokenizer()
+    bcfg = backbone_cfg or EmbeddedConfig()
+    bcfg.vocab_size = len(tok)
+    model = ScorerModel(bcfg)
+    t0 = time.perf_counter()
+
+    px_tr = preprocess_images(train.images, bcfg.image_size)
+    ids_tr, _, _ = tok.batch(train.captions)
+    y_tr = torch.tensor(train.y01, dtype=torch.float32)
+    px_va = preprocess_images(val.images, bcfg.image_size)
+    ids_va, _, _ = tok.batch(val.captions)
+    y_va = torch.tensor(val.y01, dtype=torch.float32)
+
+    # ---- stage 1: backbone + point head, group batching --------------------------------
+    opt = torch.optim.AdamW(list(model.backbone.parameters()) + list(model.point.parameters()),
+                            lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if state.get("stage1"):
+        model.load_state_dict(ck.tensors("last"), strict=False)
+        opt.load_state_dict(ck.optimizer())
+        s1 = state["stage1"]
+    else:
+        emb = model.backbone.image_embedding(px_tr).numpy()
+        labels, cinfo = _clusters(emb, cfg.clusters, cfg.seed)
+        s1 = {"epoch": 0, "best": float("inf"), "bad": 0, "done": False, "history": [],
+              "clusters": cinfo, "labels": labels.tolist()}
+    labels = np.asarray(s1["labels"])
+    while not s1["done"] and s1["epoch"] < cfg.epochs:
+        ep = s1["epoch"]
+        rng = np.random.default_rng(cfg.seed * 1000 + ep)
+        model.train()
+        tot, cnt = 0.0, 0
+        for b in group_batches(labels, cfg.batch_size, rng):
+            bi = torch.as_tensor(b)
+            loss = _point_loss(model, px_tr[bi], ids_tr[bi], y_tr[bi])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            tot += float(loss.detach()) * len(b)
+            cnt += len(b)
+        val_loss = _eval_point(model, px_va, ids_va, y_va)
+        s1["epoch"] = ep + 1
+        s1["history"].append({"epoch": ep + 1, "train": tot / cnt, "val": val_loss})
+        tensors = {"last": model.state_dict()}
+        if val_loss < s1["best"]:
+            s1["best"], s1["bad"] = val_loss, 0
+            tensors["best"] = model.state_dict()
+        else:
+            s1["bad"] += 1
+            if s1["bad"] >= cfg.patience:
+                s1["done"] = True
+        ck.save({**state, "stage1": s1}, tensors, opt)
+        if on_epoch:
+            on_epoch("point", ep + 1, tot / cnt, val_loss)
+    s1["done"] = True
+    state["stage1"] = s1
+    model.load_state_dict(ck.tensors("best"), strict=False)
+    model.eval()
+
+    # ---- stage 2: quantile heads on the frozen backbone (cached representations) -------
+    with torch.no_grad():
+        h_tr = torch.cat([model.represent(px_tr[s:s + 512], ids_tr[s:s + 512])
+                          for s in range(0, len(y_tr), 512)])
+        h_va = torch.cat([model.represent(px_va[s:s + 512], ids_va[s:s + 512])
+                          for s in range(0, len(y_va), 512)])
+        emb = model.backbone.image_embedding(px_tr).numpy()
+    hlabels, hinfo = _clusters(emb, cfg.clusters, cfg.seed)
+    report_heads = {}
+    for name, (_, loss_name) in HEAD_KINDS.items():
+        head = model.heads[name]
+        head.init_from_point(model.point)
+        loss_fn = centered_interval_loss if loss_name == "ci" else pinball_loss
+        hopt = torch.optim.AdamW(head.parameters(), lr=cfg.head_lr,
+                                 weight_decay=cfg.weight_decay)
+        best, bad, best_sd, hist = float("inf"), 0, None, []
+        for ep in range(cfg.head_epochs):
+            rng = np.random.default_rng(cfg.seed * 7919 + ep)
+            head.train()
+            for b in group_batches(hlabels, cfg.batch_size, rng):
+                bi = torch.as_tensor(b)
+                loss = loss_fn(head(h_tr[bi]), y_tr[bi])
+                hopt.zero_grad()
+                loss.backward()
+                hopt.step()
+            head.eval()
+            with torch.no_grad():
+                vl = float(loss_fn(head(h_va), y_va))
+            hist.append(vl)
+            if vl < best - 1e-6:
+                best, bad = vl, 0
+                best_sd = {k: v.clone() for k, v in head.state_dict().items()}
+            else:
+                bad += 1
+                if bad >= cfg.patience:
+                    break
+            if on_epoch:
+                on_epoch(name, ep + 1, float("nan"), vl)
+        head.load_state_dict(best_sd)
+        with torch.no_grad():
+            crossings = count_crossings(head(h_va))
+        report_heads[name] = {"loss": loss_name, "epochs": len(hist), "best_val": best,
+                              "val_crossings": crossings}
+    report = {
+        "train_config": asdict(cfg), "n_train": len(y_tr), "n_val": len(y_va),
+        "stage1": {k: s1[k] for k in ("epoch", "best", "history", "clusters")},
+        "heads": report_heads, "head_clusters": hinfo,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    QuantileScorer.save(model, tok, out_dir, extra={"training": report})
+    return report
