@@ -409,16 +409,17 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
 
 def write_json(path, obj) -> None:
     """Write JSON atomically (NaN written as null)."""
-    atomic_write_text(path, json.dumps(_clean(obj), indent=2))
+    atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2))
 
 
-def _clean(x):
+def to_jsonable(x):
+    """Plain JSON types: numpy scalars/arrays unwrapped, NaN -> null, +/-inf -> "inf"/"-inf"."""
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
+        return {str(k): to_jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [to_jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _clean(x.tolist())
+        return to_jsonable(x.tolist())
     if isinstance(x, (np.floating, float)):
         f = float(x)
         return None if math.isnan(f) else (str(f) if math.isinf(f) else f)

@@ -22,6 +22,7 @@ import numpy as np
 
 from scoreband.conformal._core import check_alpha
 from scoreband.errors import InputError, NotFittedError
+from scoreband.io import to_jsonable as _jsonable
 from scoreband.records import Band, Predictions, Scale
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets"]
@@ -187,25 +188,6 @@ def calibrator_from_state(state: dict, scale: Scale | None = None) -> Calibrator
     if method not in _REGISTRY:
         raise InputError(f"unknown calibration method {method!r}; known: {', '.join(list_methods())}")
     return _REGISTRY[method]._from_state(state, scale or Scale(0.0, 1.0))
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        f = float(x)
-        if np.isinf(f):
-            return "inf" if f > 0 else "-inf"
-        return f
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
 
 
 def _unjson(x):

@@ -71,6 +71,18 @@ class _Grouped(Calibrator):
     def _apply(self, pred, params):  # pragma: no cover
         raise NotImplementedError
 
+    def get_state(self) -> dict:
+        """The wrapper's config and params, with the base calibrator nested."""
+        self._require_fitted()
+        return {"method": self.method, "alpha": self.alpha, "config": self.get_config(),
+                "base": _base_state(self.base), "params": _jsonable(self.params_)}
+
+    @classmethod
+    def _from_state(cls, state: dict, scale: Scale):
+        obj = cls(_base_from(state["base"], scale), **state["config"])
+        obj.params_ = _unjson(state["params"])
+        return obj
+
     def _fit_groups(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
         """Params per group; None for a group too small for alpha (policy decides)."""
         need = min_calibration_size(self.alpha)
@@ -179,17 +191,8 @@ class Mondrian(_Grouped):
         band.method = f"mondrian({self.base.method},{self.by})"
         return band
 
-    def get_state(self) -> dict:
-        self._require_fitted()
-        return {"method": self.method, "alpha": self.alpha,
-                "config": {"by": self.by, "small_group": self.small_group},
-                "base": _base_state(self.base), "params": _jsonable(self.params_)}
-
-    @classmethod
-    def _from_state(cls, state: dict, scale: Scale) -> Mondrian:
-        obj = cls(_base_from(state["base"], scale), **state["config"])
-        obj.params_ = _unjson(state["params"])
-        return obj
+    def get_config(self) -> dict:
+        return {"by": self.by, "small_group": self.small_group}
 
 
 @register
@@ -279,18 +282,9 @@ class ClusterConservative(_Grouped):
         band.method = f"cluster-{self.rule}({self.base.method},k={p['k']})"
         return band
 
-    def get_state(self) -> dict:
-        self._require_fitted()
-        return {"method": self.method, "alpha": self.alpha,
-                "config": {"n_clusters": self.n_clusters, "rule": self.rule,
-                           "small_group": self.small_group, "seed": self.seed},
-                "base": _base_state(self.base), "params": _jsonable(self.params_)}
-
-    @classmethod
-    def _from_state(cls, state: dict, scale: Scale) -> ClusterConservative:
-        obj = cls(_base_from(state["base"], scale), **state["config"])
-        obj.params_ = _unjson(state["params"])
-        return obj
+    def get_config(self) -> dict:
+        return {"n_clusters": self.n_clusters, "rule": self.rule,
+                "small_group": self.small_group, "seed": self.seed}
 
     def __repr__(self) -> str:
         if self.params_ is None:
