@@ -22,10 +22,13 @@ def boundary_adjust(lo01, hi01, steps) -> tuple[np.ndarray, np.ndarray]:
         Grid steps per unit of [0, 1] per item (``r * (b - a)`` for ``r`` integer ratings
         on ``[a, b]``; see :meth:`Scale.steps`). 0 means continuous: left unchanged.
 
+    A grid point within 1e-9 grid steps of an end counts as lying on it (float round-off of
+    values that are on the grid already).
+
     Returns
     -------
-    lo, hi : (n,) arrays. Never wider than the input; an achievable target inside the
-    input interval stays inside. Where no achievable target lies inside, the achievable
+    lo, hi : (n,) arrays. Never wider than the input (up to that tolerance); an achievable
+    target inside the input interval stays inside. Where no achievable target lies inside, the achievable
     target nearest the midpoint is returned as a one-point set.
 
     >>> lo, hi = boundary_adjust([0.1, 0.30], [0.6, 0.40], 4)   # 1-5 scale, one rating
