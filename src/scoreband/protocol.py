@@ -45,10 +45,6 @@ def summarize(values) -> dict:
     return {"mean": float(ok.mean()), "std": float(ok.std())}
 
 
-def _band_metrics(m, lo, hi, y) -> dict:
-    return M.interval_metrics(m, lo, hi, y)
-
-
 def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibrator], *,
                     seeds: int = 10, cal_frac: float = 0.5, groups=None, split_keys=None,
                     adjust_boundary: bool = False, n_ratings=None, seed0: int = 0) -> dict:
@@ -96,9 +92,9 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         method, alpha = band.method, cal_obj.alpha
         yt = y01[test]
         if pred.lo is not None:
-            for k, v in _band_metrics(pt.median, pt.lo, pt.hi, yt).items():
+            for k, v in M.interval_metrics(pt.median, pt.lo, pt.hi, yt).items():
                 before[k].append(v)
-        for k, v in _band_metrics(band.median01, band.lo01, band.hi01, yt).items():
+        for k, v in M.interval_metrics(band.median01, band.lo01, band.hi01, yt).items():
             after[k].append(v)
         extra["full_range_rate"].append(float(np.mean(band.full_range)))
         extra["fallback_rate"].append(float(np.mean(band.fallback)))

@@ -61,21 +61,8 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     else:
         from scoreband.errors import InputError
 
-        extra = _learned_methods()
-        if method in extra:
-            cal = extra[method](alpha, scale=scale, seed=seed)
-        else:
-            raise InputError(
-                f"unknown method {method!r}; choose one of {', '.join(METHODS + tuple(extra))}"
-            )
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if mondrian:
         cal = Mondrian(cal, by=mondrian, small_group=small_group)
     return cal
 
-
-def _learned_methods() -> dict:
-    """Methods with a learned part, registered by their modules when available."""
-    return dict(_LEARNED)
-
-
-_LEARNED: dict = {}

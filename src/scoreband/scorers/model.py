@@ -135,25 +135,19 @@ class QuantileScorer:
         return torch.cat(h).numpy(), torch.cat(e).numpy()
 
     @torch.inference_mode()
-    def predict(self, images, texts, head: str = "chained_ci", batch_size: int = 256,
-                with_point: bool = False) -> Predictions:
+    def predict(self, images, texts, head: str = "chained_ci",
+                batch_size: int = 256) -> Predictions:
         """Median, 90 % pair, 11 quantiles and image embedding on [0, 1]."""
         if head not in self.model.heads:
             raise InputError(f"unknown head {head!r}; available: {', '.join(self.model.heads)}")
         self.model.eval()
-        qs, emb, pts = [], [], []
+        qs, emb = [], []
         for _, px, ids, _, _ in self._batches(images, texts, batch_size):
-            h = self.model.represent(px, ids)
-            qs.append(self.model.heads[head](h))
+            qs.append(self.model.heads[head](self.model.represent(px, ids)))
             emb.append(self.model.backbone.image_embedding(px))
-            if with_point:
-                pts.append(self.model.point(h))
         q = torch.cat(qs).double().numpy()
-        pred = Predictions(median=q[:, 5], lo=q[:, 0], hi=q[:, 10], quantiles=q,
+        return Predictions(median=q[:, 5], lo=q[:, 0], hi=q[:, 10], quantiles=q,
                            levels=QUANTILE_LEVELS, embedding=torch.cat(emb).double().numpy())
-        if with_point:
-            pred.point = torch.cat(pts).double().numpy()
-        return pred
 
     @torch.inference_mode()
     def point(self, images, texts, batch_size: int = 256) -> np.ndarray:
