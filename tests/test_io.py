@@ -85,3 +85,16 @@ def test_ratings_column(df):
     bad = pd.DataFrame({"r": ["1;7", "", "2;x", "2.5"], "m": [0.5] * 4})
     inp = load_inputs(pd.concat([df[["r", "m"]], bad]).reset_index(drop=True), spec)
     assert len(inp.errors) == 4 and len(inp.rows) == 3
+
+
+def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):
+    from scoreband.io import atomic_path
+
+    target = tmp_path / "out.csv"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        with open(tmp, "w") as f:
+            f.write("half")
+        raise RuntimeError("crash mid-write")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]

@@ -13,6 +13,7 @@ import math
 import os
 import tempfile
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ __all__ = [
     "write_table",
     "atomic_write_text",
     "atomic_write_bytes",
+    "atomic_path",
     "ColumnSpec",
     "Inputs",
     "load_inputs",
@@ -99,22 +101,31 @@ def _read_dir(p: Path) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- writing
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder + rename, so a
-    crash never leaves a half-written file."""
+@contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success it is fsynced and renamed onto
+    ``path``, on any error it is removed. A crash never leaves a half-written file.
+
+    Every writer in scoreband (tables, JSON, weights, checkpoints) goes through this.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
+        yield tmp
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -125,27 +136,20 @@ def write_table(df: pd.DataFrame, path) -> Path:
     """Write a table atomically in the format its extension names."""
     path = Path(path)
     suf = path.suffix.lower()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        if suf == ".csv":
-            df.to_csv(tmp, index=False)
-        elif suf == ".tsv":
-            df.to_csv(tmp, sep="\t", index=False)
-        elif suf in (".jsonl", ".ndjson"):
-            df.to_json(tmp, orient="records", lines=True)
-        elif suf == ".json":
-            df.to_json(tmp, orient="records")
-        elif suf in (".parquet", ".pq"):
-            df.to_parquet(tmp, index=False)
-        else:
-            raise InputError(f"cannot write {path.name!r}: unknown format {suf!r}; use one of "
-                             f"{', '.join(SUPPORTED_FORMATS)}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    writers = {
+        ".csv": lambda t: df.to_csv(t, index=False),
+        ".tsv": lambda t: df.to_csv(t, sep="\t", index=False),
+        ".jsonl": lambda t: df.to_json(t, orient="records", lines=True),
+        ".ndjson": lambda t: df.to_json(t, orient="records", lines=True),
+        ".json": lambda t: df.to_json(t, orient="records"),
+        ".parquet": lambda t: df.to_parquet(t, index=False),
+        ".pq": lambda t: df.to_parquet(t, index=False),
+    }
+    if suf not in writers:
+        raise InputError(f"cannot write {path.name!r}: unknown format {suf!r}; use one of "
+                         f"{', '.join(SUPPORTED_FORMATS)}")
+    with atomic_path(path) as tmp:
+        writers[suf](tmp)
     return path
 
 

@@ -104,15 +104,14 @@ class QuantileScorer:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         state = {k: v.contiguous() for k, v in model.state_dict().items()}
-        tmp = path / ".model.safetensors.tmp"
-        save_file(state, str(tmp))
-        tmp.replace(path / "model.safetensors")
+        from scoreband.io import atomic_path, atomic_write_text
+
+        with atomic_path(path / "model.safetensors") as tmp:
+            save_file(state, tmp)
         meta = {"format": "scoreband.scorer", "format_version": 1,
                 "backbone_name": "embedded:default", "backbone": model.cfg.to_dict(),
                 "vocab": tokenizer.vocab, "heads": list(model.heads.keys()),
                 "levels": list(QUANTILE_LEVELS), **(extra or {})}
-        from scoreband.io import atomic_write_text
-
         atomic_write_text(path / "config.json", json.dumps(meta, indent=2))
 
     # ----------------------------------------------------------------- scoring

@@ -18,7 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from scoreband.backbones.embedded import EmbeddedConfig, WordTokenizer, preprocess_images
 from scoreband.clustering import choose_k, fit_kmeans
-from scoreband.io import atomic_write_text
+from scoreband.io import atomic_path, atomic_write_text
 from scoreband.scorers.heads import count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.model import HEAD_KINDS, QuantileScorer, ScorerModel
@@ -79,13 +79,11 @@ class _Checkpoint:
 
     def save(self, state: dict, tensors: dict[str, dict], opt=None) -> None:
         for name, sd in tensors.items():
-            tmp = self.dir / f".{name}.tmp"
-            save_file({k: v.detach().contiguous() for k, v in sd.items()}, str(tmp))
-            tmp.replace(self.dir / f"{name}.safetensors")
+            with atomic_path(self.dir / f"{name}.safetensors") as tmp:
+                save_file({k: v.detach().contiguous() for k, v in sd.items()}, tmp)
         if opt is not None:
-            tmp = self.dir / ".optimizer.pt.tmp"
-            torch.save(opt.state_dict(), tmp)
-            tmp.replace(self.dir / "optimizer.pt")
+            with atomic_path(self.dir / "optimizer.pt") as tmp:
+                torch.save(opt.state_dict(), tmp)
         atomic_write_text(self.state_file, json.dumps(state, indent=2))
 
     def tensors(self, name: str) -> dict:
