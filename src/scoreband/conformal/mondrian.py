@@ -83,6 +83,19 @@ class _Grouped(Calibrator):
         obj.params_ = _unjson(state["params"])
         return obj
 
+    def _prepare(self, pred: Predictions, y01) -> np.ndarray:
+        """Validate, fit the base's learned part once on all items; returns the targets."""
+        self._check_pred(pred)
+        y = check_targets(y01, len(pred))
+        self.base._fit_model(pred, y)
+        return y
+
+    def _fit_by_labels(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
+        """Marginal params, params per group, and the group sizes."""
+        return {"marginal": self.base._fit_params(pred, y),
+                "groups": self._fit_groups(pred, y, labels),
+                "counts": {str(g): int(np.sum(labels == g)) for g in np.unique(labels)}}
+
     def _fit_groups(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
         """Params per group; None for a group too small for alpha (policy decides)."""
         need = min_calibration_size(self.alpha)
@@ -153,32 +166,29 @@ class Mondrian(_Grouped):
             raise InputError(f"by must be 'given' or 'difficulty', got {by!r}")
         self.by = by
 
-    def _difficulty_labels(self, pred, thresholds) -> np.ndarray:
-        s = self.base.difficulty(pred)
-        return np.asarray(DIFFICULTY_LABELS)[np.searchsorted(thresholds, s, side="right")]
+    @staticmethod
+    def _difficulty_labels(difficulty, thresholds) -> np.ndarray:
+        idx = np.searchsorted(thresholds, difficulty, side="right")
+        return np.asarray(DIFFICULTY_LABELS)[idx]
 
     def fit(self, pred: Predictions, y01, groups=None) -> Mondrian:
-        self._check_pred(pred)
-        y = check_targets(y01, len(pred))
-        self.base._fit_model(pred, y)
+        y = self._prepare(pred, y01)
         thresholds = None
         if self.by == "difficulty":
-            s = self.base.difficulty(pred)
-            thresholds = np.quantile(s, [1 / 3, 2 / 3]).tolist()
-            labels = self._difficulty_labels(pred, thresholds)
+            d = self.base.difficulty(pred)
+            thresholds = np.quantile(d, [1 / 3, 2 / 3]).tolist()
+            labels = self._difficulty_labels(d, thresholds)
         else:
             labels = _labels(groups, len(pred))
-        marginal = self.base._fit_params(pred, y)
-        per_group = self._fit_groups(pred, y, labels)
-        self.params_ = {"marginal": marginal, "groups": per_group, "thresholds": thresholds,
-                        "counts": {str(g): int(np.sum(labels == g)) for g in np.unique(labels)}}
+        self.params_ = {**self._fit_by_labels(pred, y, labels), "thresholds": thresholds}
         return self
 
     def group_labels(self, pred: Predictions, groups=None) -> np.ndarray:
         """The group each item is calibrated in."""
         self._require_fitted()
         if self.by == "difficulty":
-            return self._difficulty_labels(pred, self.params_["thresholds"])
+            return self._difficulty_labels(self.base.difficulty(pred),
+                                           self.params_["thresholds"])
         return _labels(groups, len(pred))
 
     def predict(self, pred: Predictions, groups=None) -> Band:
@@ -238,12 +248,10 @@ class ClusterConservative(_Grouped):
         return labels.astype(str), centers.tolist()
 
     def fit(self, pred: Predictions, y01, groups=None) -> ClusterConservative:
-        self._check_pred(pred)
-        y = check_targets(y01, len(pred))
-        self.base._fit_model(pred, y)
+        y = self._prepare(pred, y01)
         labels, centers = self._cluster_labels(pred, groups)
-        marginal = self.base._fit_params(pred, y)
-        per_group = self._fit_groups(pred, y, labels)
+        fitted = self._fit_by_labels(pred, y, labels)
+        per_group = fitted["groups"]
         # Evaluate every cluster's parameters on the whole calibration set; keep the widest.
         widths = {}
         for g, params in per_group.items():
@@ -253,11 +261,9 @@ class ClusterConservative(_Grouped):
             widths[g] = float(np.mean(np.where(full, 1.0, np.clip(hi, 0, 1) - np.clip(lo, 0, 1))))
         chosen = max(widths, key=widths.get) if widths else None
         self.params_ = {
-            "chosen_cluster": chosen,
-            "conservative": per_group[chosen] if chosen is not None else marginal,
-            "marginal": marginal, "groups": per_group, "widths": widths, "centers": centers,
-            "k": len(per_group),
-            "counts": {str(g): int(np.sum(labels == g)) for g in np.unique(labels)},
+            **fitted, "chosen_cluster": chosen,
+            "conservative": per_group[chosen] if chosen is not None else fitted["marginal"],
+            "widths": widths, "centers": centers, "k": len(per_group),
         }
         return self
 
