@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -163,6 +164,21 @@ def _guard(fn):
     return wrapper
 
 
+def _print_warnings(messages) -> None:
+    for m in messages:
+        err.print(f"[yellow]warning:[/] {m}")
+
+
+@contextmanager
+def _warnings_to_console():
+    """Collect the library's warnings (too-small groups, crossed quantiles ...) and print
+    each once on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    _print_warnings(dict.fromkeys(str(w.message) for w in caught))
+
+
 def _fmt(d) -> str:
     if not isinstance(d, dict):
         return "-"
@@ -249,8 +265,7 @@ def evaluate(
     res["scale"] = spec.scale.to_dict()
     res["table"] = str(table)
     res["skipped_rows"] = [e.__dict__ for e in inp.errors]
-    for w in res.get("warnings", []):
-        err.print(f"[yellow]warning:[/] {w}")
+    _print_warnings(res.get("warnings", []))
     print_metrics_table(res, f"{res['method']} · alpha={alpha} · n={res['n']} · "
                              f"{seeds} seeds")
     if out:
@@ -301,11 +316,8 @@ def calibrate(
     if adjust_boundary:
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
     cal = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group)()
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
+    with _warnings_to_console():
         cal.fit(inp.pred, inp.y01, groups=inp.groups)
-    for x in w:
-        err.print(f"[yellow]warning:[/] {x.message}")
     n_r = float(np.median(inp.n_ratings))
     fp = scorer_id or _table_fingerprint(df)
     save_calibrator(out, cal, scorer_fingerprint=fp, inputs={
@@ -365,11 +377,8 @@ def apply(
     spec = ColumnSpec.from_dict({**cols, "target": None, "ratings": None, "split_by": None})
     inp = load_inputs(df, spec, require_target=False)
     _report_rows(inp.errors, len(df), action="left without a band")
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
+    with _warnings_to_console():
         band = cal.predict(inp.pred, groups=inp.groups)
-    for x in w:
-        err.print(f"[yellow]warning:[/] {x.message}")
     if inputs.get("adjust_boundary"):
         band = adjust_band(band, n_ratings or inputs.get("n_ratings") or 1)
     res = df.copy()

@@ -204,6 +204,11 @@ class Mondrian(_Grouped):
     def get_config(self) -> dict:
         return {"by": self.by, "small_group": self.small_group}
 
+    def __repr__(self) -> str:
+        state = ("unfitted" if self.params_ is None
+                 else f"groups={len(self.params_['groups'])}")
+        return f"Mondrian(base={self.base.method}, by={self.by}, alpha={self.alpha}, {state})"
+
 
 @register
 class ClusterConservative(_Grouped):
