@@ -28,7 +28,7 @@ class WordTokenizer:
 
     PAD, CLS, UNK = "[PAD]", "[CLS]", "[UNK]"
 
-    def __init__(self, vocab: list[str] | None = None, max_len: int = 32):
+    def __init__(self, vocab: list[str] | None = None, max_len: int = 40):
         if vocab is None:
             words = set(_BASE_WORDS) | set(COLOURS) | set(SHAPES) | set(SIZES)
             words |= {s + "s" for s in SHAPES} | set(NUMBERS.values()) | {","}
@@ -62,13 +62,13 @@ class WordTokenizer:
 @dataclass
 class EmbeddedConfig:
     image_size: int = 64
-    patch: int = 8
+    patch: int = 16
     dim: int = 64
     depth: int = 2
     heads: int = 4
     mlp: int = 128
     dropout: float = 0.1
-    max_len: int = 32
+    max_len: int = 40
     vocab_size: int = 0
 
     def to_dict(self) -> dict:
@@ -91,7 +91,16 @@ class EmbeddedCrossEncoder(nn.Module):
         super().__init__()
         self.cfg = cfg
         n_patches = (cfg.image_size // cfg.patch) ** 2
-        self.patch_embed = nn.Conv2d(3, cfg.dim, cfg.patch, stride=cfg.patch)
+        # A small convolutional stem turns each patch into one token (colour and shape
+        # detectors need a few non-linear layers; a single linear patch projection made the
+        # from-scratch model learn far too slowly on CPU).
+        c = cfg.dim // 4
+        self.patch_embed = nn.Sequential(
+            nn.Conv2d(3, c, 3, stride=2, padding=1), nn.GELU(),
+            nn.Conv2d(c, cfg.dim, 3, stride=2, padding=1), nn.GELU(),
+            nn.AdaptiveMaxPool2d(cfg.image_size // cfg.patch),
+            nn.Conv2d(cfg.dim, cfg.dim, 1),
+        )
         self.tok_embed = nn.Embedding(cfg.vocab_size, cfg.dim, padding_idx=0)
         self.cls = nn.Parameter(torch.zeros(1, 1, cfg.dim))
         self.pos_text = nn.Parameter(torch.randn(1, cfg.max_len, cfg.dim) * 0.02)
@@ -102,6 +111,9 @@ class EmbeddedCrossEncoder(nn.Module):
                                            norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, cfg.depth, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(cfg.dim)
+        # auxiliary per-patch head: colour (7 classes incl. empty) and shape (5) of the object
+        # in each patch; trained on the world's known scenes to give the stem a fast start
+        self.cell_head = nn.Linear(cfg.dim, len(COLOURS) + 1 + len(SHAPES) + 1)
 
     @property
     def dim(self) -> int:
@@ -118,7 +130,18 @@ class EmbeddedCrossEncoder(nn.Module):
         pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool), ids == 0,
                          torch.zeros(b, x.shape[1] - 1 - ids.shape[1], dtype=torch.bool)], 1)
         h = self.encoder(x, src_key_padding_mask=pad)
-        return self.norm(h[:, 0])
+        # CLS plus the mean of the caption-token outputs: each word's output has attended to
+        # the image, so pooling the words carries the match signal in one hop (CLS alone
+        # needs two hops, and a from-scratch model learned that far too slowly).
+        words = ~pad[:, 1:1 + ids.shape[1]]
+        wmean = (h[:, 1:1 + ids.shape[1]] * words[..., None]).sum(1) / words.sum(1,
+                                                                                keepdim=True).clamp(min=1)
+        return self.norm(h[:, 0] + wmean)
+
+    def cell_logits(self, pixels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-patch colour and shape logits, (n, patches, 7) and (n, patches, 5)."""
+        z = self.cell_head(self.patch_embed(pixels).flatten(2).transpose(1, 2))
+        return z[..., : len(COLOURS) + 1], z[..., len(COLOURS) + 1:]
 
     @torch.no_grad()
     def image_embedding(self, pixels: torch.Tensor) -> torch.Tensor:
@@ -132,5 +155,7 @@ class EmbeddedCrossEncoder(nn.Module):
         c = self.cfg
         L = 1 + c.max_len + (c.image_size // c.patch) ** 2
         per_layer = 2 * L * (4 * c.dim * c.dim + 2 * c.dim * c.mlp) + 2 * 2 * L * L * c.dim
-        patch = 2 * (c.image_size // c.patch) ** 2 * 3 * c.patch * c.patch * c.dim
-        return float(c.depth * per_layer + patch)
+        h1, h2 = c.image_size // 2, c.image_size // 4
+        stem = (2 * h1**2 * 27 * (c.dim // 4) + 2 * h2**2 * 9 * (c.dim // 4) * c.dim
+                + 2 * (c.image_size // c.patch) ** 2 * c.dim * c.dim)
+        return float(c.depth * per_layer + stem)

@@ -134,19 +134,33 @@ class QuantileScorer:
         return torch.cat(h).numpy(), torch.cat(e).numpy()
 
     @torch.inference_mode()
+    def predict_heads(self, images, texts, heads=None,
+                      batch_size: int = 256) -> dict[str, Predictions]:
+        """Predictions of several quantile heads from one backbone pass per batch."""
+        heads = list(self.model.heads) if heads is None else list(heads)
+        for h in heads:
+            if h not in self.model.heads:
+                raise InputError(f"unknown head {h!r}; available: {', '.join(self.model.heads)}")
+        self.model.eval()
+        qs: dict[str, list] = {h: [] for h in heads}
+        emb = []
+        for _, px, ids, _, _ in self._batches(images, texts, batch_size):
+            rep = self.model.represent(px, ids)
+            for h in heads:
+                qs[h].append(self.model.heads[h](rep))
+            emb.append(self.model.backbone.image_embedding(px))
+        e = torch.cat(emb).double().numpy()
+        out = {}
+        for h in heads:
+            q = torch.cat(qs[h]).double().numpy()
+            out[h] = Predictions(median=q[:, 5], lo=q[:, 0], hi=q[:, 10], quantiles=q,
+                                 levels=QUANTILE_LEVELS, embedding=e)
+        return out
+
     def predict(self, images, texts, head: str = "chained_ci",
                 batch_size: int = 256) -> Predictions:
         """Median, 90 % pair, 11 quantiles and image embedding on [0, 1]."""
-        if head not in self.model.heads:
-            raise InputError(f"unknown head {head!r}; available: {', '.join(self.model.heads)}")
-        self.model.eval()
-        qs, emb = [], []
-        for _, px, ids, _, _ in self._batches(images, texts, batch_size):
-            qs.append(self.model.heads[head](self.model.represent(px, ids)))
-            emb.append(self.model.backbone.image_embedding(px))
-        q = torch.cat(qs).double().numpy()
-        return Predictions(median=q[:, 5], lo=q[:, 0], hi=q[:, 10], quantiles=q,
-                           levels=QUANTILE_LEVELS, embedding=torch.cat(emb).double().numpy())
+        return self.predict_heads(images, texts, [head], batch_size)[head]
 
     @torch.inference_mode()
     def point(self, images, texts, batch_size: int = 256) -> np.ndarray:

@@ -10,7 +10,14 @@ import pandas as pd
 from PIL import Image
 
 from scoreband.records import Record, Scale
-from scoreband.world.scenes import TASKS, caption_with_score, render, sample_scene
+from scoreband.world.scenes import (
+    COLOURS,
+    SHAPES,
+    TASKS,
+    caption_with_score,
+    render,
+    sample_scene,
+)
 
 __all__ = ["ANNOTATOR_NOISE", "LIKERT", "WorldDataset", "make_dataset", "simulate_ratings"]
 
@@ -42,6 +49,10 @@ class WorldDataset:
     ratings: np.ndarray
     style: str
     corruptions: list[list[str]]
+    #: (n, 16) per 4x4 grid cell: 1 + index of the colour / shape of the object centred
+    #: there, 0 when empty. Known facts of the world, used as an auxiliary training target.
+    cell_colour: np.ndarray | None = None
+    cell_shape: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -59,7 +70,9 @@ class WorldDataset:
         idx = np.asarray(idx)
         return WorldDataset(self.name, [self.ids[i] for i in idx], self.images[idx],
                             [self.captions[i] for i in idx], self.tasks[idx], self.true01[idx],
-                            self.ratings[idx], self.style, [self.corruptions[i] for i in idx])
+                            self.ratings[idx], self.style, [self.corruptions[i] for i in idx],
+                            None if self.cell_colour is None else self.cell_colour[idx],
+                            None if self.cell_shape is None else self.cell_shape[idx])
 
     def to_records(self, image_paths=None) -> list[Record]:
         return [Record(id=self.ids[i], image=None if image_paths is None else image_paths[i],
@@ -100,9 +113,17 @@ def make_dataset(n: int, seed: int = 0, *, style: str = "photo", n_annotators: i
     rng = np.random.default_rng(seed)
     images = np.empty((n, image_size, image_size, 3), dtype=np.uint8)
     captions, task_list, true, corr = [], [], [], []
+    cell_colour = np.zeros((n, 16), dtype=np.int64)
+    cell_shape = np.zeros((n, 16), dtype=np.int64)
+    colour_idx = {c: i + 1 for i, c in enumerate(COLOURS)}
+    shape_idx = {s: i + 1 for i, s in enumerate(SHAPES)}
     tasks = tuple(tasks)
     for i in range(n):
         scene = sample_scene(rng)
+        for o in scene.objects:
+            cell = min(int(o.y * 4), 3) * 4 + min(int(o.x * 4), 3)
+            cell_colour[i, cell] = colour_idx[o.colour]
+            cell_shape[i, cell] = shape_idx[o.shape]
         task = tasks[int(rng.integers(len(tasks)))]
         text, score, applied = caption_with_score(scene, task, rng)
         # a separate stream per item: the same seed gives the same scenes and captions in
@@ -117,4 +138,4 @@ def make_dataset(n: int, seed: int = 0, *, style: str = "photo", n_annotators: i
     ratings = simulate_ratings(true01, tasks_arr, n_annotators, rng)
     name = name or f"world-{style}-r{n_annotators}-s{seed}"
     return WorldDataset(name, [f"{name}-{i:05d}" for i in range(n)], images, captions,
-                        tasks_arr, true01, ratings, style, corr)
+                        tasks_arr, true01, ratings, style, corr, cell_colour, cell_shape)

@@ -1,0 +1,64 @@
+"""Pairs/s of the embedded scorer and its achieved FLOP/s as a fraction of the torch matmul
+rate measured in the same run.
+
+    python benchmarks/scorer_roofline.py [--model embedded:default] [--batch 64]
+
+Target (issue 3): >= 40 % of the matmul rate at batch 64. FLOPs per pair come from the
+model's own count of its matmuls and convolutions (``flops_per_pair``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from scoreband.backbones.embedded import preprocess_images
+from scoreband.scorers.model import QuantileScorer
+from scoreband.world import make_dataset
+
+
+def rate(fn, reps: int) -> float:
+    fn()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t) / reps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="embedded:default")
+    ap.add_argument("--batch", type=int, default=64)
+    a = ap.parse_args()
+    scorer = QuantileScorer.load(a.model)
+    m = scorer.model.eval()
+    ds = make_dataset(a.batch, 5)
+    px = preprocess_images(ds.images, m.cfg.image_size)
+    ids, _, _ = scorer.tokenizer.batch(ds.captions)
+
+    @torch.inference_mode()
+    def fwd():
+        m.heads["chained_ci"](m.represent(px, ids))
+
+    t = rate(fwd, 20)
+    flops = m.backbone.flops_per_pair() * a.batch
+    # the matmul rate at the model's own shapes (batch*seq x dim @ dim x 4 dim)
+    seq = 1 + m.cfg.max_len + (m.cfg.image_size // m.cfg.patch) ** 2
+    x = torch.randn(a.batch * seq, m.cfg.dim)
+    w = torch.randn(m.cfg.dim, 4 * m.cfg.dim)
+    big = torch.randn(1024, 1024)
+    t_mm = rate(lambda: x @ w, 50)
+    t_big = rate(lambda: big @ big, 20)
+    mm_rate = 2 * x.shape[0] * m.cfg.dim * 4 * m.cfg.dim / t_mm
+    big_rate = 2 * 1024**3 / t_big
+    achieved = flops / t
+    print(f"batch {a.batch}: {a.batch / t:,.0f} pairs/s, {achieved / 1e9:.2f} GFLOP/s achieved")
+    print(f"torch matmul at the model's shapes: {mm_rate / 1e9:.2f} GFLOP/s -> "
+          f"{achieved / mm_rate:.0%} of it (target >= 40 %)")
+    print(f"torch 1024^2 matmul: {big_rate / 1e9:.2f} GFLOP/s -> {achieved / big_rate:.0%} of it")
+
+
+if __name__ == "__main__":
+    main()

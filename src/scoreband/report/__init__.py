@@ -1,0 +1,1 @@
+"""Figures (matplotlib, headless) and reports."""

@@ -1,0 +1,131 @@
+"""Scoring a table of (image path, caption) rows with a trained scorer and its calibrator.
+
+Every row is kept: a row whose image or caption cannot be used gets empty band columns
+and the reason in ``band_error``; the batch carries on.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image, UnidentifiedImageError
+
+from scoreband.conformal import load_calibrator
+from scoreband.errors import InputError
+from scoreband.scorers.model import QuantileScorer
+
+__all__ = ["load_image", "score_table", "MAX_PIXELS"]
+
+#: images above this many pixels are refused (a decompression bomb or a mistake)
+MAX_PIXELS = 50_000_000
+
+
+def load_image(path, size: int, base_dir=None) -> np.ndarray:
+    """Open, check and resize one image to ``size`` x ``size`` RGB (bicubic).
+
+    A relative path is looked up from the working directory, then from ``base_dir`` (the
+    table's folder). Raises ValueError with a reason a user can act on.
+    """
+    if path is None or (isinstance(path, float) and math.isnan(path)) or str(path).strip() == "":
+        raise ValueError("no image path (empty cell)")
+    p = Path(str(path))
+    if not p.is_absolute() and not p.exists() and base_dir is not None:
+        p = Path(base_dir) / p
+    if not p.is_file():
+        raise ValueError(f"image file not found: {str(p)!r}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(p) as im:
+                w, h = im.size
+                if w * h > MAX_PIXELS:
+                    raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
+                im.load()
+                rgb = im.convert("RGB").resize((size, size), Image.Resampling.BICUBIC)
+    except ValueError:
+        raise
+    except (UnidentifiedImageError, Image.DecompressionBombError,
+            Image.DecompressionBombWarning) as e:
+        raise ValueError(f"not a readable image ({type(e).__name__})") from None
+    except OSError as e:  # truncated or corrupt files
+        raise ValueError(f"image could not be decoded: {e}") from None
+    return np.asarray(rgb, dtype=np.uint8)
+
+
+def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
+                model: str = "embedded:default", batch_size: int = 256,
+                progress=None, base_dir=None) -> tuple[pd.DataFrame, int]:
+    """Score every row; returns ``(table with band columns, number of bad rows)``.
+
+    Bands are on [0, 1]: band_median, band_lo, band_hi; band_error names the problem of a
+    row that could not be scored; band_truncated flags captions cut to the model's length.
+    """
+    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+        if col not in df.columns:
+            raise InputError(f"{flag} column {col!r} is not in the table; available: "
+                             f"{', '.join(map(str, df.columns))}")
+    scorer = QuantileScorer.load(model)
+    cal_path = (scorer.path / "calibrator.json") if scorer.path else None
+    if cal_path is None or not cal_path.exists():
+        raise InputError(f"model {model!r} has no calibrator.json; run `scoreband train` (which "
+                         "writes one) or calibrate it")
+    cal, doc = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
+    head = doc.get("inputs", {}).get("head", "chained_ci")
+    size = scorer.model.cfg.image_size
+    n = len(df)
+    errors = np.full(n, "", dtype=object)
+    truncated = np.zeros(n, dtype=bool)
+    med = np.full(n, np.nan)
+    lo = np.full(n, np.nan)
+    hi = np.full(n, np.nan)
+
+    def rows_iter():
+        for s in range(0, n, batch_size):
+            yield s, min(n, s + batch_size)
+
+    task = None
+    if progress is not None:
+        from rich.progress import Progress
+
+        prog = Progress(console=progress)
+        prog.start()
+        task = prog.add_task("scoring", total=n)
+    try:
+        for s, e in rows_iter():
+            imgs, texts, pos = [], [], []
+            for i in range(s, e):
+                text = df[text_col].iloc[i]
+                if text is None or (isinstance(text, float) and math.isnan(text)) or \
+                        not str(text).strip():
+                    errors[i] = f"{text_col}: empty caption"
+                    continue
+                try:
+                    imgs.append(load_image(df[image_col].iloc[i], size, base_dir))
+                except ValueError as err:
+                    errors[i] = f"{image_col}: {err}"
+                    continue
+                texts.append(str(text))
+                pos.append(i)
+                _, trunc, _ = scorer.tokenizer.encode(str(text))
+                truncated[i] = trunc
+            if pos:
+                pred = scorer.predict(np.stack(imgs), texts, head=head)
+                band = cal.predict(pred)
+                med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
+            if task is not None:
+                prog.update(task, completed=e)
+    finally:
+        if task is not None:
+            prog.stop()
+    out = df.copy()
+    out["band_median"] = med
+    out["band_lo"] = lo
+    out["band_hi"] = hi
+    out["band_error"] = errors
+    out["band_truncated"] = truncated
+    out["scorer_fingerprint"] = scorer.fingerprint
+    return out, int((errors != "").sum())

@@ -1,0 +1,77 @@
+"""End to end at a small size: train a tiny scorer, score a table with bad rows, run the demo."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from scoreband.cli import app
+from scoreband.scorers.train import TrainConfig, calibrate_model, train_scorer
+from scoreband.world import make_dataset
+
+pytestmark = pytest.mark.slow
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("model")
+    train_scorer(make_dataset(120, 1, n_annotators=3), make_dataset(40, 2, n_annotators=3), d,
+                 TrainConfig(epochs=1, head_epochs=3, clusters=2, patience=3))
+    calibrate_model(d, n=120)
+    return d
+
+
+def test_score_keeps_every_row_and_flags_bad_ones(tmp_path, model_dir):
+    df = make_dataset(5, 3).to_frame(tmp_path / "imgs")
+    (tmp_path / "imgs" / "text.png").write_text("not an image")
+    raw = open(df.loc[0, "image"], "rb").read()
+    (tmp_path / "imgs" / "trunc.png").write_bytes(raw[: len(raw) // 2])
+    Image.new("RGB", (80, 40), "red").save(tmp_path / "imgs" / "wide.jpg")
+    extra = pd.DataFrame({
+        "id": ["a", "b", "c", "d", "e", "f"],
+        "image": ["imgs/text.png", "imgs/trunc.png", "missing.png", df.loc[0, "image"],
+                  df.loc[0, "image"], "imgs/wide.jpg"],  # relative to the table's folder
+        "caption": ["a red star", "a red star", "a red star", "  ",
+                    "a " + "very " * 60 + "red star", "a red circle"],
+    })
+    table = pd.concat([df, extra], ignore_index=True)
+    src = tmp_path / "pairs.parquet"
+    table.to_parquet(src)
+    out = tmp_path / "scored.csv"
+    res = runner.invoke(app, ["score", str(src), "--model", str(model_dir), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    s = pd.read_csv(out, keep_default_na=False)
+    assert len(s) == 11 and list(s.columns[: len(table.columns)]) == list(table.columns)
+    err = dict(zip(s["id"], s["band_error"], strict=True))
+    assert "not a readable image" in err["a"]
+    assert "could not be decoded" in err["b"]
+    assert "not found" in err["c"]
+    assert "empty caption" in err["d"]
+    assert err["e"] == "" and s.loc[s["id"] == "e", "band_truncated"].item() in (True, "True")
+    assert err["f"] == ""
+    ok = s[s["band_error"] == ""]
+    lo, m, hi = (ok[c].astype(float) for c in ("band_lo", "band_median", "band_hi"))
+    assert ((0 <= lo) & (lo <= m) & (m <= hi) & (hi <= 1)).all()
+    assert s["scorer_fingerprint"].str.startswith("sha256:").all()
+
+
+def test_demo_end_to_end_small(tmp_path, model_dir):
+    from scoreband.demo import METRICS, ROWS, run_demo
+
+    doc = run_demo(tmp_path / "demo", n_test=60, seeds=2, model=str(model_dir), mc_passes=3)
+    saved = json.loads((tmp_path / "demo" / "results.json").read_text())
+    for s in ("clean", "noisy", "ood_painting"):
+        for row in ROWS:
+            for part in ("before", "after"):
+                assert set(saved[s][row][part]) >= set(METRICS)
+                assert set(saved[s][row][part]["coverage"]) == {"mean", "std"}
+    assert doc["clean"]["chained_ci"]["after"]["coverage"]["mean"] > 0.5
+    for png in ("widths.png", "examples.png"):
+        with Image.open(tmp_path / "demo" / png) as im:
+            im.load()
+            assert im.size[0] > 300 and np.asarray(im).std() > 5
+    assert "| chained_ci |" in (tmp_path / "demo" / "results.md").read_text()
