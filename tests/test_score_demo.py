@@ -75,3 +75,24 @@ def test_demo_end_to_end_small(tmp_path, model_dir):
             im.load()
             assert im.size[0] > 300 and np.asarray(im).std() > 5
     assert "| chained_ci |" in (tmp_path / "demo" / "results.md").read_text()
+
+
+def test_bundled_model_loads_and_matches_its_calibrator():
+    from scoreband.backbones import list_backbones, resolve_backbone
+    from scoreband.conformal import load_calibrator
+    from scoreband.errors import InputError
+    from scoreband.scorers.model import QuantileScorer, bundled_model_dir
+
+    assert "embedded:default" in list_backbones()
+    with pytest.raises(InputError, match="available: embedded:default"):
+        resolve_backbone("embedded:nope")
+    with pytest.raises(InputError, match="known prefix"):
+        resolve_backbone("foo")
+    scorer = QuantileScorer.load("embedded:default")
+    _, doc = load_calibrator(bundled_model_dir() / "calibrator.json",
+                             scorer_fingerprint=scorer.fingerprint)
+    assert doc["scorer_fingerprint"] == scorer.fingerprint
+    ds = make_dataset(16, seed=11)
+    preds = scorer.predict_heads(ds.images, ds.captions)
+    assert (np.diff(preds["chained_ci"].quantiles, axis=1) >= 0).all()
+    assert (bundled_model_dir() / "MODEL_CARD.md").exists()

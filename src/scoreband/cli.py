@@ -545,21 +545,22 @@ def demo(
     with console.status("demo ...") as st:
         doc = run_demo(out, n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes,
                        on_step=lambda m: st.update(m))
-    for part in ("before", "after"):
-        t = Table(title=f"{part} calibration (alpha={alpha}, {seeds} seeds, n={n_test} per set)")
+    def cell(v):
+        return "-" if v["mean"] is None or np.isnan(v["mean"]) else f"{v['mean']:.3f}"
+
+    for s in TEST_SETS:
+        t = Table(title=f"{s}: before -> after calibration (alpha={alpha}, {seeds} seeds, "
+                        f"n={n_test})")
         t.add_column("row")
-        for s in TEST_SETS:
-            for m in METRICS:
-                t.add_column(f"{s}\n{m}", justify="right")
+        for m in METRICS:
+            t.add_column(m, justify="right")
         for row in ROWS:
-            cells = []
-            for s in TEST_SETS:
-                for m in METRICS:
-                    v = doc[s][row][part][m]
-                    cells.append("-" if v["mean"] is None or np.isnan(v["mean"])
-                                 else f"{v['mean']:.3f}")
-            t.add_row(row, *cells)
+            t.add_row(row, *[f"{cell(doc[s][row]['before'][m])} -> "
+                             f"{cell(doc[s][row]['after'][m])}" for m in METRICS])
         console.print(t)
+    for f in doc["_meta"]["findings"]:
+        mark = "[green]yes[/]" if f["holds"] else "[red]no[/]"
+        console.print(f"  {mark}  {f['claim']} ({f['value']:.3f})")
     sh = doc["ood_painting_shift"]["chained_ci"]["after"]["coverage"]
     console.print(f"calibrated in domain, applied to ood_painting: coverage {sh['mean']:.3f}")
     console.print(f"wrote {out}/results.json, results.md, widths.png, examples.png "
