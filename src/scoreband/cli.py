@@ -72,7 +72,8 @@ EmbeddingOpt = Annotated[str | None, typer.Option(
 GroupsOpt = Annotated[str | None, typer.Option("--groups", help="Column of group / task "
                                                                  "labels.")]
 MethodOpt = Annotated[str, typer.Option(
-    "--method", help="split | crc | crc-exact | crc-cluster | crc-cluster-mondrian.")]
+    "--method", help="split | crc | crc-exact | crc-cluster | crc-cluster-mondrian | cqr | "
+                     "r2ccp (cqr and r2ccp learn on --features).")]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Target miscoverage, in (0, 1).")]
 MondrianOpt = Annotated[bool, typer.Option(
     "--mondrian", help="Group-conditional calibration: per --groups label, or Easy/Medium/Hard "

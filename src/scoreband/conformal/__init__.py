@@ -23,12 +23,13 @@ from scoreband.conformal.crc import (
     crc_select,
     quantiles_crossed,
 )
+from scoreband.conformal.learned import CQR, R2CCP
 from scoreband.conformal.mondrian import ClusterConservative, Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
 from scoreband.conformal.split import SplitConformal, absolute_residual_interval
 
 __all__ = [
-    "Calibrator", "SplitConformal", "CRC", "Mondrian", "ClusterConservative",
+    "Calibrator", "SplitConformal", "CRC", "CQR", "R2CCP", "Mondrian", "ClusterConservative",
     "absolute_residual_interval", "crc_residuals", "crc_interval", "crc_select",
     "quantiles_crossed", "boundary_adjust", "adjust_band", "conformal_rank",
     "conformal_quantile", "min_calibration_size", "coverage_bounds", "expected_coverage",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 #: Method names accepted by :func:`make_calibrator` and the CLI's ``--method``.
-METHODS = ("split", "crc", "crc-exact", "crc-cluster", "crc-cluster-mondrian")
+METHODS = ("split", "crc", "crc-exact", "crc-cluster", "crc-cluster-mondrian", "cqr", "r2ccp")
 
 
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
@@ -58,6 +59,8 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
         rule = "mondrian" if method.endswith("mondrian") else "conservative"
         return ClusterConservative(CRC(alpha, scale=scale), n_clusters=n_clusters, rule=rule,
                                    small_group=small_group, seed=seed)
+    elif method in ("cqr", "r2ccp"):
+        cal = (CQR if method == "cqr" else R2CCP)(alpha, scale=scale, seed=seed)
     else:
         from scoreband.errors import InputError
 

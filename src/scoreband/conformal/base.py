@@ -112,9 +112,27 @@ class Calibrator(ABC):
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
             raise InputError("cannot calibrate on an empty set of predictions")
-        self._fit_model(pred, y)
-        self.params_ = self._fit_params(pred, y)
+        idx = self.fit_model_part(pred, y)
+        self.params_ = self._fit_params(pred.take(idx), y[idx])
         return self
+
+    def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
+        """Fit the learned part (if any) on a ``train_frac`` share of the items; returns the
+        indices left for the conformal step (all items for methods without a model).
+
+        The conformal guarantee needs the calibration items to be unseen by the model, so a
+        learned method never calibrates on the items it was trained on.
+        """
+        if not self.learned:
+            return np.arange(len(y))
+        perm = np.random.default_rng(self.seed).permutation(len(y))
+        cut = int(round(self.train_frac * len(y)))
+        if cut < 2 or len(y) - cut < 1:
+            raise InputError(f"{self.method} needs items both to train on and to calibrate on; "
+                             f"got {len(y)}")
+        tr, cal = np.sort(perm[:cut]), np.sort(perm[cut:])
+        self._fit_model(pred.take(tr), y[tr])
+        return cal
 
     def _require_fitted(self) -> None:
         if self.params_ is None:

@@ -83,12 +83,14 @@ class _Grouped(Calibrator):
         obj.params_ = _unjson(state["params"])
         return obj
 
-    def _prepare(self, pred: Predictions, y01) -> np.ndarray:
-        """Validate, fit the base's learned part once on all items; returns the targets."""
+    def _prepare(self, pred: Predictions, y01, groups=None):
+        """Validate and fit the base's learned part once (on its own share of the items);
+        returns the predictions, targets and group labels left for the conformal step."""
         self._check_pred(pred)
         y = check_targets(y01, len(pred))
-        self.base._fit_model(pred, y)
-        return y
+        idx = self.base.fit_model_part(pred, y)
+        g = None if groups is None else np.asarray(groups)[idx]
+        return pred.take(idx), y[idx], g
 
     def _fit_by_labels(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
         """Marginal params, params per group, and the group sizes."""
@@ -172,7 +174,7 @@ class Mondrian(_Grouped):
         return np.asarray(DIFFICULTY_LABELS)[idx]
 
     def fit(self, pred: Predictions, y01, groups=None) -> Mondrian:
-        y = self._prepare(pred, y01)
+        pred, y, groups = self._prepare(pred, y01, groups)
         thresholds = None
         if self.by == "difficulty":
             d = self.base.difficulty(pred)
@@ -253,7 +255,7 @@ class ClusterConservative(_Grouped):
         return labels.astype(str), centers.tolist()
 
     def fit(self, pred: Predictions, y01, groups=None) -> ClusterConservative:
-        y = self._prepare(pred, y01)
+        pred, y, groups = self._prepare(pred, y01, groups)
         labels, centers = self._cluster_labels(pred, groups)
         fitted = self._fit_by_labels(pred, y, labels)
         per_group = fitted["groups"]
