@@ -91,3 +91,29 @@ def test_learned_methods_need_features():
         size=(60, 3))), np.random.default_rng(1).uniform(size=60))
     with pytest.raises(InputError, match="fitted on 3 feature columns, got 2"):
         cal.predict(Predictions(np.zeros(5), features=np.zeros((5, 2))))
+
+
+def test_judge_study_small(tmp_path):
+    from PIL import Image
+
+    from scoreband.judges.study import run_judge_study
+    from scoreband.world.dataset import LIKERT
+
+    d = make_dataset(400, 9, n_annotators=3)
+    judges = {j.name: judge_logprobs(j, d.true01, d.tasks) for j in SIMULATED_JUDGES}
+    doc = run_judge_study(judges, d.y01, d.tasks, d.n_ratings, scale=LIKERT, seeds=2,
+                          r2ccp_epochs=10, out_dir=tmp_path, simulated=True)
+    assert set(doc["methods"]) == {*judges, "fusion"}
+    row = doc["methods"]["sim-strong"]["r2ccp+mondrian"]
+    # boundary adjustment never widens and keeps the coverage of discrete targets
+    assert row["boundary"]["width"]["mean"] <= row["plain"]["width"]["mean"] + 1e-9
+    assert row["boundary"]["coverage"]["mean"] == pytest.approx(row["plain"]["coverage"]["mean"])
+    rmap = doc["reliability_map"]["sim-overconfident"]
+    widths = [v["mean_width"] for v in rmap.values()]
+    assert widths == sorted(widths)
+    assert all(v["recommendation"] in ("use pairwise ranking", "absolute scores usable")
+               for v in rmap.values())
+    assert doc["simulated"] and "SIMULATED" in (tmp_path / "judge_study.md").read_text()
+    with Image.open(tmp_path / "reliability_map.png") as im:
+        im.load()
+        assert im.size[0] > 500

@@ -568,6 +568,38 @@ def demo(
                   f"({doc['_meta']['seconds']} s)")
 
 
+# ------------------------------------------------------------------ judge-study
+@app.command("judge-study")
+@_guard
+def judge_study(
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("judge-study"),
+    n: Annotated[int, typer.Option("--n", help="Items of the embedded world.")] = 2000,
+    seeds: Annotated[int, typer.Option("--seeds")] = 10,
+    alpha: AlphaOpt = 0.1,
+    threshold: Annotated[float, typer.Option(
+        "--threshold", help="Width (share of the scale) above which a task is sent to "
+                            "pairwise ranking.")] = 0.5,
+):
+    """The source-002 protocol on SIMULATED judges of the embedded world: split CP, CQR and
+    R2CCP, Mondrian by task on/off, boundary adjustment on/off, judge fusion; per-task
+    reliability map with RSG and a recommendation. Writes judge_study.json, judge_study.md
+    and reliability_map.png. (Tables of real judge log-probs: use evaluate --method
+    r2ccp|cqr --features ...)
+    """
+    from scoreband.judges.study import run_judge_study
+    from scoreband.world import make_dataset
+    from scoreband.world.dataset import LIKERT
+    from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
+
+    ds = make_dataset(n, 42, n_annotators=3, name="judged")
+    judges = {j.name: judge_logprobs(j, ds.true01, ds.tasks) for j in SIMULATED_JUDGES}
+    with console.status("judge study ...") as st:
+        run_judge_study(judges, ds.y01, ds.tasks, ds.n_ratings, scale=LIKERT,
+                        seeds=seeds, alpha=alpha, threshold=threshold, out_dir=out,
+                        simulated=True, on_step=lambda m: st.update(m))
+    console.print((Path(out) / "judge_study.md").read_text())
+
+
 @app.command()
 @_guard
 def example(

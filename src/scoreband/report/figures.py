@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 
 from scoreband.io import atomic_path  # noqa: E402
 
-__all__ = ["width_figure", "examples_figure"]
+__all__ = ["width_figure", "examples_figure", "reliability_figure"]
 
 
 def _save(fig, path) -> Path:
@@ -57,4 +57,28 @@ def examples_figure(path, ds, band, n: int = 8) -> Path:
     for ax in np.ravel(axes)[len(idx):]:
         ax.axis("off")
     fig.tight_layout(h_pad=3.0)
+    return _save(fig, path)
+
+
+def reliability_figure(path, maps: dict[str, dict], k: int) -> Path:
+    """Per judge: tasks ordered by mean band width (bars, K-point scale) with coverage
+    markers on a second axis."""
+    fig, axes = plt.subplots(1, len(maps), figsize=(4.2 * len(maps), 3.4), squeeze=False)
+    for ax, (judge, tasks) in zip(axes[0], maps.items(), strict=True):
+        names = list(tasks)
+        w = [tasks[t]["mean_width"] for t in names]
+        cov = [tasks[t]["coverage"] for t in names]
+        y = np.arange(len(names))
+        ax.barh(y, w, color=["C3" if tasks[t]["recommendation"].startswith("use") else "C0"
+                             for t in names])
+        ax.set_yticks(y, names, fontsize=8)
+        ax.set_xlim(0, k - 1)
+        ax.set_xlabel(f"mean band width (of {k - 1})")
+        ax.set_title(judge, fontsize=9)
+        ax2 = ax.twiny()
+        ax2.plot(cov, y, "k^", label="coverage")
+        ax2.set_xlim(0.5, 1.0)
+        ax2.set_xlabel("coverage (triangles)", fontsize=8)
+    fig.suptitle("Reliability map (red: use pairwise ranking)", fontsize=10)
+    fig.tight_layout()
     return _save(fig, path)

@@ -1,0 +1,153 @@
+"""The source-002 protocol on judge log-probs: methods x Mondrian x boundary adjustment x
+fusion over repeated 50/50 splits, and the per-task reliability map."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from scoreband import metrics as M
+from scoreband.conformal import CQR, R2CCP, Mondrian, SplitConformal, adjust_band
+from scoreband.io import atomic_write_text, write_json
+from scoreband.judges.features import expected_score, max_prob
+from scoreband.protocol import split_indices, summarize
+from scoreband.records import Predictions, Scale
+
+__all__ = ["run_judge_study", "reliability_map", "METHODS"]
+
+METHODS = ("split", "cqr", "r2ccp")
+
+
+def _make(method: str, alpha: float, scale: Scale, mondrian: bool, seed: int, epochs: int):
+    if method == "split":
+        base = SplitConformal(alpha, scale=scale)
+    elif method == "cqr":
+        base = CQR(alpha, scale=scale, seed=seed)
+    else:
+        base = R2CCP(alpha, scale=scale, seed=seed, epochs=epochs)
+    return Mondrian(base) if mondrian else base
+
+
+def reliability_map(per_task: dict, k: int, threshold: float = 0.5) -> dict:
+    """Add RSG and a recommendation per task; ``threshold`` is the width (share of the
+    K-point range) above which absolute scores are not to be trusted."""
+    out = {}
+    for t, v in per_task.items():
+        w = v["mean_width"]
+        rsg = M.ranking_scoring_gap(v["pearson"], w, k) if not np.isnan(v["pearson"]) else np.nan
+        out[t] = {**v, "rsg": rsg,
+                  "recommendation": ("use pairwise ranking" if w > threshold * (k - 1)
+                                     else "absolute scores usable")}
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["mean_width"]))
+
+
+def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
+                    n_ratings, *, scale: Scale, seeds: int = 10, alpha: float = 0.1,
+                    cal_frac: float = 0.5, r2ccp_epochs: int = 100, threshold: float = 0.5,
+                    out_dir=None, on_step: Callable[[str], None] | None = None,
+                    simulated: bool = False) -> dict:
+    """Run the protocol. ``judges`` maps a name to its (n, K) score-token log-probs; a
+    ``fusion`` judge (concatenated features) is added when there are several."""
+    step = on_step or (lambda m: None)
+    k = next(iter(judges.values())).shape[1]
+    feats = dict(judges)
+    if len(judges) > 1:
+        feats["fusion"] = np.concatenate(list(judges.values()), axis=1)
+    # point prediction: the expected score (labels 1..K span the scale); fusion averages them
+    expected = {j: expected_score(lp) for j, lp in judges.items()}
+    if "fusion" in feats:
+        expected["fusion"] = np.mean(list(expected.values()), axis=0)
+    preds = {name: Predictions((expected[name] - 1) / (k - 1), features=lp)
+             for name, lp in feats.items()}
+    y_native = scale.from01(y01)
+    table: dict = {}
+    tasks_map: dict = {}
+    for name, pred in preds.items():
+        for method in METHODS:
+            for mondrian in (False, True):
+                step(f"{name} / {method} / mondrian={mondrian}")
+                rec = {"plain": {"coverage": [], "width": []},
+                       "boundary": {"coverage": [], "width": []}, "worst_task_coverage": []}
+                per_task: dict = {}
+                for s in range(seeds):
+                    cal, test = split_indices(len(y01), cal_frac, np.random.default_rng(s))
+                    c = _make(method, alpha, scale, mondrian, s, r2ccp_epochs)
+                    c.fit(pred.take(cal), y01[cal], groups=tasks[cal])
+                    band = c.predict(pred.take(test), groups=tasks[test])
+                    for kind, b in (("plain", band), ("boundary", adjust_band(band, n_ratings))):
+                        rec[kind]["coverage"].append(M.coverage(b.lo01, b.hi01, y01[test]))
+                        rec[kind]["width"].append(M.sharpness(b.lo, b.hi))
+                    b = adjust_band(band, n_ratings)
+                    gc = M.group_coverage(b.lo01, b.hi01, y01[test], tasks[test])
+                    rec["worst_task_coverage"].append(min(v["coverage"] for v in gc.values()))
+                    if method == "r2ccp" and mondrian and name in judges:
+                        e = scale.from01(pred.median[test])
+                        mp = max_prob(judges[name][test])
+                        for t in np.unique(tasks[test]):
+                            m = tasks[test] == t
+                            d = per_task.setdefault(str(t), {k2: [] for k2 in (
+                                "n", "exact_agreement", "pearson", "mean_width", "coverage",
+                                "overconfidence")})
+                            d["n"].append(int(m.sum()))
+                            d["exact_agreement"].append(M.exact_agreement(e[m], y_native[test][m]))
+                            d["pearson"].append(M.pearson(e[m], y_native[test][m]))
+                            d["mean_width"].append(float(np.mean(b.hi[m] - b.lo[m])))
+                            d["coverage"].append(gc[str(t)]["coverage"])
+                            d["overconfidence"].append(M.overconfidence_rate(mp[m]))
+                table.setdefault(name, {})[f"{method}{'+mondrian' if mondrian else ''}"] = {
+                    kind: {"coverage": summarize(v["coverage"]), "width": summarize(v["width"])}
+                    for kind, v in rec.items() if kind != "worst_task_coverage"} | {
+                    "worst_task_coverage": summarize(rec["worst_task_coverage"])}
+                if per_task:
+                    tasks_map[name] = reliability_map(
+                        {t: {k2: float(np.nanmean(v)) for k2, v in d.items()}
+                         for t, d in per_task.items()}, k, threshold)
+    orders = {j: list(m) for j, m in tasks_map.items()}
+    names = list(orders)
+    agreement = {}
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            a, b = orders[names[i]], orders[names[j]]
+            ra = [a.index(t) for t in a]
+            rb = [b.index(t) for t in a]
+            agreement[f"{names[i]} vs {names[j]}"] = float(stats.spearmanr(ra, rb).statistic)
+    doc = {"simulated": simulated, "alpha": alpha, "seeds": seeds, "n": len(y01), "k": k,
+           "threshold": threshold, "methods": table, "reliability_map": tasks_map,
+           "task_order_spearman": agreement}
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "judge_study.json", doc)
+        atomic_write_text(out / "judge_study.md", study_markdown(doc))
+        from scoreband.report.figures import reliability_figure
+
+        reliability_figure(out / "reliability_map.png", tasks_map, k)
+    return doc
+
+
+def study_markdown(doc: dict) -> str:
+    head = "SIMULATED judges (embedded world)" if doc["simulated"] else "judges"
+    lines = [f"# Judge study: {head}, alpha = {doc['alpha']}, {doc['seeds']} seeds, "
+             f"n = {doc['n']}", "", "| judge | method | coverage | width | coverage (boundary) "
+             "| width (boundary) | worst task coverage |", "|---|---|---|---|---|---|---|"]
+    for j, rows in doc["methods"].items():
+        for m, v in rows.items():
+            lines.append(f"| {j} | {m} | {v['plain']['coverage']['mean']:.3f} | "
+                         f"{v['plain']['width']['mean']:.3f} | "
+                         f"{v['boundary']['coverage']['mean']:.3f} | "
+                         f"{v['boundary']['width']['mean']:.3f} | "
+                         f"{v['worst_task_coverage']['mean']:.3f} |")
+    for j, tasks in doc["reliability_map"].items():
+        lines += ["", f"## Reliability map: {j} (R2CCP + Mondrian by task + boundary)", "",
+                  "| task | n | exact agreement | Pearson | width | coverage | RSG | "
+                  "overconfidence | recommendation |", "|---|---|---|---|---|---|---|---|---|"]
+        for t, v in tasks.items():
+            lines.append(f"| {t} | {v['n']:.0f} | {v['exact_agreement']:.3f} | "
+                         f"{v['pearson']:.3f} | {v['mean_width']:.2f} | {v['coverage']:.3f} | "
+                         f"{v['rsg']:.3f} | {v['overconfidence']:.2f} | {v['recommendation']} |")
+    lines += ["", "Spearman correlation of task orderings (by width): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in doc["task_order_spearman"].items()), ""]
+    return "\n".join(lines)
