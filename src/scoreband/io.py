@@ -287,7 +287,8 @@ def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.nda
         elif np.isnan(num[i]):
             reason = f"not a number: {raw.iloc[i]!r}"
         else:
-            reason = f"infinite value ({num[i]:g}); a missing score token needs a floor log-prob"
+            reason = (f"infinite value ({num[i]:g}); replace it with a finite number (for a "
+                      "score token missing from a top-k list: a floor log-prob)")
         errors.setdefault(i, _row_error(i, ids[i], col, reason))
     return num
 
