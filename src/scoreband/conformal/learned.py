@@ -53,6 +53,16 @@ class _Learned(Calibrator):
     def _load_model_state(self, state):
         self.model_ = state
 
+    def conformity(self, pred, y) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_params(self, pred, y):
+        """The conformal step: quantile of the method's conformity scores."""
+        q = conformal_quantile(self.conformity(pred, y), self.alpha)
+        if math.isinf(q):
+            warn_too_small(len(y), self.alpha)
+        return {"q": q, "n": len(y)}
+
     def _check_pred(self, pred):
         _features(pred, self.method)
         if self.model_ is not None and pred.features.shape[1] != self.model_["n_features"]:
@@ -95,12 +105,6 @@ class CQR(_Learned):
     def conformity(self, pred, y):
         """``max(q_lo - y, y - q_hi)`` per item."""
         return np.maximum(self._q(pred, "lo") - y, y - self._q(pred, "hi"))
-
-    def _fit_params(self, pred, y):
-        q = conformal_quantile(self.conformity(pred, y), self.alpha)
-        if math.isinf(q):
-            warn_too_small(len(y), self.alpha)
-        return {"q": q, "n": len(y)}
 
     def _apply(self, pred, params):
         q = params["q"]
@@ -234,12 +238,6 @@ class R2CCP(_Learned):
     def conformity(self, pred, y):
         """Minus the interpolated predicted density at y, per item."""
         return -_interp_density(self.probs(pred), y)
-
-    def _fit_params(self, pred, y):
-        q = conformal_quantile(self.conformity(pred, y), self.alpha)
-        if math.isinf(q):
-            warn_too_small(len(y), self.alpha)
-        return {"q": q, "n": len(y)}
 
     def _apply(self, pred, params):
         q = params["q"]
