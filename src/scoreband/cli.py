@@ -568,6 +568,101 @@ def demo(
                   f"({doc['_meta']['seconds']} s)")
 
 
+# ------------------------------------------------------------------ judge
+@app.command("judge")
+@_guard
+def judge(
+    table: Table_,
+    judge_spec: Annotated[str, typer.Option(
+        "--judge", help="hf:DIR_OR_HUB_ID (local transformers VLM) or openai:MODEL "
+                        "(OpenAI-compatible endpoint with logprobs).")],
+    out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
+    scale: Annotated[str, typer.Option("--scale", help="Integer label scale 'A,B', e.g. 1,5; "
+                                                        "every label must be one token.")] = "1,5",
+    image_col: Annotated[str, typer.Option("--image-col")] = "image",
+    instruction_col: Annotated[str, typer.Option("--instruction-col")] = "instruction",
+    response_col: Annotated[str, typer.Option("--response-col")] = "response",
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", help="Rubric text, or @FILE to read it from a file.")] = None,
+    template: Annotated[str | None, typer.Option(
+        "--template", help="Prompt template (or @FILE) with {instruction} {response} {rubric} "
+                           "{delimiter} {lo} {hi}.")] = None,
+    delimiter: Annotated[str, typer.Option(
+        "--delimiter", help="Text after which the judge writes its score, searched from the "
+                            "end of the answer (e.g. 'Score:' or '\"score\":').")] = "Score:",
+    max_new_tokens: Annotated[int, typer.Option(
+        "--max-new-tokens", help="hf: tokens of reasoning before the score (0: read the score "
+                                 "right after the prompt and delimiter).")] = 0,
+    device: Annotated[str, typer.Option("--device", help="hf: cpu | cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
+    = "float32",
+    base_url: Annotated[str, typer.Option(
+        "--base-url", help="openai: endpoint root ($OPENAI_API_KEY is sent if set).")]
+    = "https://api.openai.com/v1",
+    top_logprobs: Annotated[int, typer.Option("--top-logprobs", help="openai: top-k.")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="openai: answer length.")]
+    = 256,
+    timeout: Annotated[float, typer.Option("--timeout", help="openai: seconds per request.")]
+    = 60.0,
+    retries: Annotated[int, typer.Option("--retries", help="openai: retries on 429/5xx/"
+                                                           "time-outs.")] = 4,
+    cache: Annotated[Path | None, typer.Option(
+        "--cache", help="openai: response cache folder (default: OUT.cache/).")] = None,
+):
+    """Extract score-token log-probs from a VLM judge for every (image, instruction,
+    response) row: logp_<label> columns (log-softmax over the labels; variants such as
+    " 5", "▁5", "Ġ5" added together), expected score, argmax, entropy, max probability and
+    missing mass. Failed rows keep empty features and the reason in judge_error. Rerunning
+    the same command resumes: finished rows are kept in OUT.partial.jsonl (and endpoint
+    answers in the cache).
+
+    Then calibrate, e.g.: scoreband evaluate OUT --target human --scale 1,5
+    --median judge_expected --features 'logp_*' --method r2ccp
+    """
+    from scoreband.io import read_table, write_table
+    from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+    from scoreband.records import Scale
+
+    sc = Scale.parse(scale)
+
+    def text_or_file(v):
+        if v is not None and v.startswith("@"):
+            f = Path(v[1:])
+            if not f.is_file():
+                _fail(f"{v}: file not found")
+            return f.read_text()
+        return v
+
+    kw = {}
+    if rubric is not None:
+        kw["rubric"] = text_or_file(rubric)
+    if template is not None:
+        kw["template"] = text_or_file(template)
+    prompt = JudgePrompt(int(sc.lo), int(sc.hi), delimiter=delimiter, **kw)
+    _ = prompt.labels  # validates the scale
+    df = read_table(table)
+    j = make_judge(judge_spec, prompt, max_new_tokens=max_new_tokens, device=device,
+                   dtype=dtype, base_url=base_url, top_logprobs=top_logprobs,
+                   max_tokens=max_tokens, timeout=timeout, retries=retries,
+                   cache_dir=cache if cache is not None else Path(str(out) + ".cache"))
+    journal = Path(str(out) + ".partial.jsonl")
+    res, bad = extract_judge_table(df, j, image_col=image_col, instruction_col=instruction_col,
+                                   response_col=response_col, base_dir=Path(table).parent,
+                                   journal=journal, progress=err)
+    write_table(res, out)
+    journal.unlink(missing_ok=True)
+    reused = res.attrs.get("reused_rows", 0)
+    if bad:
+        errs = res.loc[res["judge_error"] != "", "judge_error"]
+        err.print(f"[yellow]{bad} of {len(res)} rows could not be judged:[/]")
+        for i, e in list(errs.items())[:20]:
+            err.print(f"  row {i}: {e}")
+    console.print(f"wrote {out}: {len(res) - bad} of {len(res)} rows judged by {j.name}"
+                  + (f" ({reused} resumed from the journal)" if reused else ""))
+    if bad == len(res):
+        raise typer.Exit(1)
+
+
 # ------------------------------------------------------------------ judge-study
 @app.command("judge-study")
 @_guard

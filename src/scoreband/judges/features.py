@@ -6,7 +6,7 @@ Pure functions on ``(n, K)`` arrays of log-probabilities of the score tokens "1"
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import entr, logsumexp
 
 from scoreband.errors import InputError
 
@@ -59,9 +59,7 @@ def argmax_score(logp, labels=None) -> np.ndarray:
 
 def entropy(logp) -> np.ndarray:
     """Shannon entropy (nats) of the normalised score distribution."""
-    lp = normalize_logprobs(logp)
-    p = np.exp(lp)
-    return -np.sum(np.where(p > 0, p * lp, 0.0), axis=1)
+    return entr(np.exp(normalize_logprobs(logp))).sum(axis=1)
 
 
 def max_prob(logp) -> np.ndarray:

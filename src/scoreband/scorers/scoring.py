@@ -24,8 +24,9 @@ __all__ = ["load_image", "score_table", "MAX_PIXELS"]
 MAX_PIXELS = 50_000_000
 
 
-def load_image(path, size: int, base_dir=None) -> np.ndarray:
-    """Open, check and resize one image to ``size`` x ``size`` RGB (bicubic).
+def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
+    """Open, check and resize one image to ``size`` x ``size`` RGB (bicubic; ``size=None``
+    keeps the image's own size).
 
     A relative path is looked up from the working directory, then from ``base_dir`` (the
     table's folder). Raises ValueError with a reason a user can act on.
@@ -45,7 +46,9 @@ def load_image(path, size: int, base_dir=None) -> np.ndarray:
                 if w * h > MAX_PIXELS:
                     raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
                 im.load()
-                rgb = im.convert("RGB").resize((size, size), Image.Resampling.BICUBIC)
+                rgb = im.convert("RGB")
+                if size is not None:
+                    rgb = rgb.resize((size, size), Image.Resampling.BICUBIC)
     except ValueError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError,

@@ -1,0 +1,164 @@
+"""An OpenAI-compatible chat-completions endpoint as a judge, through its ``logprobs``.
+
+The request asks for ``logprobs: true`` and ``top_logprobs: k``. The score token is found in
+the returned token list by the delimiter searched from the end (or, when the judge was asked
+to answer with the number only, the first non-blank token); its top-k list is folded onto
+the labels. Labels missing from the top-k get -inf, and the missing mass is recorded.
+
+Robustness: retries with exponential back-off on 429 / 5xx / time-outs / connection errors;
+other HTTP errors fail the row at once with the server's message. A response without
+log-probs fails the row ("the model returned no log-probs"), never falls back to the text.
+Every successful response is cached on disk under a key of endpoint, model, prompt hash,
+image hash and decoding parameters, so a rerun after an interruption asks only for what is
+missing. The API key is read from the environment and never written anywhere.
+
+HTTP is done with the standard library (urllib): one POST per row needs no client package.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from scoreband.io import atomic_write_text
+from scoreband.judges.extract import JudgeError, JudgePrompt, JudgeResult
+from scoreband.judges.tokens import canonical_token, find_score_position, fold_top_logprobs
+
+__all__ = ["OpenAIJudge"]
+
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIJudge:
+    """Judge through ``POST {base_url}/chat/completions`` (see module docstring)."""
+
+    def __init__(self, model: str, prompt: JudgePrompt, *,
+                 base_url: str = "https://api.openai.com/v1", api_key: str | None = None,
+                 top_logprobs: int = 20, max_tokens: int = 256, timeout: float = 60.0,
+                 retries: int = 4, backoff: float = 1.0, cache_dir=None):
+        self.model = model
+        self.name = f"openai:{model}"
+        self.prompt = prompt
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self.top_logprobs = int(top_logprobs)
+        self.max_tokens = int(max_tokens)
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.requests_made = 0
+
+    def describe(self) -> dict:
+        return {"judge": self.name, "endpoint": self.base_url, **self._decoding()}
+
+    def _decoding(self) -> dict:
+        return {"temperature": 0.0, "top_logprobs": self.top_logprobs,
+                "max_tokens": self.max_tokens}
+
+    # ------------------------------------------------------------------ transport
+    def _post(self, body: dict) -> dict:
+        data = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(30.0, self.backoff * 2 ** (attempt - 1)))
+            req = urllib.request.Request(f"{self.base_url}/chat/completions", data=data,
+                                         headers=headers, method="POST")
+            self.requests_made += 1
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                    return json.loads(r.read().decode("utf-8"))
+            except urllib.error.HTTPError as e:
+                detail = e.read().decode("utf-8", "replace")[:300]
+                last = f"HTTP {e.code}: {detail}"
+                if e.code not in _RETRY_STATUS:
+                    raise JudgeError(f"endpoint refused the request ({last})") from None
+            except (TimeoutError, socket.timeout):
+                last = f"timed out after {self.timeout:g} s"
+            except urllib.error.URLError as e:
+                last = f"connection failed: {e.reason}"
+            except (ConnectionError, json.JSONDecodeError) as e:
+                last = f"{type(e).__name__}: {e}"
+        raise JudgeError(f"endpoint failed after {self.retries + 1} attempts ({last})")
+
+    # ------------------------------------------------------------------ judging
+    def judge(self, image_path: Path, text: str) -> JudgeResult:
+        image = Path(image_path).read_bytes()
+        image_hash = hashlib.sha256(image).hexdigest()
+        key = hashlib.sha256(json.dumps({
+            "endpoint": self.base_url, "model": self.model,
+            "prompt": hashlib.sha256(text.encode()).hexdigest(), "image": image_hash,
+            **self._decoding()}, sort_keys=True).encode()).hexdigest()
+        cached = self.cache_dir / f"{key}.json" if self.cache_dir is not None else None
+        if cached is not None and cached.exists():
+            resp = json.loads(cached.read_text())
+        else:
+            mime = _mime(image)
+            body = {"model": self.model, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {
+                    "url": f"data:{mime};base64,{base64.b64encode(image).decode()}"}}]}],
+                "logprobs": True, **self._decoding()}
+            resp = self._post(body)
+            if cached is not None:
+                # cached only once it is a well-formed answer: failures are asked again
+                self._parse(resp)
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(cached, json.dumps(resp))
+        return self._parse(resp)
+
+    def _parse(self, resp: dict) -> JudgeResult:
+        labels = self.prompt.labels
+        try:
+            choice = resp["choices"][0]
+        except (KeyError, IndexError, TypeError):
+            raise JudgeError(f"malformed response (no choices): {str(resp)[:200]}") from None
+        content = (choice.get("logprobs") or {}).get("content")
+        if not content:
+            raise JudgeError(f"the model {self.model!r} returned no log-probs; it (or the "
+                             "endpoint) does not support `logprobs`. Choose a model that "
+                             "does: a score without its distribution cannot be calibrated")
+        texts = [str(c.get("token", "")) for c in content]
+        pos = find_score_position(texts, self.prompt.delimiter)
+        where = "generated"
+        if pos is None:
+            first = next((i for i, t in enumerate(texts) if canonical_token(t)), None)
+            if first is None or canonical_token(texts[first]) not in labels:
+                raise JudgeError(f"no {self.prompt.delimiter!r} in the answer and it does not "
+                                 f"start with a score: {''.join(texts)[-120:]!r}")
+            pos, where = first, "first-token"
+        if pos >= len(content):
+            raise JudgeError("the answer ends at the score delimiter (cut by max_tokens?); "
+                             "raise --max-tokens")
+        nxt = texts[pos + 1] if pos + 1 < len(texts) else ""
+        if nxt[:1].isdigit() and canonical_token(texts[pos])[-1:].isdigit():
+            raise JudgeError(f"the score was spelled with several tokens ({texts[pos]!r} + "
+                             f"{nxt!r}); one next-token distribution cannot hold it. Use a "
+                             "scale whose labels are single tokens (e.g. 1-9)")
+        top = content[pos].get("top_logprobs") or [
+            {"token": content[pos].get("token"), "logprob": content[pos].get("logprob")}]
+        try:
+            lp, missing = fold_top_logprobs(((t.get("token"), t.get("logprob")) for t in top),
+                                            labels)
+        except (ValueError, TypeError, AttributeError) as e:
+            raise JudgeError(f"bad top_logprobs at the score position: {e}") from None
+        return JudgeResult(lp, missing, where, "".join(texts[:pos]))
+
+
+def _mime(data: bytes) -> str:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"

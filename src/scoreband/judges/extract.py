@@ -1,0 +1,257 @@
+"""Extract score-token log-probs from a real VLM judge for every row of a table.
+
+One data flow for both kinds of judge (a local transformers model, an OpenAI-compatible
+endpoint): render the judge prompt, ask the judge, fold the score token's distribution onto
+the K labels, add the summary features, keep every row. A row that fails (missing image,
+endpoint error, no score in the answer) keeps NaN features and the reason in
+``judge_error``; it is never given a score.
+
+Resume: every finished row is appended (and flushed) to ``OUT.partial.jsonl``; a rerun
+with the same inputs reuses those rows and only asks the judge for the rest, and the
+journal is removed once the table is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from scoreband.errors import InputError
+from scoreband.judges.features import entropy, expected_score, max_prob
+
+__all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "make_judge",
+           "extract_judge_table", "DEFAULT_TEMPLATE", "JUDGE_KINDS"]
+
+DEFAULT_TEMPLATE = (
+    "You are an impartial judge of how well a response fits an image.\n"
+    "Instruction: {instruction}\n"
+    "Response: {response}\n"
+    "Rubric: {rubric}\n"
+    "Explain briefly, then finish with '{delimiter} N' where N is an integer from {lo} to {hi}."
+)
+DEFAULT_RUBRIC = ("{lo} = the response does not fit the image at all; {hi} = it fits the image "
+                  "completely and correctly.")
+
+JUDGE_KINDS = {
+    "hf": "a local transformers vision-language model: hf:DIR or hf:HUB_ID "
+          "(AutoProcessor + AutoModelForImageTextToText)",
+    "openai": "an OpenAI-compatible chat-completions endpoint with logprobs: openai:MODEL "
+              "(--base-url, key from $OPENAI_API_KEY)",
+}
+
+
+class JudgeError(Exception):
+    """One row could not be judged; the message goes into ``judge_error``."""
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """The judge's instruction. ``template`` may use {instruction}, {response}, {rubric},
+    {delimiter}, {lo}, {hi}."""
+
+    lo: int
+    hi: int
+    template: str = DEFAULT_TEMPLATE
+    rubric: str = DEFAULT_RUBRIC
+    delimiter: str = "Score:"
+
+    def render(self, instruction: str, response: str) -> str:
+        fill = {"lo": self.lo, "hi": self.hi, "delimiter": self.delimiter}
+        return self.template.format(instruction=instruction, response=response,
+                                    rubric=self.rubric.format(**fill), **fill)
+
+    @property
+    def labels(self) -> list[str]:
+        from scoreband.judges.tokens import scale_labels
+
+        return scale_labels(self.lo, self.hi)
+
+
+@dataclass
+class JudgeResult:
+    logp: np.ndarray                  # (K,) log-probs of the labels, -inf where absent
+    missing_mass: float               # probability on tokens that are no label
+    position: str                     # generated | forced | first-token
+    generated: str = ""               # the judge's text before the score (its reasoning)
+    extra: dict = field(default_factory=dict)
+
+
+class Judge(Protocol):
+    name: str
+    prompt: JudgePrompt
+
+    def judge(self, image_path: Path, text: str) -> JudgeResult: ...
+
+    def describe(self) -> dict: ...
+
+
+def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
+    """``hf:DIR_OR_ID`` or ``openai:MODEL``; keyword arguments go to the judge class."""
+    kind, _, rest = spec.partition(":")
+    if kind == "hf" and rest:
+        from scoreband.judges.local import LocalVLMJudge
+
+        keep = {k: v for k, v in kw.items() if k in ("max_new_tokens", "device", "dtype")}
+        return LocalVLMJudge(rest, prompt, **keep)
+    if kind == "openai" and rest:
+        from scoreband.judges.endpoint import OpenAIJudge
+
+        keep = {k: v for k, v in kw.items() if k in (
+            "base_url", "api_key", "top_logprobs", "max_tokens", "timeout", "retries",
+            "backoff", "cache_dir")}
+        return OpenAIJudge(rest, prompt, **keep)
+    raise InputError(f"unknown judge {spec!r}; choices: " + "; ".join(
+        f"{k}: {v}" for k, v in JUDGE_KINDS.items()))
+
+
+def _cell(df: pd.DataFrame, col: str, i: int) -> str | None:
+    v = df[col].iloc[i]
+    if v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip():
+        return None
+    return str(v)
+
+
+def _row_key(judge: Judge, image: str | None, instruction: str | None, response: str | None,
+             image_file: Path | None) -> str:
+    h = hashlib.sha256()
+    img_hash = ""
+    if image_file is not None and image_file.is_file():
+        img_hash = hashlib.sha256(image_file.read_bytes()).hexdigest()
+    for part in (json.dumps(judge.describe(), sort_keys=True), str(image), img_hash,
+                 str(instruction), str(response), judge.prompt.template, judge.prompt.rubric,
+                 judge.prompt.delimiter):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _resolve(path: str, base_dir) -> Path:
+    p = Path(path)
+    if not p.is_absolute() and not p.exists() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
+
+
+def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",
+                        instruction_col: str = "instruction", response_col: str = "response",
+                        base_dir=None, journal: Path | None = None,
+                        progress=None) -> tuple[pd.DataFrame, int]:
+    """Judge every row; returns ``(table with feature columns, number of failed rows)``.
+
+    Added columns: ``logp_<label>`` per label (log-softmax over the labels, so they can be
+    fed to ``--features 'logp_*'``), ``judge_expected``, ``judge_argmax``, ``judge_entropy``,
+    ``judge_max_prob``, ``judge_missing_mass``, ``judge_position``, ``judge_error``,
+    ``judge_model``.
+    """
+    from scoreband.scorers.scoring import load_image
+
+    for flag, col in (("--image-col", image_col), ("--instruction-col", instruction_col),
+                      ("--response-col", response_col)):
+        if col not in df.columns:
+            raise InputError(f"{flag} column {col!r} is not in the table; available: "
+                             f"{', '.join(map(str, df.columns))}")
+    labels = judge.prompt.labels
+    n, k = len(df), len(labels)
+    raw = np.full((n, k), np.nan)
+    missing = np.full(n, np.nan)
+    position = np.full(n, "", dtype=object)
+    errors = np.full(n, "", dtype=object)
+    done: dict[str, dict] = {}
+    if journal is not None and Path(journal).exists():
+        for line in Path(journal).read_text().splitlines():
+            try:
+                rec = json.loads(line)
+                done[rec["key"]] = rec
+            except (json.JSONDecodeError, KeyError):
+                continue  # a line cut by a crash: that row is simply asked again
+    jf = open(journal, "a", encoding="utf-8") if journal is not None else None
+    prog = task = None
+    if progress is not None:
+        from rich.progress import Progress
+
+        prog = Progress(console=progress)
+        prog.start()
+        task = prog.add_task(f"judging with {judge.name}", total=n)
+    reused = 0
+    try:
+        for i in range(n):
+            img, ins, resp = (_cell(df, c, i) for c in (image_col, instruction_col,
+                                                       response_col))
+            img_file = _resolve(img, base_dir) if img else None
+            key = _row_key(judge, img, ins, resp, img_file)
+            rec = done.get(key)
+            if rec is None:
+                rec = {"key": key, "logp": None, "missing": None, "position": "", "error": ""}
+                try:
+                    for col, v in ((instruction_col, ins), (response_col, resp)):
+                        if v is None:
+                            raise JudgeError(f"{col}: empty cell")
+                    if img is None:
+                        raise JudgeError(f"{image_col}: no image path (empty cell)")
+                    try:
+                        load_image(img_file, None)  # validates: exists, decodes, not a bomb
+                    except ValueError as e:
+                        raise JudgeError(f"{image_col}: {e}") from None
+                    res = judge.judge(img_file, judge.prompt.render(ins, resp))
+                    if not np.isfinite(res.logp).any():
+                        raise JudgeError("none of the score labels "
+                                         f"{labels} is among the judge's tokens at the score "
+                                         "position")
+                    rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
+                               missing=res.missing_mass, position=res.position)
+                except JudgeError as e:
+                    rec["error"] = str(e)
+                if jf is not None:
+                    jf.write(json.dumps(rec) + "\n")
+                    jf.flush()
+            else:
+                reused += 1
+            if rec["logp"] is not None:
+                raw[i] = [-np.inf if x is None else x for x in rec["logp"]]
+                missing[i] = rec["missing"]
+            position[i], errors[i] = rec["position"], rec["error"]
+            if prog is not None:
+                prog.update(task, completed=i + 1)
+    finally:
+        if jf is not None:
+            jf.close()
+        if prog is not None:
+            prog.stop()
+    ok = errors == ""
+    out = df.copy()
+    norm = np.full((n, k), np.nan)
+    if ok.any():
+        from scipy.special import logsumexp
+
+        norm[ok] = raw[ok] - logsumexp(raw[ok], axis=1, keepdims=True)
+    for j, lab in enumerate(labels):
+        # -inf (a label the judge gave no mass in its top-k) is kept out of tables as a
+        # large negative number: CSV and Parquet readers treat it alike
+        out[f"logp_{lab}"] = np.where(np.isneginf(norm[:, j]), -1e4, norm[:, j])
+    values = np.array([float(x) for x in labels])
+    ev = np.full(n, np.nan)
+    am = np.full(n, np.nan)
+    ent = np.full(n, np.nan)
+    mp = np.full(n, np.nan)
+    if ok.any():
+        ev[ok] = expected_score(norm[ok], values)
+        am[ok] = values[np.argmax(norm[ok], axis=1)]
+        ent[ok] = entropy(norm[ok])
+        mp[ok] = max_prob(norm[ok])
+    out["judge_expected"] = ev
+    out["judge_argmax"] = am
+    out["judge_entropy"] = ent
+    out["judge_max_prob"] = mp
+    out["judge_missing_mass"] = missing
+    out["judge_position"] = position
+    out["judge_error"] = errors
+    out["judge_model"] = judge.name
+    out.attrs["reused_rows"] = reused
+    return out, int((~ok).sum())
