@@ -14,6 +14,8 @@ from scoreband.conformal._core import check_alpha, coverage_bounds
 from scoreband.errors import InputError
 
 __all__ = [
+    "set_coverage",
+    "set_length",
     "covered",
     "coverage",
     "sharpness",
@@ -64,6 +66,27 @@ def sharpness(lo, hi) -> float:
     """
     lo, hi = _arrays(lo, hi)
     return float(np.round(np.mean(hi - lo), 12))
+
+
+def set_coverage(sets, y, tol: float = 1e-9) -> float:
+    """Coverage of union-of-intervals prediction sets (R2CCP): y in any of its intervals.
+
+    >>> set_coverage([[(0.0, 0.2), (0.6, 0.8)], [(0.4, 0.5)]], [0.7, 0.3])
+    0.5
+    """
+    y = np.asarray(y, dtype=float)
+    return float(np.mean([any(a - tol <= v <= b + tol for a, b in s)
+                          for s, v in zip(sets, y, strict=True)]))
+
+
+def set_length(sets, span: float = 1.0) -> float:
+    """Mean total length of union-of-intervals sets, times ``span`` (e.g. K - 1 for the
+    native scale).
+
+    >>> set_length([[(0.0, 0.2), (0.6, 0.8)], [(0.4, 0.5)]], span=4)
+    0.6
+    """
+    return float(span * np.mean([sum(b - a for a, b in s) for s in sets]))
 
 
 def ups(median, lo, hi, y) -> float:

@@ -71,6 +71,8 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                 step(f"{name} / {method} / mondrian={mondrian}")
                 rec = {"plain": {"coverage": [], "width": []},
                        "boundary": {"coverage": [], "width": []}, "worst_task_coverage": []}
+                if method == "r2ccp":
+                    rec["set"] = {"coverage": [], "width": []}
                 per_task: dict = {}
                 for s in range(seeds):
                     cal, test = split_indices(len(y01), cal_frac, np.random.default_rng(s))
@@ -80,6 +82,10 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                     for kind, b in (("plain", band), ("boundary", adjust_band(band, n_ratings))):
                         rec[kind]["coverage"].append(M.coverage(b.lo01, b.hi01, y01[test]))
                         rec[kind]["width"].append(M.sharpness(b.lo, b.hi))
+                    if band.sets01 is not None:
+                        # R2CCP's own prediction set (a union of intervals), beside its hull
+                        rec["set"]["coverage"].append(M.set_coverage(band.sets01, y01[test]))
+                        rec["set"]["width"].append(M.set_length(band.sets01, scale.hi - scale.lo))
                     b = adjust_band(band, n_ratings)
                     gc = M.group_coverage(b.lo01, b.hi01, y01[test], tasks[test])
                     rec["worst_task_coverage"].append(min(v["coverage"] for v in gc.values()))
@@ -99,7 +105,8 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                             d["overconfidence"].append(M.overconfidence_rate(mp[m]))
                 table.setdefault(name, {})[f"{method}{'+mondrian' if mondrian else ''}"] = {
                     kind: {"coverage": summarize(v["coverage"]), "width": summarize(v["width"])}
-                    for kind, v in rec.items() if kind != "worst_task_coverage"} | {
+                    for kind, v in rec.items()
+                    if kind != "worst_task_coverage" and v["coverage"]} | {
                     "worst_task_coverage": summarize(rec["worst_task_coverage"])}
                 if per_task:
                     tasks_map[name] = reliability_map(
@@ -131,15 +138,23 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
 def study_markdown(doc: dict) -> str:
     head = "SIMULATED judges (embedded world)" if doc["simulated"] else "judges"
     lines = [f"# Judge study: {head}, alpha = {doc['alpha']}, {doc['seeds']} seeds, "
-             f"n = {doc['n']}", "", "| judge | method | coverage | width | coverage (boundary) "
-             "| width (boundary) | worst task coverage |", "|---|---|---|---|---|---|---|"]
+             f"n = {doc['n']}", "",
+             "Coverage and width of the band (for R2CCP: the hull of its set), with and without "
+             "boundary adjustment; R2CCP's own set (a union of intervals) in the last columns. "
+             "Widths on the native scale.", "",
+             "| judge | method | coverage | width | coverage (boundary) "
+             "| width (boundary) | worst task coverage | set coverage | set width |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for j, rows in doc["methods"].items():
         for m, v in rows.items():
+            st = v.get("set")
+            extra = (f"{st['coverage']['mean']:.3f} | {st['width']['mean']:.3f}" if st
+                     else "- | -")
             lines.append(f"| {j} | {m} | {v['plain']['coverage']['mean']:.3f} | "
                          f"{v['plain']['width']['mean']:.3f} | "
                          f"{v['boundary']['coverage']['mean']:.3f} | "
                          f"{v['boundary']['width']['mean']:.3f} | "
-                         f"{v['worst_task_coverage']['mean']:.3f} |")
+                         f"{v['worst_task_coverage']['mean']:.3f} | {extra} |")
     for j, tasks in doc["reliability_map"].items():
         lines += ["", f"## Reliability map: {j} (R2CCP + Mondrian by task + boundary)", "",
                   "| task | n | exact agreement | Pearson | width | coverage | RSG | "
