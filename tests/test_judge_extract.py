@@ -263,3 +263,53 @@ def test_endpoint_resume_from_journal(server, tmp_path):
 def test_unknown_judge_lists_choices():
     with pytest.raises(InputError, match="hf:.*openai:"):
         make_judge("llava:/x", JudgePrompt(1, 5))
+
+
+def _judged_table(tmp_path, n=400):
+    from scoreband.world import make_dataset
+    from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
+
+    ds = make_dataset(n, 3, n_annotators=3, name="judged")
+    df = pd.DataFrame({"task": ds.tasks, "human": 1 + 4 * ds.y01})
+    for j in SIMULATED_JUDGES[:2]:
+        lp = judge_logprobs(j, ds.true01, ds.tasks)
+        for k in range(5):
+            df[f"{j.name}_logp_{k + 1}"] = lp[:, k]
+    df.loc[3, "sim-strong_logp_2"] = np.nan     # a bad row: reported and skipped
+    df.loc[4, "human"] = 7                      # outside the scale
+    df.to_csv(tmp_path / "judged.csv", index=False)
+    return tmp_path / "judged.csv"
+
+
+def test_judge_study_on_a_table(tmp_path):
+    from typer.testing import CliRunner
+
+    from scoreband.cli import app
+
+    table = _judged_table(tmp_path)
+    out = tmp_path / "study"
+    r = CliRunner().invoke(app, ["judge-study", str(table), "--judge", "a=sim-strong_logp_*",
+                                 "--judge", "b=sim-medium_logp_*", "--target", "human",
+                                 "--task-col", "task", "--n-ratings", "3", "--seeds", "2",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "2 of 400 rows skipped" in r.output
+    doc = json.loads((out / "judge_study.json").read_text())
+    assert doc["simulated"] is False and doc["n"] == 398
+    assert set(doc["methods"]) == {"a", "b", "fusion"}
+    assert set(doc["reliability_map"]["a"]) == {"colour", "shape", "counting", "spatial",
+                                                "long_description"}
+    assert (out / "reliability_map.png").stat().st_size > 1000
+
+
+def test_judge_study_wrong_number_of_columns(tmp_path):
+    from typer.testing import CliRunner
+
+    from scoreband.cli import app
+
+    table = _judged_table(tmp_path, 50)
+    r = CliRunner().invoke(app, ["judge-study", str(table), "--judge",
+                                 "a=sim-strong_logp_1,sim-strong_logp_2", "--target", "human",
+                                 "--task-col", "task", "--out", str(tmp_path / "s")])
+    assert r.exit_code == 2
+    assert "K = 5 labels" in r.output

@@ -667,6 +667,20 @@ def judge(
 @app.command("judge-study")
 @_guard
 def judge_study(
+    table: Annotated[Path | None, typer.Argument(
+        help="Table of judge log-probs (e.g. from `scoreband judge`); omit to run on the "
+             "SIMULATED judges of the embedded world.")] = None,
+    judge_cols: Annotated[list[str] | None, typer.Option(
+        "--judge", help="NAME=COLUMNS: one judge's K log-prob columns (comma list or glob, "
+                        "in label order), repeatable; several judges are also fused.")] = None,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    scale: Annotated[str, typer.Option("--scale", help="Label scale 'A,B' (K = B - A + 1 "
+                                                        "labels).")] = "1,5",
+    task_col: Annotated[str | None, typer.Option(
+        "--task-col", help="Column of the task / category (Mondrian groups and the "
+                           "reliability map).")] = None,
+    n_ratings: NRatingsOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("judge-study"),
     n: Annotated[int, typer.Option("--n", help="Items of the embedded world.")] = 2000,
     seeds: Annotated[int, typer.Option("--seeds")] = 10,
@@ -675,23 +689,62 @@ def judge_study(
         "--threshold", help="Width (share of the scale) above which a task is sent to "
                             "pairwise ranking.")] = 0.5,
 ):
-    """The source-002 protocol on SIMULATED judges of the embedded world: split CP, CQR and
-    R2CCP, Mondrian by task on/off, boundary adjustment on/off, judge fusion; per-task
-    reliability map with RSG and a recommendation. Writes judge_study.json, judge_study.md
-    and reliability_map.png. (Tables of real judge log-probs: use evaluate --method
-    r2ccp|cqr --features ...)
+    """The source-002 protocol: split CP, CQR and R2CCP, Mondrian by task on/off, boundary
+    adjustment on/off, judge fusion, over --seeds random 50/50 splits; per-task reliability
+    map with RSG and a recommendation. Writes judge_study.json, judge_study.md and
+    reliability_map.png.
+
+    Without TABLE it runs on the SIMULATED judges of the embedded world (labelled so in every
+    output). With TABLE: e.g. scoreband judge-study judged.csv --judge llava='logp_*'
+    --target human --scale 1,5 --task-col task
     """
     from scoreband.judges.study import run_judge_study
-    from scoreband.world import make_dataset
-    from scoreband.world.dataset import LIKERT
-    from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
 
-    ds = make_dataset(n, 42, n_annotators=3, name="judged")
-    judges = {j.name: judge_logprobs(j, ds.true01, ds.tasks) for j in SIMULATED_JUDGES}
+    simulated = table is None
+    if simulated:
+        from scoreband.world import make_dataset
+        from scoreband.world.dataset import LIKERT
+        from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
+
+        ds = make_dataset(n, 42, n_annotators=3, name="judged")
+        judges = {j.name: judge_logprobs(j, ds.true01, ds.tasks) for j in SIMULATED_JUDGES}
+        y01, tasks, nr, sc = ds.y01, ds.tasks, ds.n_ratings, LIKERT
+    else:
+        from scoreband.io import ColumnSpec, expand_columns, load_inputs, read_table
+        from scoreband.records import Scale
+
+        if not judge_cols:
+            _fail("give at least one --judge NAME=COLUMNS (e.g. --judge llava='logp_*')")
+        if task_col is None:
+            _fail("give --task-col: the study's Mondrian groups and reliability map are per "
+                  "task")
+        sc = Scale.parse(scale)
+        df = read_table(table)
+        parts = {}
+        for spec in judge_cols:
+            name, eq, cols = spec.partition("=")
+            if not eq or not name or not cols:
+                _fail(f"--judge {spec!r}: expected NAME=COLUMNS, e.g. llava='logp_*'")
+            parts[name] = expand_columns(cols, df.columns)
+        k = int(sc.hi - sc.lo + 1)
+        for name, cols in parts.items():
+            if len(cols) != k:
+                _fail(f"--judge {name}: {len(cols)} columns ({', '.join(cols)}) but the scale "
+                      f"{scale} has K = {k} labels; give one log-prob column per label")
+        allcols = [c for cols in parts.values() for c in cols]
+        inp = load_inputs(df, ColumnSpec(scale=sc, target=target, ratings=ratings,
+                                         features=allcols, groups=task_col),
+                          require_median=False, n_ratings=n_ratings)
+        _report_rows(inp.errors, len(df))
+        judges, at = {}, 0
+        for name, cols in parts.items():
+            judges[name] = inp.pred.features[:, at:at + len(cols)]
+            at += len(cols)
+        y01, tasks, nr = inp.y01, inp.groups.astype(str), inp.n_ratings
     with console.status("judge study ...") as st:
-        run_judge_study(judges, ds.y01, ds.tasks, ds.n_ratings, scale=LIKERT,
-                        seeds=seeds, alpha=alpha, threshold=threshold, out_dir=out,
-                        simulated=True, on_step=lambda m: st.update(m))
+        run_judge_study(judges, y01, tasks, nr, scale=sc, seeds=seeds, alpha=alpha,
+                        threshold=threshold, out_dir=out, simulated=simulated,
+                        on_step=lambda m: st.update(m))
     console.print((Path(out) / "judge_study.md").read_text())
 
 

@@ -79,14 +79,15 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                     c = _make(method, alpha, scale, mondrian, s, r2ccp_epochs)
                     c.fit(pred.take(cal), y01[cal], groups=tasks[cal])
                     band = c.predict(pred.take(test), groups=tasks[test])
-                    for kind, b in (("plain", band), ("boundary", adjust_band(band, n_ratings))):
+                    nr = n_ratings[test] if np.ndim(n_ratings) else n_ratings
+                    for kind, b in (("plain", band), ("boundary", adjust_band(band, nr))):
                         rec[kind]["coverage"].append(M.coverage(b.lo01, b.hi01, y01[test]))
                         rec[kind]["width"].append(M.sharpness(b.lo, b.hi))
                     if band.sets01 is not None:
                         # R2CCP's own prediction set (a union of intervals), beside its hull
                         rec["set"]["coverage"].append(M.set_coverage(band.sets01, y01[test]))
                         rec["set"]["width"].append(M.set_length(band.sets01, scale.hi - scale.lo))
-                    b = adjust_band(band, n_ratings)
+                    b = adjust_band(band, nr)
                     gc = M.group_coverage(b.lo01, b.hi01, y01[test], tasks[test])
                     rec["worst_task_coverage"].append(min(v["coverage"] for v in gc.values()))
                     if method == "r2ccp" and mondrian and name in judges:
