@@ -16,8 +16,13 @@ from scipy.special import logsumexp
 
 from scoreband.errors import InputError
 from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
-from scoreband.judges.tokens import (ambiguous_labels, find_score_position, fold_top_logprobs,
-                                     label_token_ids, scale_labels)
+from scoreband.judges.tokens import (
+    ambiguous_labels,
+    find_score_position,
+    fold_top_logprobs,
+    label_token_ids,
+    scale_labels,
+)
 
 LABELS = scale_labels(1, 5)
 

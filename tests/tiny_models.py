@@ -31,9 +31,15 @@ JUDGE_CORPUS = [
 def tiny_llava(path: Path, seed: int = 0) -> Path:
     """A LLaVA-style model (CLIP vision tower + Llama text model) of ~60k parameters with
     its processor, saved with save_pretrained."""
-    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor,
-                              PreTrainedTokenizerFast)
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
 
     torch.manual_seed(seed)
     tok = byte_bpe_tokenizer(JUDGE_CORPUS, specials=("<unk>", "<s>", "</s>", "<pad>",
@@ -57,5 +63,140 @@ def tiny_llava(path: Path, seed: int = 0) -> Path:
     model = LlavaForConditionalGeneration(cfg).eval()
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path)
+    proc.save_pretrained(path)
+    return path
+
+
+WORLD_WORDS = ["a", "the", "there", "is", "of", "number", "picture", "shows", "with", "and",
+               "red", "green", "blue", "yellow", "purple", "orange", "circle", "square",
+               "triangle", "star", "circles", "squares", "triangles", "stars", "small", "large",
+               "left", "right", "above", "below", "one", "two", "three", "four", "alone", "in",
+               "middle", "simple", "on", "plain", "background"]
+
+
+def clip_tokenizer_files(path: Path, max_len: int = 32):
+    """vocab.json + merges.txt of a CLIP BPE tokenizer over the world's words (whole-word
+    tokens plus single letters, so any text tokenizes)."""
+    import json
+
+    from transformers import CLIPTokenizer
+
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for ch in "abcdefghijklmnopqrstuvwxyz,.":
+        vocab[ch] = len(vocab)
+        vocab[ch + "</w>"] = len(vocab)
+    merges = []
+    for w in WORLD_WORDS:
+        # merge the word left to right: a b -> ab, ab c -> abc ... ending in </w>
+        parts = list(w[:-1]) + [w[-1] + "</w>"]
+        while len(parts) > 1:
+            a, b = parts[0], parts[1]
+            if f"{a} {b}" not in merges:
+                merges.append(f"{a} {b}")
+            vocab.setdefault(a + b, len(vocab))
+            parts = [a + b] + parts[2:]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    (path / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+    return CLIPTokenizer(str(path / "vocab.json"), str(path / "merges.txt"),
+                         model_max_length=max_len)
+
+
+def tiny_clip(path: Path, seed: int = 0, image_size: int = 32) -> Path:
+    """A CLIPModel (text + vision towers, projection 8) with its tokenizer and image
+    processor, saved with save_pretrained: loadable by AutoModel / AutoProcessor."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    torch.manual_seed(seed)
+    tok = clip_tokenizer_files(path / "_tok")
+    cfg = CLIPConfig(
+        text_config=dict(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, max_position_embeddings=32,
+                         bos_token_id=0, eos_token_id=1, pad_token_id=1),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                           num_attention_heads=2, image_size=image_size, patch_size=8),
+        projection_dim=8)
+    model = CLIPModel(cfg).eval()
+    ip = CLIPImageProcessor(size={"shortest_edge": image_size},
+                            crop_size={"height": image_size, "width": image_size})
+    model.save_pretrained(path)
+    CLIPProcessor(image_processor=ip, tokenizer=tok).save_pretrained(path)
+    return path
+
+
+def tiny_vit(path: Path, seed: int = 0) -> Path:
+    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+    torch.manual_seed(seed)
+    ViTModel(ViTConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, image_size=32, patch_size=8)).eval(
+    ).save_pretrained(path)
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(path)
+    return path
+
+
+def tiny_stable_diffusion(path: Path, seed: int = 0) -> Path:
+    """A Stable Diffusion pipeline of a few thousand parameters (UNet, VAE, CLIP text model
+    and tokenizer, DDIM scheduler), saved with save_pretrained; 2 steps at 32x32 take ~0.1 s."""
+    from diffusers import (
+        AutoencoderKL,
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(
+        sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
+        block_out_channels=(8, 16), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=16,
+        attention_head_dim=2, norm_num_groups=4)
+    vae = AutoencoderKL(
+        in_channels=3, out_channels=3, block_out_channels=(8, 16), latent_channels=4,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"), layers_per_block=1,
+        norm_num_groups=4, sample_size=32)
+    tok = clip_tokenizer_files(path / "_tok")
+    te = CLIPTextModel(CLIPTextConfig(vocab_size=len(tok), hidden_size=16,
+                                      intermediate_size=32, num_hidden_layers=1,
+                                      num_attention_heads=2, max_position_embeddings=32,
+                                      bos_token_id=0, eos_token_id=1, pad_token_id=1))
+    sched = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                          clip_sample=False, set_alpha_to_one=False, steps_offset=1)
+    pipe = StableDiffusionPipeline(unet=unet, vae=vae, text_encoder=te, tokenizer=tok,
+                                   scheduler=sched, safety_checker=None, feature_extractor=None,
+                                   requires_safety_checker=False)
+    pipe.save_pretrained(path)
+    return path
+
+
+def tiny_blip(path: Path, seed: int = 0) -> Path:
+    """A BLIP captioner (BlipForConditionalGeneration) with a BERT word-piece tokenizer built
+    from a local vocab file."""
+    from transformers import (
+        BertTokenizerFast,
+        BlipConfig,
+        BlipForConditionalGeneration,
+        BlipImageProcessor,
+        BlipProcessor,
+    )
+
+    torch.manual_seed(seed)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORLD_WORDS
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "_vocab.txt").write_text("\n".join(words) + "\n")
+    tok = BertTokenizerFast(str(path / "_vocab.txt"), model_max_length=32)
+    proc = BlipProcessor(image_processor=BlipImageProcessor(size={"height": 32, "width": 32}),
+                         tokenizer=tok)
+    cfg = BlipConfig(
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                           num_attention_heads=2, image_size=32, patch_size=8),
+        text_config=dict(vocab_size=len(words), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, encoder_hidden_size=16,
+                         bos_token_id=2, sep_token_id=3, pad_token_id=0,
+                         max_position_embeddings=32),
+        projection_dim=16)
+    BlipForConditionalGeneration(cfg).eval().save_pretrained(path)
     proc.save_pretrained(path)
     return path

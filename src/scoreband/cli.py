@@ -768,6 +768,240 @@ def example(
                   "--median median --lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task")
 
 
+# ------------------------------------------------------------------ round trip
+GeneratorOpt = Annotated[str, typer.Option(
+    "--generator", help="embedded:renderer | diffusers:PATH_OR_ID | openai:MODEL.")]
+EncoderOpt = Annotated[str, typer.Option(
+    "--encoder", help="embedded:default | hf:PATH_OR_ID (CLIP/SigLIP vision tower, ViT, "
+                      "DINOv2, ResNet).")]
+NGenOpt = Annotated[int, typer.Option("--n-gen", help="Generations per caption (seeds "
+                                                      "SEED, SEED+1, ...).")]
+
+
+def _rt_components(generator, encoder, steps, size, guidance, device, dtype, base_url,
+                   cache, out):
+    from scoreband.roundtrip.encoders import make_encoder
+    from scoreband.roundtrip.generators import make_generator
+
+    gen = make_generator(generator, steps=steps, size=size, guidance=guidance, device=device,
+                         dtype=dtype, base_url=base_url,
+                         cache_dir=cache if cache is not None else Path(str(out) + ".cache"))
+    enc = make_encoder(encoder, device=device, dtype=dtype)
+    return gen, enc
+
+
+@app.command("roundtrip")
+@_guard
+def roundtrip(
+    table: Table_,
+    out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
+    generator: GeneratorOpt = "embedded:renderer",
+    encoder: EncoderOpt = "embedded:default",
+    captioner: Annotated[str | None, typer.Option(
+        "--captioner", help="hf:PATH_OR_ID of an image-to-text model: caption the images "
+                            "first and score those captions (the model under test).")] = None,
+    n_gen: NGenOpt = 4,
+    seed: Annotated[int, typer.Option("--seed", help="First generation seed.")] = 0,
+    image_col: Annotated[str, typer.Option("--image-col")] = "image",
+    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    references: Annotated[str | None, typer.Option(
+        "--references", help="Column of ';'-separated reference captions: adds BLEU-4, "
+                             "ROUGE-L and CIDEr-D per row (needs scoreband[text]).")] = None,
+    keep_images: Annotated[Path | None, typer.Option(
+        "--keep-images", help="Folder to keep the generated images in.")] = None,
+    steps: Annotated[int, typer.Option("--steps", help="diffusers: inference steps.")] = 25,
+    size: Annotated[int, typer.Option("--size", help="Generated image size (pixels).")] = 512,
+    guidance: Annotated[float, typer.Option("--guidance", help="diffusers: guidance.")] = 7.5,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16 "
+                                                       "(similarities are float32).")]
+    = "float32",
+    base_url: Annotated[str, typer.Option("--base-url", help="openai: endpoint root.")]
+    = "https://api.openai.com/v1",
+    cache: Annotated[Path | None, typer.Option(
+        "--cache", help="openai: image cache folder (default OUT.cache/).")] = None,
+):
+    """Round-trip score of every (image, caption) row: the caption is turned into --n-gen
+    images by the generator, and the score is the mean cosine similarity between the
+    original image's embedding and theirs (spread = their standard deviation). Adds
+    roundtrip_score, roundtrip_spread, roundtrip_error (failed rows keep NaN, never a score),
+    roundtrip_seeds; writes OUT.provenance.json. Rerunning resumes from OUT.partial.jsonl.
+
+    Example (no download): scoreband roundtrip world.csv --out rt.csv
+    """
+    from scoreband.io import read_table, write_table
+    from scoreband.provenance import write_provenance
+    from scoreband.roundtrip.metric import roundtrip_table
+
+    df = read_table(table)
+    base = Path(table).parent
+    gen, enc = _rt_components(generator, encoder, steps, size, guidance, device, dtype,
+                              base_url, cache, out)
+    components = {"generator": gen.describe(), "encoder": enc.describe()}
+    if captioner is not None:
+        from scoreband.roundtrip.captioner import HFCaptioner, caption_table
+
+        if not captioner.startswith("hf:"):
+            _fail(f"--captioner {captioner!r}: use hf:PATH_OR_ID")
+        cap = HFCaptioner(captioner[3:], device=device)
+        with console.status("captioning ..."):
+            df = caption_table(df, cap, image_col=image_col, base_dir=base)
+        text_col = "generated_caption"
+        components["captioner"] = cap.describe()
+    journal = Path(str(out) + ".partial.jsonl")
+    res, bad = roundtrip_table(df, gen, enc, n_gen=n_gen, seed=seed, image_col=image_col,
+                               text_col=text_col, base_dir=base, keep_dir=keep_images,
+                               journal=journal, progress=err)
+    if references is not None:
+        from scoreband.roundtrip.text_metrics import text_metrics
+
+        if references not in res.columns:
+            _fail(f"--references column {references!r} is not in the table")
+        corpus, per = text_metrics(res[text_col].tolist(), res[references].tolist())
+        for k, v in per.items():
+            res[k] = v
+        components["text_metrics_corpus"] = corpus
+        console.print("text metrics (corpus): " + ", ".join(
+            f"{k} {v:.3f}" for k, v in corpus.items() if k != "n"))
+    write_table(res, out)
+    write_provenance(out, components)
+    journal.unlink(missing_ok=True)
+    if bad:
+        err.print(f"[yellow]{bad} of {len(res)} rows not scored:[/]")
+        for i, e in list(res.loc[res["roundtrip_error"] != "", "roundtrip_error"].items())[:20]:
+            err.print(f"  row {i + 1}: {e}")
+    reused = res.attrs.get("reused_rows", 0)
+    console.print(f"wrote {out}: {len(res) - bad} of {len(res)} rows scored"
+                  + (f" ({reused} resumed)" if reused else "")
+                  + f"; mean score {np.nanmean(res['roundtrip_score']):.4f}"
+                  if len(res) > bad else f"wrote {out}: no row could be scored")
+    if bad == len(res):
+        raise typer.Exit(1)
+
+
+@app.command("roundtrip-study")
+@_guard
+def roundtrip_study(
+    table: Annotated[Path | None, typer.Argument(
+        help="Table of (image, caption[, human target]) rows; omit for the embedded world.")]
+    = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("roundtrip-study"),
+    generator: GeneratorOpt = "embedded:renderer",
+    encoder: EncoderOpt = "embedded:default",
+    n_gen: NGenOpt = 4,
+    n: Annotated[int, typer.Option("--n", help="World: images in the validation study "
+                                               "(the calibration set has 4x as many).")] = 500,
+    image_col: Annotated[str, typer.Option("--image-col")] = "image",
+    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    target: TargetOpt = None,
+    scale: Annotated[str, typer.Option("--scale", help="Native scale of --target.")] = "1,5",
+    n_ratings: NRatingsOpt = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Random 50/50 splits.")] = 10,
+    alpha: AlphaOpt = 0.1,
+    steps: Annotated[int, typer.Option("--steps", help="diffusers: inference steps.")] = 25,
+    size: Annotated[int, typer.Option("--size", help="Generated image size.")] = 512,
+    guidance: Annotated[float, typer.Option("--guidance")] = 7.5,
+    device: Annotated[str, typer.Option("--device")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype")] = "float32",
+    base_url: Annotated[str, typer.Option("--base-url")] = "https://api.openai.com/v1",
+):
+    """Source 001's validation study (matched vs shuffled captions: mean gap and AUROC with
+    bootstrap 95 % intervals), plus a calibrated band around the round-trip score where human
+    ratings exist (split CP on an isotonic map of the score, CRC with the seed spread as the
+    raw interval; --seeds random splits). Writes roundtrip_study.json / .md and
+    roundtrip_scores.png.
+
+    Without TABLE: the embedded world (correct reference captions for the validation study;
+    corrupted captions with 3 simulated annotators each for the band).
+    """
+    from PIL import Image
+
+    from scoreband.records import Scale
+    from scoreband.roundtrip.metric import roundtrip_scores, roundtrip_table
+    from scoreband.roundtrip.study import calibration_study, validation_study, write_study
+
+    gen, enc = _rt_components(generator, encoder, steps, size, guidance, device, dtype,
+                              base_url, None, Path(out) / "generations")
+    doc = {"generator": gen.name, "encoder": enc.name, "n_gen": n_gen,
+           "components": {"generator": gen.describe(), "encoder": enc.describe()}}
+    if table is None:
+        from scoreband.world import make_dataset
+        from scoreband.world.dataset import LIKERT
+
+        doc["simulated"] = True
+        ref = make_dataset(n, 11, n_annotators=3, name="roundtrip-ref", p_corrupt=0.0)
+        ims = [Image.fromarray(a) for a in ref.images]
+        perm = _derangement(len(ims))
+        with console.status("round trip: matched and shuffled captions ..."):
+            m, _, _ = roundtrip_scores(ims, ref.captions, gen, enc, n_gen=n_gen)
+            mm, _, _ = roundtrip_scores(ims, [ref.captions[j] for j in perm], gen, enc,
+                                        n_gen=n_gen)
+        doc["validation"] = validation_study(m, mm)
+        doc["per_task"] = {}
+        for t in np.unique(ref.tasks):
+            k = ref.tasks == t
+            if k.sum() < 10:  # too few for an AUROC: left out of the per-task table
+                continue
+            v = validation_study(m[k], mm[k], n_boot=200)
+            doc["per_task"][str(t)] = {"n": v["n"], "gap": v["gap"], "auroc": v["auroc"]}
+        cal = make_dataset(4 * n, 12, n_annotators=3, name="roundtrip-cal")
+        with console.status("round trip: calibration set ..."):
+            s, sd, _ = roundtrip_scores([Image.fromarray(a) for a in cal.images],
+                                        cal.captions, gen, enc, n_gen=n_gen)
+        doc["calibration"] = calibration_study(s, sd, cal.y01, scale=LIKERT,
+                                               n_ratings=cal.n_ratings, alpha=alpha,
+                                               seeds=seeds)
+    else:
+        from scoreband.io import read_table
+
+        doc["simulated"] = False
+        doc["source"] = str(table)
+        df = read_table(table)
+        res, bad = roundtrip_table(df, gen, enc, n_gen=n_gen, image_col=image_col,
+                                   text_col=text_col, base_dir=Path(table).parent,
+                                   progress=err)
+        perm = _derangement(len(df))
+        shuffled = df.copy()
+        shuffled[text_col] = df[text_col].to_numpy()[perm]
+        res2, _ = roundtrip_table(shuffled, gen, enc, n_gen=n_gen, image_col=image_col,
+                                  text_col=text_col, base_dir=Path(table).parent, progress=err)
+        m, mm = res["roundtrip_score"].to_numpy(), res2["roundtrip_score"].to_numpy()
+        doc["validation"] = validation_study(m, mm)
+        if target is not None:
+            from scoreband.io import ColumnSpec, load_inputs
+
+            sc = Scale.parse(scale)
+            ok = res["roundtrip_error"] == ""
+            inp = load_inputs(res[ok].reset_index(drop=True),
+                              ColumnSpec(scale=sc, target=target, median="roundtrip_score",
+                                         pred_scale=Scale(-1, 1)),
+                              n_ratings=n_ratings)
+            _report_rows(inp.errors, int(ok.sum()))
+            rows = res[ok].reset_index(drop=True).iloc[inp.rows]
+            doc["calibration"] = calibration_study(
+                rows["roundtrip_score"].to_numpy(), rows["roundtrip_spread"].to_numpy(),
+                inp.y01, scale=sc, n_ratings=inp.n_ratings, alpha=alpha, seeds=seeds)
+    write_study(doc, out, m, mm)
+    console.print((Path(out) / "roundtrip_study.md").read_text())
+
+
+def _derangement(n: int, seed: int = 0) -> np.ndarray:
+    """A seeded permutation with no fixed point: every image gets another row's caption."""
+    rng = np.random.default_rng(seed)
+    if n < 2:
+        raise typer.BadParameter("the validation study needs at least 2 rows")
+    return (np.arange(n) + rng.integers(1, n)) % n if n < 3 else _shuffle_no_fixed(n, rng)
+
+
+def _shuffle_no_fixed(n, rng):
+    p = rng.permutation(n)
+    fixed = np.flatnonzero(p == np.arange(n))
+    for i in fixed:  # swap each fixed point with a neighbour
+        j = (i + 1) % n
+        p[i], p[j] = p[j], p[i]
+    return p
+
+
 def main() -> None:
     """Entry point of the console script."""
     try:

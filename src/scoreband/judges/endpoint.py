@@ -21,7 +21,6 @@ import base64
 import hashlib
 import json
 import os
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -82,7 +81,7 @@ class OpenAIJudge:
                 last = f"HTTP {e.code}: {detail}"
                 if e.code not in _RETRY_STATUS:
                     raise JudgeError(f"endpoint refused the request ({last})") from None
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 last = f"timed out after {self.timeout:g} s"
             except urllib.error.URLError as e:
                 last = f"connection failed: {e.reason}"

@@ -53,7 +53,7 @@ class LocalVLMJudge:
         # byte-level tokens ("Ġ5") and SentencePiece ones ("▁5") are folded by
         # canonical_token; a per-id decode catches tokenizers with other markers
         decoded = [tok.decode([i]) for i in range(len(tok))]
-        self.label_ids = label_token_ids(list(zip(vocab, decoded)), prompt.labels,
+        self.label_ids = label_token_ids(list(zip(vocab, decoded, strict=True)), prompt.labels,
                                          split=lambda lab: tok.tokenize(lab))
         self._fingerprint = _weights_fingerprint(model)
 

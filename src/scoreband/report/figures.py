@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 
 from scoreband.io import atomic_path  # noqa: E402
 
-__all__ = ["width_figure", "examples_figure", "reliability_figure"]
+__all__ = ["width_figure", "examples_figure", "reliability_figure", "roundtrip_figure"]
 
 
 def _save(fig, path) -> Path:
@@ -81,4 +81,23 @@ def reliability_figure(path, maps: dict[str, dict], k: int) -> Path:
         ax2.set_xlabel("coverage (triangles)", fontsize=8)
     fig.suptitle("Reliability map (red: use pairwise ranking)", fontsize=10)
     fig.tight_layout()
+    return _save(fig, path)
+
+
+def roundtrip_figure(path, matched, mismatched, validation: dict) -> Path:
+    """Histograms of round-trip scores for matched and shuffled captions."""
+    m = np.asarray(matched, dtype=float)
+    mm = np.asarray(mismatched, dtype=float)
+    m, mm = m[np.isfinite(m)], mm[np.isfinite(mm)]
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    lo, hi = float(min(m.min(), mm.min())), float(max(m.max(), mm.max()))
+    bins = np.linspace(lo, hi, 30)
+    ax.hist(mm, bins=bins, alpha=0.6, label="mismatched (shuffled)", color="C1")
+    ax.hist(m, bins=bins, alpha=0.6, label="matched", color="C0")
+    ax.set_xlabel("round-trip score (mean cosine similarity)")
+    ax.set_ylabel("items")
+    ax.set_title(f"AUROC {validation['auroc']:.3f} "
+                 f"[{validation['auroc_ci'][0]:.3f}, {validation['auroc_ci'][1]:.3f}], "
+                 f"gap {validation['gap']:.3f}")
+    ax.legend(loc="upper left")
     return _save(fig, path)

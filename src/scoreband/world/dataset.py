@@ -104,11 +104,14 @@ class WorldDataset:
 
 
 def make_dataset(n: int, seed: int = 0, *, style: str = "photo", n_annotators: int = 1,
-                 image_size: int = 64, tasks=TASKS, name: str | None = None) -> WorldDataset:
+                 image_size: int = 64, tasks=TASKS, name: str | None = None,
+                 p_corrupt: float = 0.6) -> WorldDataset:
     """Generate ``n`` items: scene, image, caption for a random task, ratings.
 
     Deterministic given the arguments. ``n_annotators`` > 1 gives the multi-annotator
-    ("clean") variant; ``style="painting"`` the out-of-domain style.
+    ("clean") variant; ``style="painting"`` the out-of-domain style; ``p_corrupt=0`` gives
+    only correct captions (reference captions, e.g. the "matched" side of the round-trip
+    validation study).
     """
     rng = np.random.default_rng(seed)
     images = np.empty((n, image_size, image_size, 3), dtype=np.uint8)
@@ -125,7 +128,7 @@ def make_dataset(n: int, seed: int = 0, *, style: str = "photo", n_annotators: i
             cell_colour[i, cell] = colour_idx[o.colour]
             cell_shape[i, cell] = shape_idx[o.shape]
         task = tasks[int(rng.integers(len(tasks)))]
-        text, score, applied = caption_with_score(scene, task, rng)
+        text, score, applied = caption_with_score(scene, task, rng, p_corrupt)
         # a separate stream per item: the same seed gives the same scenes and captions in
         # either style
         images[i] = render(scene, image_size, style, np.random.default_rng([seed, i]))

@@ -1,0 +1,64 @@
+"""Provenance records: what produced an output table or report.
+
+Every command that writes a table also writes ``OUT.provenance.json`` beside it: the
+components (backbone / judge / generator / encoder / calibrator, each with its own
+``describe()``: weights hash, preprocessing, precision), the command line, the package
+versions and the time. A calibrator file is recorded by its sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["provenance", "write_provenance", "file_sha256", "package_versions"]
+
+_PACKAGES = ("scoreband", "numpy", "scipy", "scikit-learn", "pandas", "torch", "transformers",
+             "diffusers", "tokenizers", "sentencepiece", "open_clip_torch", "pycocoevalcap")
+
+
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def package_versions() -> dict:
+    """Installed versions of the packages that can change a result (None: not installed)."""
+    out = {}
+    for p in _PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def provenance(components: dict | None = None, *, files: dict | None = None) -> dict:
+    """A provenance record; ``files`` maps a role (e.g. "calibrator") to a path to hash."""
+    return {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": sys.argv,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "components": components or {},
+        "files": {k: {"path": str(v), "sha256": file_sha256(v)}
+                  for k, v in (files or {}).items() if v is not None and Path(v).is_file()},
+    }
+
+
+def write_provenance(out_path, components: dict | None = None, *,
+                     files: dict | None = None) -> Path:
+    """Write ``OUT.provenance.json`` beside ``out_path`` (atomically); returns its path."""
+    from scoreband.io import write_json
+
+    p = Path(str(out_path) + ".provenance.json")
+    write_json(p, provenance(components, files=files))
+    return p

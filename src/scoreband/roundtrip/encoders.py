@@ -1,0 +1,184 @@
+"""Image encoders for the round-trip metric: ``embed(images) -> (n, d)`` float32, L2-normed.
+
+* ``embedded:default``: the bundled embedded model's image side: the per-patch colour and
+  shape probabilities of its cell head, summed over the patches into a bag of objects
+  (colour x shape, size-free and position-free) and its colour and shape marginals, each
+  part L2-normed. (Its image-only CLS embedding separated matched from shuffled captions
+  worse: AUROC 0.78 vs 0.94 on 400 world items.) No download.
+* ``hf:PATH_OR_ID``: a transformers vision model from a local directory or a hub id: a CLIP /
+  SigLIP vision tower through ``get_image_features`` (transformers 5.x returns an output
+  object: its ``pooler_output`` is taken), or ``AutoModel`` for ViT, DINOv2, ResNet and the like
+  (``pooler_output`` where the model has one, else the first token). Images go through the
+  model's own ``AutoImageProcessor`` (the PIL path: no torchvision).
+
+Cosine similarities are computed in float32 whatever the model's dtype.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from scoreband.errors import InputError
+
+__all__ = ["ENCODERS", "make_encoder", "cosine", "EmbeddedEncoder", "HFImageEncoder"]
+
+ENCODERS = {
+    "embedded:default": "the bundled embedded model's image side (bag of objects)",
+    "hf:PATH_OR_ID": "a transformers vision model: CLIP/SigLIP vision tower, ViT, DINOv2, "
+                     "ResNet ... (local directory or hub id)",
+}
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity in float32.
+
+    >>> float(cosine(np.array([[1.0, 0.0]]), np.array([[1.0, 1.0]]))[0])  # doctest: +ELLIPSIS
+    0.7071...
+    """
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    na = np.linalg.norm(a, axis=1)
+    nb = np.linalg.norm(b, axis=1)
+    # float32 rounding can reach 1 + 1e-7 for identical vectors: keep it a cosine
+    return np.clip((a * b).sum(1) / np.maximum(na * nb, np.float32(1e-12)), -1.0, 1.0)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+class EmbeddedEncoder:
+    """``embedded:default`` (see module docstring)."""
+
+    def __init__(self, name: str = "embedded:default"):
+        from scoreband.scorers.model import QuantileScorer
+
+        self.name = name
+        self.scorer = QuantileScorer.load(name)
+        self.size = self.scorer.model.cfg.image_size
+        self.fingerprint = self.scorer.fingerprint
+
+    def describe(self) -> dict:
+        return {"encoder": self.name, "fingerprint": self.fingerprint,
+                "preprocessing": f"bicubic resize to {self.size}, [-1, 1]"}
+
+    def embed(self, images: list[Image.Image]) -> np.ndarray:
+        import torch
+
+        from scoreband.backbones.embedded import preprocess_images
+
+        arr = np.stack([np.asarray(im.convert("RGB").resize((self.size, self.size),
+                                                              Image.Resampling.BICUBIC))
+                        for im in images])
+        enc = self.scorer.model.backbone
+        with torch.inference_mode():
+            x = preprocess_images(arr, self.size)
+            col, shp = enc.cell_logits(x)
+            # class 0 is "empty cell"; per-patch joint colour x shape probability summed
+            # over patches: how much of each kind of object the image holds
+            pc = torch.softmax(col, -1)[..., 1:]
+            ps = torch.softmax(shp, -1)[..., 1:]
+            bag = torch.einsum("npc,nps->ncs", pc, ps).flatten(1)
+            marg = torch.cat([pc.sum(1), ps.sum(1)], dim=1)
+        return np.concatenate([_unit(bag.numpy()), _unit(marg.numpy())], axis=1) / np.sqrt(2)
+
+
+class HFImageEncoder:
+    """``hf:PATH_OR_ID`` (see module docstring)."""
+
+    def __init__(self, source: str, *, device: str = "cpu", dtype: str = "float32",
+                 batch_size: int = 32):
+        import torch
+        from transformers import AutoConfig, AutoImageProcessor, AutoModel
+
+        if dtype not in ("float32", "bfloat16", "float16"):
+            raise InputError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
+        self.name = f"hf:{source}"
+        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        try:
+            cfg = AutoConfig.from_pretrained(source)
+            self.processor = AutoImageProcessor.from_pretrained(source)
+            self.model = AutoModel.from_pretrained(source, dtype=getattr(torch, dtype))
+        except (OSError, ValueError) as e:
+            raise InputError(f"could not load the image encoder {source!r}: {e}. Fix: pass a "
+                             "directory with config.json, the weights and "
+                             "preprocessor_config.json (or a hub id with internet)") from None
+        self.model = self.model.to(device).eval()
+        self.kind = "image_features" if hasattr(self.model, "get_image_features") else "pooled"
+        self.model_type = cfg.model_type
+        self.fingerprint = _fingerprint(source)
+
+    def describe(self) -> dict:
+        p = self.processor
+        return {"encoder": self.name, "model_type": self.model_type, "output": self.kind,
+                "fingerprint": self.fingerprint, "dtype": self.dtype,
+                "preprocessing": {k: _plain(getattr(p, k, None)) for k in (
+                    "size", "crop_size", "image_mean", "image_std", "resample",
+                    "do_center_crop", "do_normalize")}}
+
+    def embed(self, images: list[Image.Image]) -> np.ndarray:
+        import torch
+
+        outs = []
+        for s in range(0, len(images), self.batch_size):
+            batch = [im.convert("RGB") for im in images[s:s + self.batch_size]]
+            px = self.processor(images=batch, return_tensors="pt")["pixel_values"]
+            px = px.to(self.device, getattr(torch, self.dtype))
+            with torch.inference_mode():
+                if self.kind == "image_features":
+                    out = self.model.get_image_features(pixel_values=px)
+                    feats = out if isinstance(out, torch.Tensor) else out.pooler_output
+                else:
+                    out = self.model(pixel_values=px)
+                    pooled = getattr(out, "pooler_output", None)
+                    feats = pooled if pooled is not None else out.last_hidden_state[:, 0]
+            outs.append(feats.float().flatten(1).cpu().numpy())
+        return _unit(np.concatenate(outs))
+
+
+def _plain(v):
+    """Processor settings (SizeDict, enums ...) as JSON values."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if hasattr(v, "items"):
+        return {str(k): _plain(x) for k, x in v.items() if x is not None}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if hasattr(v, "value"):
+        return _plain(v.value)
+    try:
+        return {k: _plain(x) for k, x in vars(v).items() if x is not None}
+    except TypeError:
+        return str(v)
+
+
+def _fingerprint(source: str) -> str:
+    p = Path(source)
+    h = hashlib.sha256()
+    if p.is_dir():
+        for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    else:
+        h.update(source.encode())
+    return h.hexdigest()[:16]
+
+
+def make_encoder(spec: str, **kw):
+    """``embedded:default`` or ``hf:PATH_OR_ID``."""
+    if spec.startswith("embedded:"):
+        if spec != "embedded:default":
+            raise InputError(f"unknown embedded encoder {spec!r}; available: embedded:default")
+        return EmbeddedEncoder(spec)
+    kind, _, rest = spec.partition(":")
+    if kind == "hf" and rest:
+        return HFImageEncoder(rest, **{k: v for k, v in kw.items()
+                                       if k in ("device", "dtype", "batch_size")})
+    raise InputError(f"unknown encoder {spec!r}; choices: " + "; ".join(
+        f"{k} ({v})" for k, v in ENCODERS.items()))

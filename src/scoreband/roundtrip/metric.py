@@ -1,0 +1,151 @@
+"""The round-trip score of a table: caption -> n generations -> encoder -> cosine.
+
+For each (image, caption) row: ``n_gen`` generations with seeds ``seed, seed + 1, ...``;
+``roundtrip_score`` = mean cosine similarity between the original image's embedding and each
+generation's, ``roundtrip_spread`` = their standard deviation (population), ``roundtrip_error``
+= why a row could not be scored (it keeps NaN: a failure is never a score). Every row is kept.
+
+Resume: finished rows are appended (flushed) to a journal; a rerun with the same generator,
+encoder, seeds and inputs reuses them. Generated images can be kept (``keep_dir``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from scoreband.errors import InputError
+from scoreband.roundtrip.encoders import cosine
+from scoreband.roundtrip.generators import GenerationError
+
+__all__ = ["roundtrip_scores", "roundtrip_table"]
+
+
+def roundtrip_scores(images: list[Image.Image], captions: list[str], generator, encoder, *,
+                     n_gen: int = 4, seed: int = 0):
+    """Scores of in-memory pairs (no table, no journal): ``(score, spread, sims)``, where
+    ``sims`` is ``(n, n_gen)``. Raises GenerationError for a caption that fails."""
+    orig = encoder.embed(images)
+    sims = np.empty((len(images), n_gen), dtype=np.float32)
+    for j in range(n_gen):
+        gen = [generator.generate(c, seed + j) for c in captions]
+        sims[:, j] = cosine(orig, encoder.embed(gen))
+    return sims.mean(1), sims.std(1), sims
+
+
+def _cell(df, col, i):
+    v = df[col].iloc[i]
+    if v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip():
+        return None
+    return str(v)
+
+
+def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, seed: int = 0,
+                    image_col: str = "image", text_col: str = "caption", base_dir=None,
+                    keep_dir: Path | None = None, journal: Path | None = None,
+                    progress=None) -> tuple[pd.DataFrame, int]:
+    """Score every row (see the module docstring); returns ``(table, failed rows)``."""
+    from scoreband.scorers.scoring import load_image
+
+    if n_gen < 1:
+        raise InputError(f"--n-gen must be >= 1, got {n_gen}")
+    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+        if col not in df.columns:
+            raise InputError(f"{flag} column {col!r} is not in the table; available: "
+                             f"{', '.join(map(str, df.columns))}")
+    n = len(df)
+    score = np.full(n, np.nan)
+    spread = np.full(n, np.nan)
+    errors = np.full(n, "", dtype=object)
+    kept = np.full(n, "", dtype=object)
+    setup = json.dumps({"generator": generator.describe(), "encoder": encoder.describe(),
+                        "n_gen": n_gen, "seed": seed}, sort_keys=True)
+    done: dict[str, dict] = {}
+    if journal is not None and Path(journal).exists():
+        for line in Path(journal).read_text().splitlines():
+            try:
+                rec = json.loads(line)
+                done[rec["key"]] = rec
+            except (json.JSONDecodeError, KeyError):
+                continue  # a line torn by a crash: that row is scored again
+    jf = open(journal, "a", encoding="utf-8") if journal is not None else None
+    if keep_dir is not None:
+        Path(keep_dir).mkdir(parents=True, exist_ok=True)
+    prog = task = None
+    if progress is not None:
+        from rich.progress import Progress
+
+        prog = Progress(console=progress)
+        prog.start()
+        task = prog.add_task(f"round trip via {generator.name}", total=n)
+    reused = 0
+    try:
+        for i in range(n):
+            img_path, caption = _cell(df, image_col, i), _cell(df, text_col, i)
+            p = None
+            if img_path is not None:
+                p = Path(img_path)
+                if not p.is_absolute() and not p.exists() and base_dir is not None:
+                    p = Path(base_dir) / p
+            h = hashlib.sha256(setup.encode())
+            h.update(str(caption).encode())
+            if p is not None and p.is_file():
+                h.update(hashlib.sha256(p.read_bytes()).digest())
+            key = h.hexdigest()
+            rec = done.get(key)
+            if rec is None:
+                rec = {"key": key, "score": None, "spread": None, "error": "", "kept": ""}
+                try:
+                    if caption is None:
+                        raise GenerationError(f"{text_col}: empty caption")
+                    try:
+                        arr = load_image(p if p is not None else img_path, None)
+                    except ValueError as e:
+                        raise GenerationError(f"{image_col}: {e}") from None
+                    gens = [generator.generate(caption, seed + j) for j in range(n_gen)]
+                    emb = encoder.embed([Image.fromarray(arr)] + gens)
+                    sims = cosine(np.repeat(emb[:1], n_gen, axis=0), emb[1:])
+                    if not np.isfinite(sims).all():
+                        raise GenerationError("non-finite similarity (a blank generation?)")
+                    rec.update(score=float(sims.mean()), spread=float(sims.std()))
+                    if keep_dir is not None:
+                        names = []
+                        for j, g in enumerate(gens):
+                            f = Path(keep_dir) / f"row{i:06d}_seed{seed + j}.png"
+                            g.save(f)
+                            names.append(str(f))
+                        rec["kept"] = ";".join(names)
+                except GenerationError as e:
+                    rec["error"] = str(e)
+                if jf is not None:
+                    jf.write(json.dumps(rec) + "\n")
+                    jf.flush()
+            else:
+                reused += 1
+            if rec["score"] is not None:
+                score[i], spread[i] = rec["score"], rec["spread"]
+            errors[i], kept[i] = rec["error"], rec.get("kept", "")
+            if prog is not None:
+                prog.update(task, completed=i + 1)
+    finally:
+        if jf is not None:
+            jf.close()
+        if prog is not None:
+            prog.stop()
+    out = df.copy()
+    out["roundtrip_score"] = score
+    out["roundtrip_spread"] = spread
+    out["roundtrip_error"] = errors
+    out["roundtrip_seeds"] = ";".join(str(seed + j) for j in range(n_gen))
+    out["roundtrip_generator"] = generator.name
+    out["roundtrip_encoder"] = encoder.name
+    if keep_dir is not None:
+        out["roundtrip_images"] = kept
+    out.attrs["reused_rows"] = reused
+    return out, int((errors != "").sum())
