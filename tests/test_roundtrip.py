@@ -317,3 +317,15 @@ def test_image_endpoint_generator_caches_and_fails_cleanly(tmp_path):
             g.generate("FAIL", 0)
     finally:
         srv.shutdown()
+
+
+def test_world_command_writes_a_usable_table(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["world", "--out", "w", "--n", "12", "--style", "painting"])
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(tmp_path / "w" / "world.csv")
+    assert len(df) == 12 and (df["response"] == df["caption"]).all()
+    assert (tmp_path / "w" / df.loc[0, "image"]).is_file()   # relative to the table
+    r = runner.invoke(app, ["roundtrip", "w/world.csv", "--n-gen", "1", "--out", "rt.csv"])
+    assert r.exit_code == 0, r.output
+    assert runner.invoke(app, ["world", "--style", "sketch"]).exit_code == 2

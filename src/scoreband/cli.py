@@ -768,6 +768,46 @@ def example(
                   "--median median --lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task")
 
 
+# ------------------------------------------------------------------ world
+@app.command("world")
+@_guard
+def world(
+    out: Annotated[Path, typer.Option("--out", help="Output folder (world.csv + images/).")]
+    = Path("world"),
+    n: Annotated[int, typer.Option("--n", help="Items.")] = 200,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    style: Annotated[str, typer.Option("--style", help="photo | painting (out of domain).")]
+    = "photo",
+    annotators: Annotated[int, typer.Option("--annotators", help="Simulated ratings per "
+                                                                 "item.")] = 3,
+    p_corrupt: Annotated[float, typer.Option(
+        "--p-corrupt", help="Share of captions with corruptions (0: only correct captions).")]
+    = 0.6,
+):
+    """Write items of the embedded world as a table with PNG images, to try every command
+    on: columns id, image, caption, task, ratings (';'-separated 1-5), human (their mean),
+    true_score, domain, and instruction / response (the caption as a response to judge).
+
+    Example: scoreband world --out w && scoreband score w/world.csv --out scored.csv
+    """
+    from scoreband.io import write_table
+    from scoreband.world import make_dataset
+
+    if style not in ("photo", "painting"):
+        _fail(f"--style {style!r}: choose photo or painting")
+    if not 0 <= p_corrupt <= 1:
+        _fail(f"--p-corrupt must be in [0, 1], got {p_corrupt}")
+    ds = make_dataset(n, seed, style=style, n_annotators=annotators, p_corrupt=p_corrupt,
+                      name=f"world-{style}")
+    df = ds.to_frame(Path(out) / "images")
+    df["image"] = [str(Path(p).relative_to(out)) for p in df["image"]]
+    df["instruction"] = "Describe the picture in one sentence."
+    df["response"] = df["caption"]
+    write_table(df, Path(out) / "world.csv")
+    console.print(f"wrote {Path(out) / 'world.csv'} ({n} items, images in "
+                  f"{Path(out) / 'images'})")
+
+
 # ------------------------------------------------------------------ round trip
 GeneratorOpt = Annotated[str, typer.Option(
     "--generator", help="embedded:renderer | diffusers:PATH_OR_ID | openai:MODEL.")]
@@ -827,7 +867,8 @@ def roundtrip(
     roundtrip_score, roundtrip_spread, roundtrip_error (failed rows keep NaN, never a score),
     roundtrip_seeds; writes OUT.provenance.json. Rerunning resumes from OUT.partial.jsonl.
 
-    Example (no download): scoreband roundtrip world.csv --out rt.csv
+    Example (no download): scoreband world --out w && scoreband roundtrip w/world.csv
+    --out rt.csv
     """
     from scoreband.io import read_table, write_table
     from scoreband.provenance import write_provenance
