@@ -200,3 +200,46 @@ def tiny_blip(path: Path, seed: int = 0) -> Path:
     BlipForConditionalGeneration(cfg).eval().save_pretrained(path)
     proc.save_pretrained(path)
     return path
+
+
+def tiny_sentencepiece(path: Path) -> Path:
+    """A unigram SentencePiece model over the world's words, written as ``beit3.spm``."""
+    import sentencepiece as spm
+
+    path.mkdir(parents=True, exist_ok=True)
+    corpus = path / "_corpus.txt"
+    corpus.write_text("\n".join([" ".join(WORLD_WORDS[i:i + 6])
+                                 for i in range(0, len(WORLD_WORDS), 3)] * 20))
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(path / "_spm"),
+                                   vocab_size=80, model_type="unigram", hard_vocab_limit=False,
+                                   character_coverage=1.0, minloglevel=2)
+    (path / "_spm.model").replace(path / "beit3.spm")
+    return path / "beit3.spm"
+
+
+def tiny_beit3(path: Path, seed: int = 0, img_size: int = 32) -> Path:
+    """A BEiT-3 checkpoint in the official layout (``{"model": {"beit3.*": ...}}`` in a .pth,
+    plus a task head that loaders must ignore), ``beit3.spm`` and a config.json giving the
+    head count of this unpublished width."""
+    import json
+
+    from scoreband.backbones.beit3 import BEiT3, BEiT3Config, BEiT3Tokenizer
+
+    path.mkdir(parents=True, exist_ok=True)
+    spm_file = tiny_sentencepiece(path)
+    vocab = len(BEiT3Tokenizer(spm_file))
+    torch.manual_seed(seed)
+    cfg = BEiT3Config(dim=32, depth=2, heads=2, mlp_ratio=2.0, img_size=img_size,
+                      patch_size=16, vocab_size=vocab, max_source_positions=70)
+    model = BEiT3(cfg)
+    with torch.no_grad():  # non-trivial norms and positions, so a mix-up would show
+        for name, p in model.named_parameters():
+            if name.endswith("weight") and p.ndim == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+            if "embed_positions" in name or name.endswith("cls_token"):
+                p.normal_(0, 0.5)
+    state = {f"beit3.{k}": v for k, v in model.state_dict().items()}
+    state["head.weight"] = torch.randn(2, 32)
+    torch.save({"model": state, "args": {"note": "tiny"}}, path / "tiny_beit3.pth")
+    (path / "config.json").write_text(json.dumps({"heads": 2}))
+    return path

@@ -413,11 +413,38 @@ def apply(
 @app.command()
 @_guard
 def train(
+    train_table: Annotated[Path | None, typer.Argument(
+        help="Training table of (image, caption, human target) rows. Omit to train the "
+             "embedded scorer from scratch on the embedded world.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Model folder to write (resumes from "
-                                                    "OUT/checkpoint after an interruption).")],
-    backbone: Annotated[str, typer.Option("--backbone", help="Backbone; only "
-                                                             "embedded:default so far.")]
+                                                    "OUT/checkpoint after an interruption).")]
+    = Path("model"),
+    backbone: Annotated[str, typer.Option(
+        "--backbone", help="embedded:default | beit3:PATH | hf:MODEL_ID_OR_DIR | "
+                           "open_clip:ARCH:PRETRAINED (with TRAIN_TABLE).")]
     = "embedded:default",
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    scale: Annotated[str | None, typer.Option("--scale", help="Native scale of the target, "
+                                                              "'A,B' (with TRAIN_TABLE).")]
+    = None,
+    val: Annotated[Path | None, typer.Option(
+        "--val", help="Validation table (half early stopping, half CRC calibration); default: "
+                      "20 % of TRAIN_TABLE held out.")] = None,
+    image_col: Annotated[str, typer.Option("--image-col")] = "image",
+    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    freeze_backbone: Annotated[bool, typer.Option(
+        "--freeze-backbone/--fine-tune", help="Frozen backbone with cached representations "
+                                              "(default), or full fine-tuning.")] = True,
+    n_ratings: NRatingsOpt = None,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="Backbone precision: float32 | "
+                                                       "bfloat16 | float16 (heads: float32).")]
+    = "float32",
+    image_size: Annotated[int | None, typer.Option(
+        "--image-size", help="beit3: input size (224 / 384; position embeddings are "
+                             "interpolated bicubically).")] = None,
+    alpha: AlphaOpt = 0.1,
     n_train: Annotated[int, typer.Option("--n-train", help="Embedded-world training items.")]
     = 8000,
     n_val: Annotated[int, typer.Option("--n-val", help="Validation items.")] = 1000,
@@ -432,11 +459,17 @@ def train(
     clusters: KOpt = "auto",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ):
-    """Train the quantile scorer on the embedded world: a point head with the backbone first,
-    then the quantile heads (chained CI loss, chained pinball, unconstrained pinball)
-    initialised from it; then fit its CRC calibrator on a fresh calibration set.
+    """Train a quantile scorer: a point head first, then the quantile heads (chained with the
+    centred interval loss; unconstrained pinball as the baseline) initialised from it, then
+    its CRC calibrator.
 
-    Example: scoreband train --out my-model --n-train 2000 --epochs 5
+    With TRAIN_TABLE: heads on --backbone (frozen with cached representations, or
+    --fine-tune), early stopping on half of --val and CRC calibration on the other half.
+    Without: the embedded scorer from scratch on the embedded world.
+
+    Examples: scoreband train --out my-model --n-train 2000 --epochs 5;
+    scoreband train train.csv --backbone hf:clip-dir --target human --scale 1,5
+    --val val.csv --out clip-model
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -452,6 +485,14 @@ def train(
 
     resolve_backbone(backbone)
     k = clusters if clusters == "auto" else _int(clusters, "--clusters")
+    if train_table is not None:
+        return _train_on_table(train_table, out, backbone, target, ratings, scale, val,
+                               image_col, text_col, freeze_backbone, n_ratings, device, dtype,
+                               image_size, alpha, epochs, head_epochs, patience, batch_size,
+                               lr, k, seed)
+    if backbone != "embedded:default":
+        _fail(f"--backbone {backbone}: give a TRAIN_TABLE of human ratings to train heads on it "
+              "(only the embedded scorer trains on the embedded world)")
     cfg = TrainConfig(epochs=epochs, head_epochs=head_epochs, batch_size=batch_size, lr=lr,
                       patience=patience, clusters=k, seed=seed)
     with console.status("generating the embedded world ..."):
@@ -485,6 +526,62 @@ def train(
                                            if isinstance(v, float)))
 
 
+def _train_on_table(table, out, backbone, target, ratings, scale, val, image_col, text_col,
+                    freeze, n_ratings, device, dtype, image_size, alpha, epochs, head_epochs,
+                    patience, batch_size, lr, k, seed):
+    from scoreband.backbones import load_backbone
+    from scoreband.io import read_table
+    from scoreband.records import Scale
+    from scoreband.scorers.backbone_scorer import BackboneTrainConfig, train_backbone_scorer
+    from scoreband.scorers.pairs import load_pairs
+
+    if scale is None:
+        _fail("give --scale A,B (the native scale of the human target)")
+    if not (target or ratings):
+        _fail("give the human target: --target COL (mean rating) or --ratings COL")
+    sc = Scale.parse(scale)
+    kw = dict(scale=sc, image_col=image_col, text_col=text_col, target=target,
+              ratings=ratings, n_ratings=n_ratings)
+    tr, errs = load_pairs(read_table(table), base_dir=Path(table).parent, **kw)
+    _report_rows(errs, len(tr["texts"]) + len(errs))
+    if val is not None:
+        va, verrs = load_pairs(read_table(val), base_dir=Path(val).parent, **kw)
+        _report_rows(verrs, len(va["texts"]) + len(verrs))
+    else:
+        idx = np.random.default_rng(seed).permutation(len(tr["texts"]))
+        cut = max(20, len(idx) // 5)
+        if len(idx) - cut < 10:
+            _fail(f"{len(idx)} usable rows are too few to hold out a validation part; give "
+                  "--val")
+
+        def part(ix):
+            ix = np.sort(ix)
+            return {k2: (v.take(ix) if hasattr(v, "take") else [v[i] for i in ix]
+                         if isinstance(v, list) else v[ix]
+                         if isinstance(v, np.ndarray) else v) for k2, v in tr.items()}
+
+        tr, va = part(idx[cut:]), part(idx[:cut])
+    with console.status(f"loading {backbone} ..."):
+        bb = load_backbone(backbone, device=device, dtype=dtype, image_size=image_size)
+    cfg = BackboneTrainConfig(epochs=epochs, head_epochs=head_epochs, batch_size=batch_size,
+                              lr=lr, patience=patience, clusters=k, seed=seed,
+                              freeze_backbone=freeze, alpha=alpha)
+    with console.status("training ...") as st:
+        report = train_backbone_scorer(
+            bb, tr, va, out, cfg,
+            on_epoch=lambda stage, ep, vl: st.update(f"{stage}: epoch {ep}, val {vl:.5f}"))
+    from scoreband.provenance import write_provenance
+
+    write_provenance(Path(out) / "model", {"backbone": bb.describe()},
+                     files={"calibrator": Path(out) / "calibrator.json"})
+    console.print(f"trained on {report['n_train']} rows in {report['seconds']} s: point val "
+                  f"MSE {report['point']['best_val']:.5f}; heads " + ", ".join(
+                      f"{k2} {v['best_val']:.4f}" for k2, v in report["heads"].items()))
+    console.print(f"calibrator (CRC on {report['calibration']['n']} held-out rows): omega "
+                  f"{report['calibration']['omega']:.2f}, beta {report['calibration']['beta']:.4f}"
+                  f" -> {out}/calibrator.json")
+
+
 # ------------------------------------------------------------------ score
 @app.command()
 @_guard
@@ -499,7 +596,15 @@ def score(
     = "embedded:default",
     model: Annotated[Path | None, typer.Option("--model", help="A model folder from "
                                                                "`scoreband train`.")] = None,
+    scorer: Annotated[str | None, typer.Option(
+        "--scorer", help="clip-s: the CLIP-S point score (w = 2.5, max(cos, 0); no band) with "
+                         "a dual-encoder --backbone.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda (real backbones).")]
+    = "cpu",
+    dtype: Annotated[str | None, typer.Option(
+        "--dtype", help="Backbone precision: float32 | bfloat16 | float16 (default: the "
+                        "model's); heads and similarities run in float32.")] = None,
 ):
     """Score image/caption pairs: median and calibrated 90 % band per row, on [0, 1].
 
@@ -509,19 +614,60 @@ def score(
 
     Example: scoreband score pairs.csv --image-col image --text-col caption --out scored.csv
     """
+    import json
+
     from scoreband.io import read_table, write_table
-    from scoreband.scorers.scoring import score_table
+    from scoreband.provenance import write_provenance
+    from scoreband.scorers.scoring import clip_s_table, score_table, score_table_backbone
 
     df = read_table(table)
-    res, n_bad = score_table(df, image_col=image_col, text_col=text_col,
-                             model=str(model) if model else backbone, batch_size=batch_size,
-                             progress=console, base_dir=Path(table).parent)
+    base = Path(table).parent
+    files = {}
+    if scorer is not None:
+        if scorer != "clip-s":
+            _fail(f"--scorer {scorer!r}: the only point scorer is clip-s")
+        if model is not None:
+            _fail("--scorer clip-s uses --backbone, not --model")
+        res, n_bad, comps = clip_s_table(df, backbone, image_col=image_col, text_col=text_col,
+                                         batch_size=min(batch_size, 64), base_dir=base,
+                                         device=device, dtype=dtype or "float32")
+        err_col = "score_error"
+    elif model is not None and (Path(model) / "config.json").is_file() and json.loads(
+            (Path(model) / "config.json").read_text()).get("format") == \
+            "scoreband.backbone-scorer":
+        res, n_bad, comps = score_table_backbone(df, model, image_col=image_col,
+                                                 text_col=text_col,
+                                                 batch_size=min(batch_size, 64),
+                                                 base_dir=base, device=device, dtype=dtype)
+        files["calibrator"] = Path(model) / "calibrator.json"
+        err_col = "band_error"
+    else:
+        if backbone != "embedded:default" and model is None:
+            _fail(f"--backbone {backbone}: bands need a model trained on it (scoreband train "
+                  "TABLE --backbone ... --out DIR, then --model DIR), or use --scorer clip-s")
+        res, n_bad = score_table(df, image_col=image_col, text_col=text_col,
+                                 model=str(model) if model else backbone,
+                                 batch_size=batch_size, progress=console, base_dir=base)
+        from scoreband.scorers.model import QuantileScorer, bundled_model_dir
+
+        qs = QuantileScorer.load(str(model) if model else backbone)
+        comps = {"backbone": {"backbone": backbone, "weights_sha256": qs.fingerprint,
+                              "preprocessing": {"size": qs.model.cfg.image_size,
+                                                "interpolation": "bicubic", "range": [-1, 1]},
+                              "dtype": "float32"}}
+        files["calibrator"] = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
+        err_col = "band_error"
     write_table(res, out)
-    bad = res[res["band_error"] != ""]
+    write_provenance(out, comps, files=files)
+    bad = res[res[err_col] != ""]
     if len(bad):
         err.print(f"[yellow]{len(bad)} of {len(res)} rows not scored:[/]")
         for i, r in bad.head(20).iterrows():
-            err.print(f"  row {i + 1}: {r['band_error']}")
+            err.print(f"  row {i + 1}: {r[err_col]}")
+    n_trunc = int(res.get("band_truncated", res.get("truncated", 0)).sum()) if len(res) else 0
+    if n_trunc:
+        err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
+                  "(flagged per row)[/]")
     console.print(f"scored {len(res) - len(bad)} of {len(res)} rows -> {out}")
 
 

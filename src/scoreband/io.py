@@ -392,8 +392,9 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     if len(keep) == 0:
         first = [str(e) for e in list(errors.values())[:5]]
         raise InputError("no usable rows: " + "; ".join(first))
-    if median is None and feats is not None:
-        median = np.full(n, np.nan)  # learned calibrators predict their own point
+    if median is None and (feats is not None or not require_median):
+        # learned calibrators predict their own point; target-only loads have none
+        median = np.full(n, np.nan)
     pred = Predictions(
         median=median[keep],
         lo=None if lo is None else lo[keep], hi=None if hi is None else hi[keep],

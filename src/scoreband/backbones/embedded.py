@@ -177,3 +177,48 @@ class EmbeddedCrossEncoder(nn.Module):
         stem = (2 * h1**2 * 27 * (c.dim // 4) + 2 * h2**2 * 9 * (c.dim // 4) * c.dim
                 + 2 * (c.image_size // c.patch) ** 2 * c.dim * c.dim)
         return float(c.depth * per_layer + stem)
+
+
+class EmbeddedBackbone:
+    """The bundled embedded cross-encoder behind the common backbone interface (used when a
+    quantile head is trained on a user's table with ``--backbone embedded:default``)."""
+
+    kind = "cross-encoder"
+
+    def __init__(self, name: str = "embedded:default"):
+        from scoreband.scorers.model import QuantileScorer
+
+        sc = QuantileScorer.load(name)
+        self.name = name
+        self.model = sc.model.backbone.eval()
+        self.tokenizer = sc.tokenizer
+        self.size = sc.model.cfg.image_size
+        self.dim = sc.model.cfg.dim
+        self.fingerprint = sc.fingerprint
+
+    def describe(self) -> dict:
+        return {"backbone": self.name, "weights_sha256": self.fingerprint,
+                "preprocessing": {"size": self.size, "interpolation": "bicubic",
+                                  "range": [-1, 1]}, "dtype": "float32", "device": "cpu",
+                "text_max_len": self.tokenizer.max_len}
+
+    def preprocess(self, images) -> torch.Tensor:
+        from PIL import Image
+
+        arr = np.stack([np.asarray(im.convert("RGB").resize((self.size, self.size),
+                                                              Image.Resampling.BICUBIC))
+                        for im in images])
+        return preprocess_images(arr, self.size)
+
+    def encode_text(self, texts):
+        ids, trunc, counts = self.tokenizer.batch(list(texts))
+        return {"ids": ids}, trunc, counts
+
+    def represent(self, pixels, text) -> torch.Tensor:
+        return self.model(pixels, text["ids"]).float()
+
+    def image_embedding(self, pixels) -> torch.Tensor:
+        return self.model.image_embedding(pixels).float()
+
+    def trainable(self) -> nn.Module:
+        return self.model

@@ -132,3 +132,126 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     out["band_truncated"] = truncated
     out["scorer_fingerprint"] = scorer.fingerprint
     return out, int((errors != "").sum())
+
+
+def _rows(df, image_col, text_col, base_dir):
+    """Per row: (PIL image or None, caption or None, error)."""
+    for i in range(len(df)):
+        text = df[text_col].iloc[i]
+        if text is None or (isinstance(text, float) and math.isnan(text)) or \
+                not str(text).strip():
+            yield i, None, None, f"{text_col}: empty caption"
+            continue
+        try:
+            img = Image.fromarray(load_image(df[image_col].iloc[i], None, base_dir))
+        except ValueError as err:
+            yield i, None, None, f"{image_col}: {err}"
+            continue
+        yield i, img, str(text), ""
+
+
+def score_table_backbone(df: pd.DataFrame, model_dir, *, image_col: str = "image",
+                         text_col: str = "caption", batch_size: int = 32, progress=None,
+                         base_dir=None, device: str = "cpu",
+                         dtype: str | None = None) -> tuple[pd.DataFrame, int, dict]:
+    """``score_table`` for a model trained on a registered backbone (BEiT-3, CLIP ...).
+    Returns ``(table, bad rows, provenance components)``."""
+    from scoreband.scorers.backbone_scorer import BackboneScorer
+
+    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+        if col not in df.columns:
+            raise InputError(f"{flag} column {col!r} is not in the table; available: "
+                             f"{', '.join(map(str, df.columns))}")
+    scorer = BackboneScorer.load(model_dir, device=device, dtype=dtype)
+    cal_path = Path(model_dir) / "calibrator.json"
+    if not cal_path.exists():
+        raise InputError(f"model {str(model_dir)!r} has no calibrator.json; retrain it or "
+                         "calibrate it")
+    cal, _ = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
+    n = len(df)
+    cols = {k: np.full(n, np.nan) for k in ("band_median", "band_lo", "band_hi")}
+    errors = np.full(n, "", dtype=object)
+    trunc = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=int)
+    batch: list = []
+
+    def flush():
+        if not batch:
+            return
+        pos = [b[0] for b in batch]
+        pred = scorer.predict([b[1] for b in batch], [b[2] for b in batch])
+        band = cal.predict(pred)
+        cols["band_median"][pos] = band.median01
+        cols["band_lo"][pos] = band.lo01
+        cols["band_hi"][pos] = band.hi01
+        trunc[pos] = scorer.last_truncated
+        counts[pos] = scorer.last_counts
+        batch.clear()
+
+    for i, img, text, e in _rows(df, image_col, text_col, base_dir):
+        if e:
+            errors[i] = e
+            continue
+        batch.append((i, img, text))
+        if len(batch) >= batch_size:
+            flush()
+    flush()
+    out = df.copy()
+    for k, v in cols.items():
+        out[k] = v
+    out["band_error"] = errors
+    out["band_truncated"] = trunc
+    out["n_tokens"] = counts
+    out["scorer_fingerprint"] = scorer.fingerprint
+    comps = {"backbone": scorer.backbone.describe(), "scorer_fingerprint": scorer.fingerprint,
+             "model_dir": str(model_dir)}
+    return out, int((errors != "").sum()), comps
+
+
+def clip_s_table(df: pd.DataFrame, backbone: str, *, image_col: str = "image",
+                 text_col: str = "caption", batch_size: int = 32, base_dir=None,
+                 device: str = "cpu", dtype: str = "float32") -> tuple[pd.DataFrame, int, dict]:
+    """CLIP-S point scores (w = 2.5, max(cos, 0); no band) with a dual-encoder backbone."""
+    from scoreband.backbones import load_backbone
+    from scoreband.backbones.dual import CLIP_S_W, clip_s
+
+    bb = load_backbone(backbone, device=device, dtype=dtype)
+    if getattr(bb, "kind", "") != "dual-encoder":
+        raise InputError(f"CLIP-S needs a dual encoder (hf:... or open_clip:...), got "
+                         f"{backbone!r}")
+    import torch
+
+    n = len(df)
+    score = np.full(n, np.nan)
+    errors = np.full(n, "", dtype=object)
+    trunc = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=int)
+    batch: list = []
+
+    def flush():
+        if not batch:
+            return
+        pos = [b[0] for b in batch]
+        tb, tr, ct = bb.encode_text([b[2] for b in batch])
+        with torch.inference_mode():
+            ei, et = bb.embeddings(bb.preprocess([b[1] for b in batch]), tb)
+        score[pos] = clip_s(ei.numpy(), et.numpy())
+        trunc[pos], counts[pos] = tr, ct
+        batch.clear()
+
+    for i, img, text, e in _rows(df, image_col, text_col, base_dir):
+        if e:
+            errors[i] = e
+            continue
+        batch.append((i, img, text))
+        if len(batch) >= batch_size:
+            flush()
+    flush()
+    out = df.copy()
+    out["clip_s"] = score
+    out["score_error"] = errors
+    out["truncated"] = trunc
+    out["n_tokens"] = counts
+    comps = {"backbone": bb.describe(), "scorer": {"name": "clip-s", "w": CLIP_S_W,
+                                                   "formula": "w * max(cos(e_img, e_txt), 0)"}}
+    return out, int((errors != "").sum()), comps

@@ -1,0 +1,401 @@
+"""Quantile heads on any registered backbone (BEiT-3, CLIP, open_clip, embedded), trained on
+a user's table: the method of source 000 on real backbones.
+
+Training (``train_backbone_scorer``):
+1. representations: with a frozen backbone they are computed once and cached on disk
+   (``MODEL_DIR/cache/``, keyed by the backbone's weights hash and the data), so reruns and
+   the head stage cost no backbone pass; with fine-tuning the backbone is trained with the
+   point head (lower learning rate) and the representations are recomputed afterwards;
+2. point head (MSE) first, group batches from k-means clusters of the image embeddings, early
+   stopping on the validation part;
+3. quantile heads initialised from the point head (chained + centred interval loss: the
+   calibrated head; unconstrained + pinball as the baseline), on the frozen representations;
+4. calibration: CRC on a held-out part of the validation table (never the early-stopping
+   part), written as ``calibrator.json``.
+The MC-dropout baseline is the point head with dropout on (``BackboneScorer.mc_dropout``).
+
+Saved model folder: ``config.json`` (format ``scoreband.backbone-scorer``, the backbone
+address and fingerprint, dims, training report), ``heads.safetensors``, ``backbone.safetensors``
+when fine-tuned, ``calibrator.json`` and ``MODEL_CARD.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from scoreband.errors import InputError
+from scoreband.records import QUANTILE_LEVELS, Predictions
+from scoreband.scorers.heads import PointHead, count_crossings
+from scoreband.scorers.losses import centered_interval_loss, pinball_loss
+from scoreband.scorers.model import HEAD_KINDS
+
+__all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
+           "FORMAT"]
+
+FORMAT = "scoreband.backbone-scorer"
+
+
+@dataclass
+class BackboneTrainConfig:
+    epochs: int = 30
+    head_epochs: int = 200
+    batch_size: int = 32
+    lr: float = 1e-3
+    backbone_lr: float = 1e-5
+    weight_decay: float = 0.01
+    patience: int = 10
+    clusters: int | str = "auto"
+    seed: int = 0
+    freeze_backbone: bool = True
+    alpha: float = 0.1
+    dropout: float = 0.1
+
+
+class HeadSet(nn.Module):
+    """Point head + the quantile heads on a representation of width ``dim``."""
+
+    def __init__(self, dim: int, dropout: float = 0.1):
+        super().__init__()
+        self.point = PointHead(dim, dropout)
+        self.heads = nn.ModuleDict({k: cls(dim) for k, (cls, _) in HEAD_KINDS.items()})
+
+
+def _batches(n: int, size: int):
+    for s in range(0, n, size):
+        yield s, min(n, s + size)
+
+
+def _represent(backbone, images, texts, batch_size: int = 32, grad: bool = False):
+    """(representations, image embeddings, truncated flags, token counts)."""
+    reps, embs, trunc, counts = [], [], [], []
+    ctx = torch.enable_grad() if grad else torch.inference_mode()
+    with ctx:
+        for s, e in _batches(len(texts), batch_size):
+            px = backbone.preprocess(images[s:e])
+            tb, tr, ct = backbone.encode_text(texts[s:e])
+            reps.append(backbone.represent(px, tb).float())
+            if not grad:
+                embs.append(backbone.image_embedding(px).float())
+            trunc.append(tr)
+            counts.append(ct)
+    return (torch.cat(reps), torch.cat(embs) if embs else None, np.concatenate(trunc),
+            np.concatenate(counts))
+
+
+def _data_key(backbone, image_ids, texts) -> str:
+    h = hashlib.sha256(json.dumps(backbone.describe(), sort_keys=True, default=str).encode())
+    for i, t in zip(image_ids, texts, strict=True):
+        h.update(str(i).encode())
+        h.update(b"\0")
+        h.update(t.encode())
+        h.update(b"\1")
+    return h.hexdigest()[:24]
+
+
+def _cached_reps(backbone, images, texts, image_ids, cache_dir: Path, batch_size: int):
+    key = _data_key(backbone, image_ids, texts)
+    f = cache_dir / f"reps-{key}.safetensors"
+    if f.exists():
+        d = load_file(f)
+        return d["reps"], d["emb"], d["trunc"].numpy().astype(bool), d["counts"].numpy()
+    reps, emb, trunc, counts = _represent(backbone, images, texts, batch_size)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    from scoreband.io import atomic_path
+
+    with atomic_path(f) as tmp:
+        save_file({"reps": reps.contiguous(), "emb": emb.contiguous(),
+                   "trunc": torch.from_numpy(trunc.astype(np.uint8)),
+                   "counts": torch.from_numpy(counts.astype(np.int64))}, tmp)
+    return reps, emb, trunc, counts
+
+
+def _clusters(emb: np.ndarray, k, seed: int):
+    from scoreband.clustering import choose_k, fit_kmeans
+
+    if k == "auto":
+        k = choose_k(emb, seed=seed).k if len(emb) >= 20 else 1
+    k = int(k)
+    if k <= 1:
+        return np.zeros(len(emb), dtype=int), {"k": 1}
+    labels, _ = fit_kmeans(emb, min(k, len(emb)), seed=seed)
+    return labels, {"k": k}
+
+
+def _fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, labels, cfg, lr, epochs, on_epoch, tag,
+              extra_params=()):
+    from scoreband.scorers.train import group_batches
+
+    opt = torch.optim.AdamW(list(head.parameters()) + list(extra_params), lr=lr,
+                            weight_decay=cfg.weight_decay)
+    best, bad, best_sd, hist = float("inf"), 0, None, []
+    for ep in range(epochs):
+        rng = np.random.default_rng(cfg.seed * 7919 + ep)
+        head.train()
+        for b in group_batches(labels, cfg.batch_size, rng):
+            bi = torch.as_tensor(b)
+            loss = loss_fn(head(h_tr[bi]), y_tr[bi])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        head.eval()
+        with torch.no_grad():
+            vl = float(loss_fn(head(h_va), y_va))
+        hist.append(vl)
+        if vl < best - 1e-7:
+            best, bad = vl, 0
+            best_sd = {k: v.clone() for k, v in head.state_dict().items()}
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+        if on_epoch:
+            on_epoch(tag, ep + 1, vl)
+    head.load_state_dict(best_sd)
+    return {"epochs": len(hist), "best_val": best}
+
+
+def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfig | None = None,
+                          on_epoch=None) -> dict:
+    """Train heads (and optionally the backbone) on ``train`` and ``val`` dicts with
+    ``images`` (PIL), ``texts``, ``y01``, ``image_ids`` and ``scale`` (records.Scale), and
+    ``n_ratings`` (per-row counts or a number) on ``val``; write the model to ``out_dir``."""
+    from scoreband.conformal import CRC, save_calibrator
+
+    cfg = cfg or BackboneTrainConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    t0 = time.perf_counter()
+    if len(val["texts"]) < 20:
+        raise InputError(f"the validation table has {len(val['texts'])} usable rows; at least "
+                         "20 are needed (half for early stopping, half for calibration)")
+    # the validation table: one part for early stopping, one part for calibration
+    rng = np.random.default_rng(cfg.seed)
+    perm = rng.permutation(len(val["texts"]))
+    es, cal = np.sort(perm[: len(perm) // 2]), np.sort(perm[len(perm) // 2:])
+
+    def take(d, idx):
+        def one(v):
+            if hasattr(v, "take"):
+                return v.take(idx)
+            if isinstance(v, list):
+                return [v[i] for i in idx]
+            if isinstance(v, np.ndarray) and v.ndim:
+                return v[idx]
+            return v
+        return {k: one(v) for k, v in d.items()}
+
+    va, ca = take(val, es), take(val, cal)
+    y_tr = torch.tensor(train["y01"], dtype=torch.float32)
+    y_va = torch.tensor(va["y01"], dtype=torch.float32)
+    heads = HeadSet(backbone.dim, cfg.dropout)
+    cache = out / "cache"
+    report: dict = {"train_config": asdict(cfg), "n_train": len(y_tr), "n_early_stop": len(es),
+                    "n_calibration": len(cal), "backbone": backbone.describe()}
+    if cfg.freeze_backbone:
+        h_tr, e_tr, tr_trunc, _ = _cached_reps(backbone, train["images"], train["texts"],
+                                               train["image_ids"], cache, cfg.batch_size)
+        h_va, _, _, _ = _cached_reps(backbone, va["images"], va["texts"], va["image_ids"],
+                                     cache, cfg.batch_size)
+        labels, cinfo = _clusters(e_tr.numpy(), cfg.clusters, cfg.seed)
+        report["point"] = _fit_head(heads.point, nn.functional.mse_loss, h_tr, y_tr, h_va,
+                                    y_va, labels, cfg, cfg.lr, cfg.epochs, on_epoch, "point")
+    else:
+        # full fine-tuning: backbone + point head on mini-batches of images and texts
+        from scoreband.scorers.train import group_batches
+
+        module = backbone.trainable()
+        _, e_tr, tr_trunc, _ = _represent(backbone, train["images"], train["texts"],
+                                          cfg.batch_size)
+        labels, cinfo = _clusters(e_tr.numpy(), cfg.clusters, cfg.seed)
+        opt = torch.optim.AdamW([
+            {"params": heads.point.parameters(), "lr": cfg.lr},
+            {"params": module.parameters(), "lr": cfg.backbone_lr}],
+            weight_decay=cfg.weight_decay)
+        best, bad, best_state, hist = float("inf"), 0, None, []
+        for ep in range(cfg.epochs):
+            module.train()
+            heads.train()
+            for b in group_batches(labels, cfg.batch_size, np.random.default_rng(ep)):
+                bi = torch.as_tensor(b)
+                px = backbone.preprocess(train["images"][list(b)])
+                tb, _, _ = backbone.encode_text([train["texts"][i] for i in b])
+                rep = backbone.represent(px, tb)
+                loss = nn.functional.mse_loss(heads.point(rep), y_tr[bi])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            module.eval()
+            heads.eval()
+            h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
+            with torch.no_grad():
+                vl = float(nn.functional.mse_loss(heads.point(h_va), y_va))
+            hist.append(vl)
+            if on_epoch:
+                on_epoch("point+backbone", ep + 1, vl)
+            if vl < best - 1e-7:
+                best, bad = vl, 0
+                best_state = ({k: v.detach().clone() for k, v in module.state_dict().items()},
+                              {k: v.clone() for k, v in heads.point.state_dict().items()})
+            else:
+                bad += 1
+                if bad >= cfg.patience:
+                    break
+        module.load_state_dict(best_state[0])
+        heads.point.load_state_dict(best_state[1])
+        module.eval()
+        report["point"] = {"epochs": len(hist), "best_val": best, "fine_tuned": True}
+        h_tr, _, _, _ = _represent(backbone, train["images"], train["texts"], cfg.batch_size)
+        h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
+    report["clusters"] = cinfo
+    report["train_truncated"] = int(tr_trunc.sum())
+    heads.eval()
+    report["heads"] = {}
+    for name, (_, loss_name) in HEAD_KINDS.items():
+        head = heads.heads[name]
+        head.init_from_point(heads.point)
+        fn = centered_interval_loss if loss_name == "ci" else pinball_loss
+        r = _fit_head(head, fn, h_tr, y_tr, h_va, y_va, labels, cfg, cfg.lr, cfg.head_epochs,
+                      on_epoch, name)
+        with torch.no_grad():
+            r["val_crossings"] = count_crossings(head(h_va))
+        report["heads"][name] = {"loss": loss_name, **r}
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    BackboneScorer.save(out, backbone, heads, report,
+                        backbone_state=None if cfg.freeze_backbone else
+                        backbone.trainable().state_dict())
+    scorer = BackboneScorer.load(out, backbone=backbone)
+    pred = scorer.predict(ca["images"], ca["texts"])
+    c = CRC(cfg.alpha, scale=ca["scale"]).fit(pred, ca["y01"])
+    save_calibrator(out / "calibrator.json", c, scorer_fingerprint=scorer.fingerprint,
+                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
+                            "calibration_set": {"n": len(cal), "source": "validation table "
+                                                "(the half not used for early stopping)"}})
+    report["calibration"] = {"omega": c.params_["omega"], "beta": c.params_["beta"],
+                             "n": len(cal)}
+    _write_card(out, report)
+    return report
+
+
+def _write_card(out: Path, report: dict) -> None:
+    from scoreband.io import atomic_write_text
+
+    b = report["backbone"]
+    lines = ["# Model card (scoreband quantile scorer on a backbone)", "",
+             f"* backbone: `{b.get('backbone')}` (weights sha256 {b.get('weights_sha256')}), "
+             f"dtype {b.get('dtype')}",
+             f"* training: {report['n_train']} rows; early stopping on {report['n_early_stop']}; "
+             f"CRC calibration on {report['n_calibration']} held-out validation rows",
+             f"* backbone {'frozen (cached representations)' if report['train_config']['freeze_backbone'] else 'fine-tuned'}",
+             f"* point head: {report['point']['epochs']} epochs, best val MSE "
+             f"{report['point']['best_val']:.5f}"]
+    for k, v in report["heads"].items():
+        lines.append(f"* {k}: {v['epochs']} epochs, best val {v['best_val']:.5f}, "
+                     f"{v['val_crossings']} crossings on validation")
+    lines.append(f"* calibration: omega {report['calibration']['omega']}, beta "
+                 f"{report['calibration']['beta']}")
+    lines.append(f"* {report['train_truncated']} training captions were truncated to the "
+                 "text tower's length")
+    atomic_write_text(out / "MODEL_CARD.md", "\n".join(lines) + "\n")
+
+
+class BackboneScorer:
+    """A trained head set on a backbone, loaded from a model folder."""
+
+    def __init__(self, backbone, heads: HeadSet, meta: dict, path: Path):
+        self.backbone = backbone
+        self.heads = heads.eval()
+        self.meta = meta
+        self.path = path
+        h = hashlib.sha256((path / "heads.safetensors").read_bytes())
+        h.update(str(backbone.fingerprint).encode())
+        if (path / "backbone.safetensors").exists():
+            h.update((path / "backbone.safetensors").read_bytes())
+        self.fingerprint = h.hexdigest()[:16]
+
+    @staticmethod
+    def save(path, backbone, heads: HeadSet, report: dict, backbone_state=None) -> None:
+        from scoreband.io import atomic_path, atomic_write_text
+
+        path = Path(path)
+        with atomic_path(path / "heads.safetensors") as tmp:
+            save_file({k: v.contiguous() for k, v in heads.state_dict().items()}, tmp)
+        if backbone_state is not None:
+            with atomic_path(path / "backbone.safetensors") as tmp:
+                save_file({k: v.contiguous() for k, v in backbone_state.items()}, tmp)
+        meta = {"format": FORMAT, "format_version": 1, "backbone_name": backbone.name,
+                "backbone_fingerprint": backbone.fingerprint, "dim": backbone.dim,
+                "dropout": report["train_config"]["dropout"],
+                "fine_tuned": backbone_state is not None, "levels": list(QUANTILE_LEVELS),
+                "provenance": backbone.describe(), "training": report}
+        atomic_write_text(path / "config.json", json.dumps(meta, indent=2, default=str))
+
+    @classmethod
+    def load(cls, path, *, backbone=None, device: str = "cpu", dtype: str | None = None):
+        from scoreband.backbones import load_backbone
+
+        path = Path(path)
+        meta = json.loads((path / "config.json").read_text())
+        if meta.get("format") != FORMAT:
+            raise InputError(f"{path} is not a backbone scorer (format {meta.get('format')!r})")
+        if backbone is None:
+            prov = meta.get("provenance", {})
+            backbone = load_backbone(meta["backbone_name"], device=device,
+                                     dtype=dtype or prov.get("dtype", "float32"),
+                                     image_size=(prov.get("config") or {}).get("img_size"))
+        if backbone.fingerprint != meta["backbone_fingerprint"]:
+            raise InputError(f"the backbone {meta['backbone_name']!r} has other weights than the "
+                             f"model was trained on (sha256 {backbone.fingerprint} vs "
+                             f"{meta['backbone_fingerprint']})")
+        if (path / "backbone.safetensors").exists():
+            backbone.trainable().load_state_dict(load_file(path / "backbone.safetensors"))
+        heads = HeadSet(meta["dim"], meta.get("dropout", 0.1))
+        heads.load_state_dict(load_file(path / "heads.safetensors"))
+        return cls(backbone, heads, meta, path)
+
+    def predict(self, images, texts, head: str = "chained_ci",
+                batch_size: int = 32) -> Predictions:
+        """Median, 90 % pair, 11 quantiles and the image embedding, on [0, 1]."""
+        if head not in self.heads.heads:
+            raise InputError(f"unknown head {head!r}; available: {', '.join(self.heads.heads)}")
+        reps, emb, trunc, counts = _represent(self.backbone, list(images), list(texts),
+                                              batch_size)
+        with torch.inference_mode():
+            q = self.heads.heads[head](reps).double().numpy()
+        p = Predictions(median=q[:, 5], lo=q[:, 0], hi=q[:, 10], quantiles=q,
+                        levels=QUANTILE_LEVELS, embedding=emb.double().numpy())
+        self.last_truncated, self.last_counts = trunc, counts
+        return p
+
+    def point(self, images, texts, batch_size: int = 32) -> np.ndarray:
+        reps, _, _, _ = _represent(self.backbone, list(images), list(texts), batch_size)
+        with torch.inference_mode():
+            return self.heads.point(reps).double().numpy()
+
+    def mc_dropout(self, images, texts, passes: int = 25, seed: int = 0,
+                   batch_size: int = 32) -> Predictions:
+        """The point head with dropout on, ``passes`` samples (one backbone pass: the
+        backbones here have no dropout at inference)."""
+        reps, _, _, _ = _represent(self.backbone, list(images), list(texts), batch_size)
+        state = torch.random.get_rng_state()
+        torch.manual_seed(seed)
+        self.heads.point.train()
+        try:
+            with torch.inference_mode():
+                s = torch.stack([self.heads.point(reps) for _ in range(passes)], 1)
+        finally:
+            self.heads.point.eval()
+            torch.random.set_rng_state(state)
+        s = s.double().numpy()
+        q = np.quantile(s, QUANTILE_LEVELS, axis=1).T
+        return Predictions(median=np.median(s, axis=1), lo=q[:, 0], hi=q[:, 10], quantiles=q,
+                           levels=QUANTILE_LEVELS)
