@@ -914,6 +914,49 @@ def example(
                   "--median median --lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task")
 
 
+# ------------------------------------------------------------------ datasets
+datasets_app = typer.Typer(help="Public human-rating benchmarks: list them, or turn a local "
+                                "copy into a standard table.", no_args_is_help=True)
+app.add_typer(datasets_app, name="datasets")
+
+
+@datasets_app.command("list")
+def datasets_list():
+    """The benchmarks, their native scales, splits, annotator counts and expected files."""
+    from scoreband.datasets import BENCHMARKS
+
+    for b in BENCHMARKS.values():
+        console.print(b.describe())
+
+
+@datasets_app.command("prepare")
+@_guard
+def datasets_prepare(
+    name: Annotated[str, typer.Argument(help="Benchmark (see `scoreband datasets list`).")],
+    root: Annotated[Path, typer.Argument(help="Folder of the local copy.")],
+    out: Annotated[Path, typer.Option("--out", help="Standard table to write.")],
+    split: Annotated[str | None, typer.Option("--split", help="Split (default: the test "
+                                                               "split).")] = None,
+    image_dir: Annotated[Path | None, typer.Option(
+        "--image-dir", help="Where images stored inside Parquet / arrow files are written "
+                            "(default ROOT/.scoreband-images).")] = None,
+):
+    """Write one split of a benchmark as a standard table: id, image, caption, target
+    (native scale), target01, n_ratings, ratings, references, task, split. Then e.g.:
+    scoreband score TABLE --model DIR, or scoreband train TABLE --backbone ...
+    --target target --scale A,B.
+    """
+    from scoreband.datasets import load_benchmark
+    from scoreband.io import write_table
+
+    df, b = load_benchmark(name, root, split, image_dir)
+    write_table(df, out)
+    missing = int((~df["image"].map(lambda p: Path(p).is_file())).sum())
+    console.print(f"wrote {out}: {len(df)} rows of {b.name} ({df['split'].iloc[0] if len(df) else ''}),"
+                  f" scale {b.scale.lo:g}-{b.scale.hi:g}" + (
+                      f"; [yellow]{missing} image files not found[/]" if missing else ""))
+
+
 # ------------------------------------------------------------------ world
 @app.command("world")
 @_guard
