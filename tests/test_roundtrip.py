@@ -19,8 +19,13 @@ from typer.testing import CliRunner
 from scoreband.cli import app
 from scoreband.errors import InputError
 from scoreband.roundtrip.encoders import EmbeddedEncoder, cosine, make_encoder
-from scoreband.roundtrip.generators import (EmbeddedRenderer, GenerationError, make_generator,
-                                            parse_caption, scene_for)
+from scoreband.roundtrip.generators import (
+    EmbeddedRenderer,
+    GenerationError,
+    make_generator,
+    parse_caption,
+    scene_for,
+)
 from scoreband.roundtrip.metric import roundtrip_scores, roundtrip_table
 from scoreband.roundtrip.study import ScoreMap, calibration_study, validation_study
 from scoreband.world import make_dataset

@@ -270,6 +270,9 @@ def evaluate(
     print_metrics_table(res, f"{res['method']} · alpha={alpha} · n={res['n']} · "
                              f"{seeds} seeds")
     if out:
+        from scoreband.provenance import provenance
+
+        res["provenance"] = provenance({"input_table": str(table)})
         write_json(out, res)
         console.print(f"wrote {out}")
 
@@ -405,6 +408,9 @@ def apply(
         errs[e.position] = f"{e.column}: {e.reason}"
     res["band_error"] = errs
     write_table(res, out)
+    from scoreband.provenance import write_provenance
+
+    write_provenance(out, {"calibrator_method": band.method}, files={"calibrator": calibrator})
     console.print(f"banded {len(inp.rows)} of {n} rows with {band.method} "
                   f"(alpha={band.alpha}) -> {out}")
 
@@ -796,6 +802,11 @@ def judge(
                                    response_col=response_col, base_dir=Path(table).parent,
                                    journal=journal, progress=err)
     write_table(res, out)
+    from scoreband.provenance import write_provenance
+
+    write_provenance(out, {"judge": j.describe(), "prompt": {
+        "template": prompt.template, "rubric": prompt.rubric, "delimiter": prompt.delimiter,
+        "labels": prompt.labels}})
     journal.unlink(missing_ok=True)
     reused = res.attrs.get("reused_rows", 0)
     if bad:

@@ -104,6 +104,12 @@ def run_demo(out_dir, *, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
                                            sets["ood_painting"].y01, alpha, seeds)
     extra["seconds"] = round(time.perf_counter() - t0, 1)
     extra["findings"] = findings({**results, "_meta": extra})
+    from scoreband.provenance import provenance
+    from scoreband.scorers.model import bundled_model_dir
+
+    extra["provenance"] = provenance({"backbone": "embedded:default"}, files={
+        "weights": bundled_model_dir() / "model.safetensors",
+        "calibrator": bundled_model_dir() / "calibrator.json"})
     doc = {**results, "_meta": extra}
     write_json(out / "results.json", doc)
     atomic_write_text(out / "results.md", results_markdown(doc))
