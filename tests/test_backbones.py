@@ -228,3 +228,21 @@ def test_train_table_errors(models, tables, tmp_path):
     r = runner.invoke(app, ["train", "--backbone", f"hf:{models['clip']}",
                             "--out", str(tmp_path / "m")])
     assert r.exit_code == 2 and "TRAIN_TABLE" in r.output
+
+
+def test_clip_golden_values(models):
+    """The tiny CLIP's dual-encoder features for fixed inputs (seeded weights, the
+    tokenizer from the local vocab): a change in preprocessing, tokenisation, pooling or the
+    feature layout moves these numbers."""
+    bb = load_backbone(f"hf:{models['clip']}")
+    tb, _, _ = bb.encode_text(["a red circle", "two blue stars above a square", "a"])
+    with torch.inference_mode():
+        r = bb.represent(bb.preprocess(_images()), tb)
+    np.testing.assert_allclose(r[0, :4].numpy(), [0.546422, 0.326912, -0.080279, -0.169373],
+                               atol=2e-4)
+    np.testing.assert_allclose(r[1, 8:12].numpy(), [0.063809, 0.469744, 0.360218, 0.424107],
+                               atol=2e-4)
+    # the layout: [e_img, e_txt, e_img * e_txt, |e_img - e_txt|] of unit vectors
+    a, b = r[:, :8], r[:, 8:16]
+    torch.testing.assert_close(r[:, 16:24], a * b)
+    torch.testing.assert_close(a.norm(dim=1), torch.ones(3))
