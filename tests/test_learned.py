@@ -117,3 +117,20 @@ def test_judge_study_small(tmp_path):
     with Image.open(tmp_path / "reliability_map.png") as im:
         im.load()
         assert im.size[0] > 500
+
+
+def test_mondrian_r2ccp_keeps_the_sets(judged):
+    """Mondrian around R2CCP returns R2CCP's own sets (unions of intervals), with each
+    group's threshold; every item's set lies inside its band (the hull)."""
+    from scoreband import metrics as M
+
+    pred, y, tasks = judged
+    y = np.clip(y, 0, 1)
+    m = Mondrian(R2CCP(0.1, epochs=60, seed=1))
+    m.fit(pred.take(slice(0, 1600)), y[:1600], groups=tasks[:1600])
+    band = m.predict(pred.take(slice(1600, None)), groups=tasks[1600:])
+    assert band.sets01 is not None and len(band.sets01) == 800
+    for s, lo, hi in zip(band.sets01, band.lo01, band.hi01, strict=True):
+        assert lo - 1e-9 <= s[0][0] and s[-1][1] <= hi + 1e-9
+    assert 0.85 <= M.set_coverage(band.sets01, y[1600:]) <= 0.97
+    assert M.set_length(band.sets01) < M.sharpness(band.lo01, band.hi01)

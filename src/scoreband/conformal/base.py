@@ -93,6 +93,11 @@ class Calibrator(ABC):
     def _apply(self, pred: Predictions, params: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ...
 
+    def _apply_sets(self, pred: Predictions, params: dict) -> list | None:
+        """Union-of-intervals prediction sets on [0, 1] per item, for methods whose sets are
+        not intervals (R2CCP); None for interval methods."""
+        return None
+
     def _check_pred(self, pred: Predictions) -> None:  # noqa: B027
         """Raise InputError when ``pred`` lacks what the method needs."""
 

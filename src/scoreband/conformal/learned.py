@@ -247,6 +247,12 @@ class R2CCP(_Learned):
         _, lo, hi = density_sets(self.probs(pred), -q)
         return lo, hi, np.zeros(n, dtype=bool)
 
+    def _apply_sets(self, pred, params):
+        q = params["q"]
+        if math.isinf(q):
+            return [[(0.0, 1.0)] for _ in range(len(pred))]
+        return density_sets(self.probs(pred), -q)[0]
+
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
         self._check_pred(pred)

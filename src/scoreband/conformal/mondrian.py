@@ -126,6 +126,7 @@ class _Grouped(Calibrator):
         lo, hi = np.empty(n), np.empty(n)
         full = np.zeros(n, dtype=bool)
         fb = np.zeros(n, dtype=bool)
+        sets: list | None = [None] * n
         unseen = set()
         for g in np.unique(labels):
             idx = np.flatnonzero(labels == g)
@@ -137,13 +138,22 @@ class _Grouped(Calibrator):
                 fb[idx] = True
                 if self.small_group == "full":
                     lo[idx], hi[idx], full[idx] = 0.0, 1.0, True
+                    if sets is not None:
+                        for i in idx:
+                            sets[i] = [(0.0, 1.0)]
                     continue
                 params = fallback_params
             lo[idx], hi[idx], full[idx] = self.base._apply(sub, params)
+            s = self.base._apply_sets(sub, params) if sets is not None else None
+            if s is None:
+                sets = None
+            else:
+                for i, v in zip(idx, s, strict=True):
+                    sets[i] = v
         if unseen:
             warnings.warn(f"groups not seen at calibration: {', '.join(sorted(unseen))}; "
                           "their items are flagged as fallback", SmallGroupWarning, stacklevel=3)
-        return lo, hi, full, fb
+        return lo, hi, full, fb, sets
 
 
 @register
@@ -197,10 +207,11 @@ class Mondrian(_Grouped):
         self._require_fitted()
         self._check_pred(pred)
         labels = self.group_labels(pred, groups)
-        lo, hi, full, fb = self._apply_groups(pred, labels, self.params_["groups"],
-                                              self.params_["marginal"])
+        lo, hi, full, fb, sets = self._apply_groups(pred, labels, self.params_["groups"],
+                                                    self.params_["marginal"])
         band = self._band(pred, lo, hi, full, group=labels, fallback=fb)
         band.method = f"mondrian({self.base.method},{self.by})"
+        band.sets01 = sets
         return band
 
     def get_config(self) -> dict:
@@ -290,7 +301,7 @@ class ClusterConservative(_Grouped):
                 labels = assign_clusters(pred.embedding, p["centers"]).astype(str)
             else:
                 raise InputError("clusters were given as groups at fit: pass groups to predict")
-            lo, hi, full, fb = self._apply_groups(pred, labels, p["groups"], p["marginal"])
+            lo, hi, full, fb, _ = self._apply_groups(pred, labels, p["groups"], p["marginal"])
             band = self._band(pred, lo, hi, full, group=labels, fallback=fb)
         band.method = f"cluster-{self.rule}({self.base.method},k={p['k']})"
         return band
