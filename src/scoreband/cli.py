@@ -845,6 +845,10 @@ def judge_study(
     threshold: Annotated[float, typer.Option(
         "--threshold", help="Width (share of the scale) above which a task is sent to "
                             "pairwise ranking.")] = 0.5,
+    map_method: Annotated[str, typer.Option(
+        "--map-method", help="Bands of the reliability map: split (around the judge's own "
+                             "score: can its absolute scores be used?) or r2ccp (a model "
+                             "re-learned on its log-probs). Both are computed.")] = "split",
 ):
     """The source-002 protocol: split CP, CQR and R2CCP, Mondrian by task on/off, boundary
     adjustment on/off, judge fusion, over --seeds random 50/50 splits; per-task reliability
@@ -899,9 +903,11 @@ def judge_study(
             at += len(cols)
         y01, tasks, nr = inp.y01, inp.groups.astype(str), inp.n_ratings
     with console.status("judge study ...") as st:
+        if map_method not in ("split", "r2ccp"):
+            _fail(f"--map-method {map_method!r}: choose split or r2ccp")
         run_judge_study(judges, y01, tasks, nr, scale=sc, seeds=seeds, alpha=alpha,
                         threshold=threshold, out_dir=out, simulated=simulated,
-                        on_step=lambda m: st.update(m))
+                        on_step=lambda m: st.update(m), map_method=map_method)
     console.print((Path(out) / "judge_study.md").read_text())
 
 

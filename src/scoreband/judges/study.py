@@ -48,9 +48,16 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                     n_ratings, *, scale: Scale, seeds: int = 10, alpha: float = 0.1,
                     cal_frac: float = 0.5, r2ccp_epochs: int = 100, threshold: float = 0.5,
                     out_dir=None, on_step: Callable[[str], None] | None = None,
-                    simulated: bool = False) -> dict:
+                    simulated: bool = False, map_method: str = "split") -> dict:
     """Run the protocol. ``judges`` maps a name to its (n, K) score-token log-probs; a
-    ``fusion`` judge (concatenated features) is added when there are several."""
+    ``fusion`` judge (concatenated features) is added when there are several.
+
+    The per-task reliability map is computed for split CP (a band around the judge's own
+    expected score: can its absolute scores be used?) and for R2CCP (a band from a model
+    re-learned on its log-probs); ``map_method`` picks the one reported as
+    ``reliability_map`` and drawn, both are in ``reliability_maps``."""
+    if map_method not in ("split", "r2ccp"):
+        raise ValueError(f"map_method must be split or r2ccp, got {map_method!r}")
     step = on_step or (lambda m: None)
     k = next(iter(judges.values())).shape[1]
     feats = dict(judges)
@@ -64,7 +71,7 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
              for name, lp in feats.items()}
     y_native = scale.from01(y01)
     table: dict = {}
-    tasks_map: dict = {}
+    maps: dict = {"split": {}, "r2ccp": {}}
     for name, pred in preds.items():
         for method in METHODS:
             for mondrian in (False, True):
@@ -90,7 +97,7 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                     b = adjust_band(band, nr)
                     gc = M.group_coverage(b.lo01, b.hi01, y01[test], tasks[test])
                     rec["worst_task_coverage"].append(min(v["coverage"] for v in gc.values()))
-                    if method == "r2ccp" and mondrian and name in judges:
+                    if method in maps and mondrian and name in judges:
                         e = scale.from01(pred.median[test])
                         mp = max_prob(judges[name][test])
                         for t in np.unique(tasks[test]):
@@ -110,21 +117,16 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
                     if kind != "worst_task_coverage" and v["coverage"]} | {
                     "worst_task_coverage": summarize(rec["worst_task_coverage"])}
                 if per_task:
-                    tasks_map[name] = reliability_map(
+                    maps[method][name] = reliability_map(
                         {t: {k2: float(np.nanmean(v)) for k2, v in d.items()}
                          for t, d in per_task.items()}, k, threshold)
-    orders = {j: list(m) for j, m in tasks_map.items()}
-    names = list(orders)
-    agreement = {}
-    for i in range(len(names)):
-        for j in range(i + 1, len(names)):
-            a, b = orders[names[i]], orders[names[j]]
-            ra = [a.index(t) for t in a]
-            rb = [b.index(t) for t in a]
-            agreement[f"{names[i]} vs {names[j]}"] = float(stats.spearmanr(ra, rb).statistic)
+    agreement = {m: _order_agreement(v) for m, v in maps.items()}
+    tasks_map = maps[map_method]
     doc = {"simulated": simulated, "alpha": alpha, "seeds": seeds, "n": len(y01), "k": k,
-           "threshold": threshold, "methods": table, "reliability_map": tasks_map,
-           "task_order_spearman": agreement}
+           "threshold": threshold, "methods": table, "map_method": map_method,
+           "reliability_map": tasks_map, "reliability_maps": maps,
+           "task_order_spearman": agreement[map_method],
+           "task_order_spearman_by_method": agreement}
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -134,6 +136,19 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
 
         reliability_figure(out / "reliability_map.png", tasks_map, k)
     return doc
+
+
+def _order_agreement(maps: dict) -> dict:
+    """Spearman correlation of the task orderings (by width) between every pair of judges."""
+    orders = {j: list(m) for j, m in maps.items()}
+    names = list(orders)
+    out = {}
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            a, b = orders[names[i]], orders[names[j]]
+            out[f"{names[i]} vs {names[j]}"] = float(stats.spearmanr(
+                [a.index(t) for t in a], [b.index(t) for t in a]).statistic)
+    return out
 
 
 def study_markdown(doc: dict) -> str:
@@ -156,8 +171,11 @@ def study_markdown(doc: dict) -> str:
                          f"{v['boundary']['coverage']['mean']:.3f} | "
                          f"{v['boundary']['width']['mean']:.3f} | "
                          f"{v['worst_task_coverage']['mean']:.3f} | {extra} |")
+    names = {"split": "split CP around the judge's own score", "r2ccp": "R2CCP"}
+    mm = doc.get("map_method", "split")
     for j, tasks in doc["reliability_map"].items():
-        lines += ["", f"## Reliability map: {j} (R2CCP + Mondrian by task + boundary)", "",
+        lines += ["", f"## Reliability map: {j} ({names[mm]} + Mondrian by task + boundary)",
+                  "",
                   "| task | n | exact agreement | Pearson | width | coverage | RSG | "
                   "overconfidence | recommendation |", "|---|---|---|---|---|---|---|---|---|"]
         for t, v in tasks.items():
@@ -166,4 +184,16 @@ def study_markdown(doc: dict) -> str:
                          f"{v['rsg']:.3f} | {v['overconfidence']:.2f} | {v['recommendation']} |")
     lines += ["", "Spearman correlation of task orderings (by width): " + ", ".join(
         f"{k} {v:.2f}" for k, v in doc["task_order_spearman"].items()), ""]
+    other = [m for m in doc.get("reliability_maps", {}) if m != mm]
+    for m in other:
+        lines += [f"## Widths per task with {names[m]} + Mondrian (native scale)", "",
+                  "| judge | " + " | ".join(f"{t}" for t in sorted(
+                      next(iter(doc["reliability_maps"][m].values()), {}))) + " |",
+                  "|---|" + "---|" * len(next(iter(doc["reliability_maps"][m].values()), {}))]
+        for j, tasks in doc["reliability_maps"][m].items():
+            lines.append(f"| {j} | " + " | ".join(
+                f"{tasks[t]['mean_width']:.2f} (cov {tasks[t]['coverage']:.2f})"
+                for t in sorted(tasks)) + " |")
+        lines += ["", "Spearman of task orderings: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in doc["task_order_spearman_by_method"][m].items()), ""]
     return "\n".join(lines)

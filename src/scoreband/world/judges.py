@@ -4,7 +4,7 @@ these judges carries ``simulated=True`` and the judge name says so."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -15,21 +15,30 @@ __all__ = ["SimulatedJudge", "SIMULATED_JUDGES", "judge_logprobs"]
 class SimulatedJudge:
     """``noise``: per-task sd of the judge's latent score error on [0, 1] (discriminative
     strength); ``temperature``: sharpness of its score distribution (small = over-confident);
-    ``bias``: a shift on [0, 1] (judges that score leniently)."""
+    ``bias``: a shift on [0, 1] (judges that score leniently); ``lenient``: per-task floor f
+    of a compressed scale, latent -> f + (1 - f) * latent (the judge ranks those items as well
+    as ever but scores them all high: good ranking, poor absolute scores)."""
 
     name: str
     noise: dict
     temperature: float
     bias: float = 0.0
+    lenient: dict = field(default_factory=dict)
 
 
 _BASE = {"colour": 0.08, "shape": 0.10, "counting": 0.22, "spatial": 0.28,
          "long_description": 0.16}
+# every simulated judge is lenient on colour captions (the easiest task to rank): the
+# ranking-scoring decoupling of source 002 (finding 5)
+_LENIENT = {"colour": 0.65}
 SIMULATED_JUDGES = (
-    SimulatedJudge("sim-strong", {t: v * 0.8 for t, v in _BASE.items()}, 0.55),
-    SimulatedJudge("sim-medium", {t: v * 1.2 for t, v in _BASE.items()}, 0.45, bias=0.05),
+    SimulatedJudge("sim-strong", {t: v * 0.8 for t, v in _BASE.items()}, 0.55,
+                   lenient=_LENIENT),
+    SimulatedJudge("sim-medium", {t: v * 1.2 for t, v in _BASE.items()}, 0.45, bias=0.05,
+                   lenient=_LENIENT),
     # over-confident: max probabilities above 0.99 for most items
-    SimulatedJudge("sim-overconfident", {t: v * 1.5 for t, v in _BASE.items()}, 0.12),
+    SimulatedJudge("sim-overconfident", {t: v * 1.5 for t, v in _BASE.items()}, 0.12,
+                   lenient=_LENIENT),
 )
 
 
@@ -38,6 +47,8 @@ def judge_logprobs(judge: SimulatedJudge, true01, tasks, seed: int = 0, k: int =
     rng = np.random.default_rng([seed, sum(map(ord, judge.name))])
     sd = np.array([judge.noise[t] for t in tasks])
     latent = np.clip(np.asarray(true01) + judge.bias + rng.normal(0, 1, len(sd)) * sd, 0, 1)
+    floor = np.array([judge.lenient.get(t, 0.0) for t in tasks])
+    latent = floor + (1 - floor) * latent
     centre = 1 + (k - 1) * latent
     labels = np.arange(1, k + 1)
     logits = -((labels[None, :] - centre[:, None]) ** 2) / (2 * judge.temperature**2)
