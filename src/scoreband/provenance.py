@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["provenance", "write_provenance", "file_sha256", "package_versions"]
+__all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
+           "weights_fingerprint"]
 
 _PACKAGES = ("scoreband", "numpy", "scipy", "scikit-learn", "pandas", "torch", "transformers",
              "diffusers", "tokenizers", "sentencepiece", "open_clip_torch", "pycocoevalcap")
@@ -27,6 +28,23 @@ def file_sha256(path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def weights_fingerprint(source) -> str:
+    """First 16 hex digits of a sha256 over a model's weights: every ``*.safetensors`` /
+    ``*.bin`` file of a folder (sorted), or the file itself; a hub id (nothing local) is
+    fingerprinted by its name."""
+    p = Path(str(source))
+    h = hashlib.sha256()
+    files = (sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")) if p.is_dir()
+             else [p] if p.is_file() else [])
+    for f in files:
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    if not files:
+        h.update(str(source).encode())
+    return h.hexdigest()[:16]
 
 
 def package_versions() -> dict:

@@ -42,6 +42,7 @@ from PIL import Image
 from torch import nn
 
 from scoreband.errors import InputError
+from scoreband.provenance import weights_fingerprint
 
 __all__ = ["BEiT3Config", "BEiT3", "BEiT3Tokenizer", "BEiT3Backbone", "load_beit3_state",
            "interpolate_vision_positions", "beit3_transform", "CONFIGS"]
@@ -416,7 +417,7 @@ class BEiT3Backbone:
         self.tokenizer = BEiT3Tokenizer(spm)
         self.name = f"beit3:{path}"
         self.dim = cfg.dim
-        self.fingerprint = _sha_file(ckpt)
+        self.fingerprint = weights_fingerprint(ckpt)
 
     def describe(self) -> dict:
         return {"backbone": self.name, "weights_sha256": self.fingerprint,
@@ -445,11 +446,3 @@ class BEiT3Backbone:
 
     def trainable(self) -> nn.Module:
         return self.model
-
-
-def _sha_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]

@@ -15,13 +15,11 @@ of the L2-normalised embeddings (4 x projection dim), computed in float32.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 import torch
 
 from scoreband.errors import InputError
+from scoreband.provenance import weights_fingerprint
 
 __all__ = ["HFDualEncoder", "OpenCLIPDualEncoder", "clip_s", "dual_features", "CLIP_S_W"]
 
@@ -86,7 +84,7 @@ class HFDualEncoder:
         self.max_len = int(getattr(tcfg, "max_position_embeddings", 77))
         self.proj_dim = int(getattr(cfg, "projection_dim", 0) or self._probe_dim())
         self.dim = 4 * self.proj_dim
-        self.fingerprint = _fingerprint(source)
+        self.fingerprint = weights_fingerprint(source)
 
     def _probe_dim(self) -> int:
         with torch.inference_mode():
@@ -162,7 +160,7 @@ class OpenCLIPDualEncoder(HFDualEncoder):
         with torch.inference_mode():
             self.proj_dim = int(self.model.encode_text(self._tok(["a"]).to(device)).shape[1])
         self.dim = 4 * self.proj_dim
-        self.fingerprint = _fingerprint(pretrained)
+        self.fingerprint = weights_fingerprint(pretrained)
 
     def describe(self) -> dict:
         return {"backbone": self.name, "weights_sha256": self.fingerprint,
@@ -184,18 +182,3 @@ class OpenCLIPDualEncoder(HFDualEncoder):
 
     def _txt(self, text):
         return self.model.encode_text(text["ids"].to(self.device)).float()
-
-
-def _fingerprint(source: str) -> str:
-    p = Path(source)
-    h = hashlib.sha256()
-    if p.is_dir():
-        for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-    elif p.is_file():
-        h.update(p.read_bytes())
-    else:
-        h.update(source.encode())
-    return h.hexdigest()[:16]

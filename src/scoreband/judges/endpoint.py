@@ -12,7 +12,7 @@ Every successful response is cached on disk under a key of endpoint, model, prom
 image hash and decoding parameters, so a rerun after an interruption asks only for what is
 missing. The API key is read from the environment and never written anywhere.
 
-HTTP is done with the standard library (urllib): one POST per row needs no client package.
+HTTP goes through :func:`scoreband.http.post_json` (the standard library's urllib).
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ import base64
 import hashlib
 import json
 import os
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from scoreband.io import atomic_write_text
@@ -31,9 +28,6 @@ from scoreband.judges.extract import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import canonical_token, find_score_position, fold_top_logprobs
 
 __all__ = ["OpenAIJudge"]
-
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-
 
 class OpenAIJudge:
     """Judge through ``POST {base_url}/chat/completions`` (see module docstring)."""
@@ -62,32 +56,14 @@ class OpenAIJudge:
 
     # ------------------------------------------------------------------ transport
     def _post(self, body: dict) -> dict:
-        data = json.dumps(body).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(30.0, self.backoff * 2 ** (attempt - 1)))
-            req = urllib.request.Request(f"{self.base_url}/chat/completions", data=data,
-                                         headers=headers, method="POST")
+        from scoreband.http import post_json
+
+        def count():
             self.requests_made += 1
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                    return json.loads(r.read().decode("utf-8"))
-            except urllib.error.HTTPError as e:
-                detail = e.read().decode("utf-8", "replace")[:300]
-                last = f"HTTP {e.code}: {detail}"
-                if e.code not in _RETRY_STATUS:
-                    raise JudgeError(f"endpoint refused the request ({last})") from None
-            except TimeoutError:
-                last = f"timed out after {self.timeout:g} s"
-            except urllib.error.URLError as e:
-                last = f"connection failed: {e.reason}"
-            except (ConnectionError, json.JSONDecodeError) as e:
-                last = f"{type(e).__name__}: {e}"
-        raise JudgeError(f"endpoint failed after {self.retries + 1} attempts ({last})")
+
+        return post_json(f"{self.base_url}/chat/completions", body, api_key=self._api_key,
+                         timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+                         error=JudgeError, on_request=count)
 
     # ------------------------------------------------------------------ judging
     def judge(self, image_path: Path, text: str) -> JudgeResult:

@@ -11,7 +11,6 @@ the next-token distribution is read: ``judge_position = forced``.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from scoreband.errors import InputError
 from scoreband.judges.extract import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import find_score_position, fold_full_logprobs, label_token_ids
+from scoreband.provenance import weights_fingerprint
 
 __all__ = ["LocalVLMJudge"]
 
@@ -55,7 +55,7 @@ class LocalVLMJudge:
         decoded = [tok.decode([i]) for i in range(len(tok))]
         self.label_ids = label_token_ids(list(zip(vocab, decoded, strict=True)), prompt.labels,
                                          split=lambda lab: tok.tokenize(lab))
-        self._fingerprint = _weights_fingerprint(model)
+        self._fingerprint = weights_fingerprint(model)
 
     def describe(self) -> dict:
         return {"judge": self.name, "fingerprint": self._fingerprint,
@@ -113,18 +113,3 @@ class LocalVLMJudge:
                              "(overflow in a low-precision dtype? try --dtype float32)")
         lp, missing = fold_full_logprobs(logp, self.label_ids)
         return JudgeResult(lp, missing, position, reasoning)
-
-
-def _weights_fingerprint(model: str) -> str:
-    """sha256 over the weight files of a local model directory (first 16 hex digits);
-    a hub id is fingerprinted by its name."""
-    p = Path(model)
-    h = hashlib.sha256()
-    if p.is_dir():
-        for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-    else:
-        h.update(model.encode())
-    return h.hexdigest()[:16]

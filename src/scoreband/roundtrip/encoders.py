@@ -16,13 +16,11 @@ Cosine similarities are computed in float32 whatever the model's dtype.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
+from scoreband.provenance import weights_fingerprint
 
 __all__ = ["ENCODERS", "make_encoder", "cosine", "EmbeddedEncoder", "HFImageEncoder"]
 
@@ -111,7 +109,7 @@ class HFImageEncoder:
         self.model = self.model.to(device).eval()
         self.kind = "image_features" if hasattr(self.model, "get_image_features") else "pooled"
         self.model_type = cfg.model_type
-        self.fingerprint = _fingerprint(source)
+        self.fingerprint = weights_fingerprint(source)
 
     def describe(self) -> dict:
         p = self.processor
@@ -155,19 +153,6 @@ def _plain(v):
         return {k: _plain(x) for k, x in vars(v).items() if x is not None}
     except TypeError:
         return str(v)
-
-
-def _fingerprint(source: str) -> str:
-    p = Path(source)
-    h = hashlib.sha256()
-    if p.is_dir():
-        for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-    else:
-        h.update(source.encode())
-    return h.hexdigest()[:16]
 
 
 def make_encoder(spec: str, **kw):

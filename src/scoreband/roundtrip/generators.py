@@ -21,9 +21,6 @@ import io
 import json
 import os
 import re
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -228,31 +225,14 @@ class OpenAIImageGenerator:
                 "send_seed": self.send_seed}
 
     def _post(self, body: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(30.0, self.backoff * 2 ** (attempt - 1)))
-            req = urllib.request.Request(f"{self.base_url}/images/generations",
-                                         data=json.dumps(body).encode(), headers=headers,
-                                         method="POST")
+        from scoreband.http import post_json
+
+        def count():
             self.requests_made += 1
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                    return json.loads(r.read().decode())
-            except urllib.error.HTTPError as e:
-                last = f"HTTP {e.code}: {e.read().decode('utf-8', 'replace')[:300]}"
-                if e.code not in (408, 409, 429, 500, 502, 503, 504):
-                    raise GenerationError(f"endpoint refused the request ({last})") from None
-            except TimeoutError:
-                last = f"timed out after {self.timeout:g} s"
-            except urllib.error.URLError as e:
-                last = f"connection failed: {e.reason}"
-            except (ConnectionError, json.JSONDecodeError) as e:
-                last = f"{type(e).__name__}: {e}"
-        raise GenerationError(f"endpoint failed after {self.retries + 1} attempts ({last})")
+
+        return post_json(f"{self.base_url}/images/generations", body, api_key=self._key,
+                         timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+                         error=GenerationError, on_request=count)
 
     def generate(self, caption: str, seed: int) -> Image.Image:
         key = hashlib.sha256(json.dumps({"endpoint": self.base_url, "model": self.model,
