@@ -74,21 +74,19 @@ def _batches(n: int, size: int):
         yield s, min(n, s + size)
 
 
-def _represent(backbone, images, texts, batch_size: int = 32, grad: bool = False):
-    """(representations, image embeddings, truncated flags, token counts)."""
+def _represent(backbone, images, texts, batch_size: int = 32):
+    """(representations, image embeddings, truncated flags, token counts); the tensors are
+    float32 on the CPU whatever the backbone's device and dtype (the heads run there)."""
     reps, embs, trunc, counts = [], [], [], []
-    ctx = torch.enable_grad() if grad else torch.inference_mode()
-    with ctx:
+    with torch.inference_mode():
         for s, e in _batches(len(texts), batch_size):
             px = backbone.preprocess(images[s:e])
             tb, tr, ct = backbone.encode_text(texts[s:e])
-            reps.append(backbone.represent(px, tb).float())
-            if not grad:
-                embs.append(backbone.image_embedding(px).float())
+            reps.append(backbone.represent(px, tb).float().cpu())
+            embs.append(backbone.image_embedding(px).float().cpu())
             trunc.append(tr)
             counts.append(ct)
-    return (torch.cat(reps), torch.cat(embs) if embs else None, np.concatenate(trunc),
-            np.concatenate(counts))
+    return torch.cat(reps), torch.cat(embs), np.concatenate(trunc), np.concatenate(counts)
 
 
 def _data_key(backbone, image_ids, texts) -> str:
@@ -222,6 +220,8 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
             {"params": module.parameters(), "lr": cfg.backbone_lr}],
             weight_decay=cfg.weight_decay)
         best, bad, best_state, hist = float("inf"), 0, None, []
+        dev = getattr(backbone, "device", "cpu")
+        heads.point.to(dev)  # the point head trains beside the backbone, then returns
         for ep in range(cfg.epochs):
             module.train()
             heads.train()
@@ -230,7 +230,7 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
                 px = backbone.preprocess(train["images"][list(b)])
                 tb, _, _ = backbone.encode_text([train["texts"][i] for i in b])
                 rep = backbone.represent(px, tb)
-                loss = nn.functional.mse_loss(heads.point(rep), y_tr[bi])
+                loss = nn.functional.mse_loss(heads.point(rep), y_tr[bi].to(rep.device))
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -238,7 +238,7 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
             heads.eval()
             h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
             with torch.no_grad():
-                vl = float(nn.functional.mse_loss(heads.point(h_va), y_va))
+                vl = float(nn.functional.mse_loss(heads.point(h_va.to(dev)), y_va.to(dev)))
             hist.append(vl)
             if on_epoch:
                 on_epoch("point+backbone", ep + 1, vl)
@@ -252,6 +252,7 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
                     break
         module.load_state_dict(best_state[0])
         heads.point.load_state_dict(best_state[1])
+        heads.point.cpu()
         module.eval()
         report["point"] = {"epochs": len(hist), "best_val": best, "fine_tuned": True}
         h_tr, _, _, _ = _represent(backbone, train["images"], train["texts"], cfg.batch_size)
@@ -331,7 +332,8 @@ class BackboneScorer:
             save_file({k: v.contiguous() for k, v in heads.state_dict().items()}, tmp)
         if backbone_state is not None:
             with atomic_path(path / "backbone.safetensors") as tmp:
-                save_file({k: v.contiguous() for k, v in backbone_state.items()}, tmp)
+                save_file({k: v.detach().cpu().contiguous() for k, v in backbone_state.items()},
+                          tmp)
         meta = {"format": FORMAT, "format_version": 1, "backbone_name": backbone.name,
                 "backbone_fingerprint": backbone.fingerprint, "dim": backbone.dim,
                 "dropout": report["train_config"]["dropout"],

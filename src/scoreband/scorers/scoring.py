@@ -235,7 +235,7 @@ def clip_s_table(df: pd.DataFrame, backbone: str, *, image_col: str = "image",
         tb, tr, ct = bb.encode_text([b[2] for b in batch])
         with torch.inference_mode():
             ei, et = bb.embeddings(bb.preprocess([b[1] for b in batch]), tb)
-        score[pos] = clip_s(ei.numpy(), et.numpy())
+        score[pos] = clip_s(ei.float().cpu().numpy(), et.float().cpu().numpy())
         trunc[pos], counts[pos] = tr, ct
         batch.clear()
 
