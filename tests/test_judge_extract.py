@@ -318,3 +318,42 @@ def test_judge_study_wrong_number_of_columns(tmp_path):
                                  "--task-col", "task", "--out", str(tmp_path / "s")])
     assert r.exit_code == 2
     assert "K = 5 labels" in r.output
+
+
+# ------------------------------------------------------------------ properties
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_words = st.sampled_from(["I", " see", " 3", " dogs", ".", " Score", ":", " 4", "\n", " ",
+                          "5", " the", " score", "2", "Score:"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(reasoning=st.lists(_words, max_size=30), label=st.sampled_from(LABELS),
+       pad=st.lists(st.sampled_from([" ", "\n"]), max_size=3),
+       tail=st.lists(st.sampled_from([".", "</s>", " because"]), max_size=3))
+def test_score_position_is_the_label_after_the_last_delimiter(reasoning, label, pad, tail):
+    """Whatever numbers and delimiters the reasoning holds, the score is the first non-blank
+    token after the last delimiter."""
+    toks = reasoning + [" Score", ":"] + pad + [" " + label] + tail
+    pos = find_score_position(toks)
+    assert toks[pos].strip() == label
+    assert pos == len(reasoning) + 2 + len(pad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.lists(st.tuples(st.sampled_from(["1", " 1", "\u25812", "\u01203", "4", " 5",
+                                                   "x", " the"]),
+                                  st.floats(-20, 0)), max_size=12))
+def test_folding_conserves_probability(entries):
+    """Folded label mass + missing mass = 1 when the listed probabilities sum to <= 1; every
+    variant's mass lands on its label."""
+    total = np.logaddexp.reduce([lp for _, lp in entries]) if entries else -np.inf
+    entries = [(t, lp - max(total, 0.0)) for t, lp in entries]  # listed mass <= 1
+    lp, missing = fold_top_logprobs(entries, LABELS)
+    listed = sum(np.exp(v) for t, v in entries if t.strip("\u2581\u0120 ") in LABELS)
+    np.testing.assert_allclose(np.exp(lp[np.isfinite(lp)]).sum() if np.isfinite(lp).any()
+                               else 0.0, listed, atol=1e-9)
+    np.testing.assert_allclose(np.exp(lp[np.isfinite(lp)]).sum() + missing
+                               if np.isfinite(lp).any() else missing, max(1.0, listed),
+                               atol=1e-9)

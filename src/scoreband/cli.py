@@ -465,9 +465,10 @@ def train(
     clusters: KOpt = "auto",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ):
-    """Train a quantile scorer: a point head first, then the quantile heads (chained with the
-    centred interval loss; unconstrained pinball as the baseline) initialised from it, then
-    its CRC calibrator.
+    """Train a quantile scorer and its CRC calibrator.
+
+    A point head first, then the quantile heads (chained with the centred interval loss;
+    unconstrained pinball as the baseline) initialised from it, then the calibrator.
 
     With TRAIN_TABLE: heads on --backbone (frozen with cached representations, or
     --fine-tune), early stopping on half of --val and CRC calibration on the other half.

@@ -52,7 +52,8 @@ class LocalVLMJudge:
         vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
         # byte-level tokens ("Ġ5") and SentencePiece ones ("▁5") are folded by
         # canonical_token; a per-id decode catches tokenizers with other markers
-        decoded = [tok.decode([i]) for i in range(len(tok))]
+        # one batched (Rust-side, for fast tokenizers) decode of the whole vocabulary
+        decoded = tok.batch_decode([[i] for i in range(len(tok))])
         self.label_ids = label_token_ids(list(zip(vocab, decoded, strict=True)), prompt.labels,
                                          split=lambda lab: tok.tokenize(lab))
         self._fingerprint = weights_fingerprint(model)
