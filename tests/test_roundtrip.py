@@ -334,3 +334,16 @@ def test_world_command_writes_a_usable_table(tmp_path, monkeypatch):
     r = runner.invoke(app, ["roundtrip", "w/world.csv", "--n-gen", "1", "--out", "rt.csv"])
     assert r.exit_code == 0, r.output
     assert runner.invoke(app, ["world", "--style", "sketch"]).exit_code == 2
+
+
+def test_resnet_and_dinov2_encoders(tmp_path):
+    """The timm-free pooled path: ResNet's pooled map (n, C, 1, 1) and DINOv2's pooled CLS,
+    both through AutoModel + AutoImageProcessor from a local folder; unit vectors out."""
+    from tiny_models import tiny_dinov2, tiny_resnet
+
+    for build, width in ((tiny_resnet, 16), (tiny_dinov2, 16)):
+        e = make_encoder(f"hf:{build(tmp_path / build.__name__)}")
+        emb = e.embed([Image.new("RGB", (50, 40), (200, 0, 0)), Image.new("RGB", (30, 30))])
+        assert e.kind == "pooled" and emb.shape == (2, width) and emb.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-6)
+        assert json.dumps(e.describe())  # provenance is plain JSON

@@ -243,3 +243,25 @@ def tiny_beit3(path: Path, seed: int = 0, img_size: int = 32) -> Path:
     torch.save({"model": state, "args": {"note": "tiny"}}, path / "tiny_beit3.pth")
     (path / "config.json").write_text(json.dumps({"heads": 2}))
     return path
+
+
+def tiny_resnet(path: Path, seed: int = 0) -> Path:
+    from transformers import ConvNextImageProcessor, ResNetConfig, ResNetModel
+
+    torch.manual_seed(seed)
+    ResNetModel(ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                             layer_type="basic")).eval().save_pretrained(path)
+    ConvNextImageProcessor(size={"shortest_edge": 32}, crop_pct=1.0).save_pretrained(path)
+    return path
+
+
+def tiny_dinov2(path: Path, seed: int = 0) -> Path:
+    from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
+
+    torch.manual_seed(seed)
+    Dinov2Model(Dinov2Config(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                             intermediate_size=32, image_size=32, patch_size=8)
+                ).eval().save_pretrained(path)
+    BitImageProcessor(size={"shortest_edge": 32},
+                      crop_size={"height": 32, "width": 32}).save_pretrained(path)
+    return path
