@@ -15,19 +15,13 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from scoreband.conformal.persist import file_sha256
+
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
            "weights_fingerprint"]
 
 _PACKAGES = ("scoreband", "numpy", "scipy", "scikit-learn", "pandas", "torch", "transformers",
              "diffusers", "tokenizers", "sentencepiece", "open_clip_torch", "pycocoevalcap")
-
-
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def weights_fingerprint(source) -> str:
