@@ -37,6 +37,7 @@ from scoreband.records import QUANTILE_LEVELS, Predictions
 from scoreband.scorers.heads import PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.model import HEAD_KINDS
+from scoreband.scorers.train import cluster_labels, fit_head, group_batches
 
 __all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
            "FORMAT"]
@@ -116,49 +117,10 @@ def _cached_reps(backbone, images, texts, image_ids, cache_dir: Path, batch_size
     return reps, emb, trunc, counts
 
 
-def _clusters(emb: np.ndarray, k, seed: int):
-    from scoreband.clustering import choose_k, fit_kmeans
-
-    if k == "auto":
-        k = choose_k(emb, seed=seed).k if len(emb) >= 20 else 1
-    k = int(k)
-    if k <= 1:
-        return np.zeros(len(emb), dtype=int), {"k": 1}
-    labels, _ = fit_kmeans(emb, min(k, len(emb)), seed=seed)
-    return labels, {"k": k}
-
-
-def _fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, labels, cfg, lr, epochs, on_epoch, tag,
-              extra_params=()):
-    from scoreband.scorers.train import group_batches
-
-    opt = torch.optim.AdamW(list(head.parameters()) + list(extra_params), lr=lr,
-                            weight_decay=cfg.weight_decay)
-    best, bad, best_sd, hist = float("inf"), 0, None, []
-    for ep in range(epochs):
-        rng = np.random.default_rng(cfg.seed * 7919 + ep)
-        head.train()
-        for b in group_batches(labels, cfg.batch_size, rng):
-            bi = torch.as_tensor(b)
-            loss = loss_fn(head(h_tr[bi]), y_tr[bi])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        head.eval()
-        with torch.no_grad():
-            vl = float(loss_fn(head(h_va), y_va))
-        hist.append(vl)
-        if vl < best - 1e-7:
-            best, bad = vl, 0
-            best_sd = {k: v.clone() for k, v in head.state_dict().items()}
-        else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
-        if on_epoch:
-            on_epoch(tag, ep + 1, vl)
-    head.load_state_dict(best_sd)
-    return {"epochs": len(hist), "best_val": best}
+def _head_kw(cfg: BackboneTrainConfig, on_epoch, tag: str) -> dict:
+    return dict(lr=cfg.lr, batch_size=cfg.batch_size, weight_decay=cfg.weight_decay,
+                patience=cfg.patience, seed=cfg.seed, min_delta=1e-7,
+                on_epoch=(lambda ep, vl: on_epoch(tag, ep, vl)) if on_epoch else None)
 
 
 def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfig | None = None,
@@ -204,17 +166,16 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
                                                train["image_ids"], cache, cfg.batch_size)
         h_va, _, _, _ = _cached_reps(backbone, va["images"], va["texts"], va["image_ids"],
                                      cache, cfg.batch_size)
-        labels, cinfo = _clusters(e_tr.numpy(), cfg.clusters, cfg.seed)
-        report["point"] = _fit_head(heads.point, nn.functional.mse_loss, h_tr, y_tr, h_va,
-                                    y_va, labels, cfg, cfg.lr, cfg.epochs, on_epoch, "point")
+        labels, cinfo = cluster_labels(e_tr.numpy(), cfg.clusters, cfg.seed)
+        report["point"] = fit_head(heads.point, nn.functional.mse_loss, h_tr, y_tr, h_va,
+                                   y_va, labels, epochs=cfg.epochs, **_head_kw(cfg, on_epoch,
+                                                                               "point"))
     else:
         # full fine-tuning: backbone + point head on mini-batches of images and texts
-        from scoreband.scorers.train import group_batches
-
         module = backbone.trainable()
         _, e_tr, tr_trunc, _ = _represent(backbone, train["images"], train["texts"],
                                           cfg.batch_size)
-        labels, cinfo = _clusters(e_tr.numpy(), cfg.clusters, cfg.seed)
+        labels, cinfo = cluster_labels(e_tr.numpy(), cfg.clusters, cfg.seed)
         opt = torch.optim.AdamW([
             {"params": heads.point.parameters(), "lr": cfg.lr},
             {"params": module.parameters(), "lr": cfg.backbone_lr}],
@@ -265,8 +226,8 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
         head = heads.heads[name]
         head.init_from_point(heads.point)
         fn = centered_interval_loss if loss_name == "ci" else pinball_loss
-        r = _fit_head(head, fn, h_tr, y_tr, h_va, y_va, labels, cfg, cfg.lr, cfg.head_epochs,
-                      on_epoch, name)
+        r = fit_head(head, fn, h_tr, y_tr, h_va, y_va, labels, epochs=cfg.head_epochs,
+                     **_head_kw(cfg, on_epoch, name))
         with torch.no_grad():
             r["val_crossings"] = count_crossings(head(h_va))
         report["heads"][name] = {"loss": loss_name, **r}

@@ -23,7 +23,7 @@ from scoreband.scorers.heads import count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.model import HEAD_KINDS, QuantileScorer, ScorerModel
 
-__all__ = ["TrainConfig", "group_batches", "train_scorer"]
+__all__ = ["TrainConfig", "group_batches", "train_scorer", "fit_head", "cluster_labels"]
 
 
 @dataclass
@@ -54,17 +54,61 @@ def group_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator)
     return [batches[i] for i in order]
 
 
-def _clusters(emb: np.ndarray, k, seed: int) -> tuple[np.ndarray, dict]:
+def cluster_labels(emb: np.ndarray, k, seed: int) -> tuple[np.ndarray, dict]:
+    """k-means labels of the image embeddings, for group batching.
+
+    ``k="auto"`` picks k by elbow + silhouette (one cluster when fewer than 20 items leave
+    nothing to choose); a given k is capped at the number of items.
+    """
+    n = len(emb)
     if k == "auto":
+        if n < 20:
+            return np.zeros(n, dtype=int), {"k": 1}
         sel = choose_k(emb, seed=seed)
         k = sel.k
         info = {"k": k, "elbow": sel.elbow, "silhouette": dict(zip(sel.ks, sel.silhouette,
                                                                       strict=True))}
     else:
         info = {"k": int(k)}
-    labels, _ = fit_kmeans(emb, int(k), seed=seed) if int(k) > 1 else (np.zeros(len(emb), int),
-                                                                       None)
+    k = min(int(k), n)
+    labels = fit_kmeans(emb, k, seed=seed)[0] if k > 1 else np.zeros(n, dtype=int)
     return labels, info
+
+
+def fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, labels, *, lr: float, epochs: int,
+             batch_size: int, weight_decay: float, patience: int, seed: int,
+             min_delta: float = 1e-6, on_epoch: Callable[[int, float], None] | None = None
+             ) -> dict:
+    """Train one head on frozen representations: AdamW, group batches, early stopping on
+    the validation loss (an improvement must exceed ``min_delta``); the best weights are
+    loaded back. ``on_epoch(epoch, val_loss)`` follows every epoch that does not stop.
+    Returns ``{"epochs", "best_val"}``."""
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=weight_decay)
+    best, bad, best_sd, hist = float("inf"), 0, None, []
+    for ep in range(epochs):
+        rng = np.random.default_rng(seed * 7919 + ep)
+        head.train()
+        for b in group_batches(labels, batch_size, rng):
+            bi = torch.as_tensor(b)
+            loss = loss_fn(head(h_tr[bi]), y_tr[bi])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        head.eval()
+        with torch.no_grad():
+            vl = float(loss_fn(head(h_va), y_va))
+        hist.append(vl)
+        if vl < best - min_delta:
+            best, bad = vl, 0
+            best_sd = {k: v.clone() for k, v in head.state_dict().items()}
+        else:
+            bad += 1
+            if bad >= patience:
+                break
+        if on_epoch:
+            on_epoch(ep + 1, vl)
+    head.load_state_dict(best_sd)
+    return {"epochs": len(hist), "best_val": best}
 
 
 class _Checkpoint:
@@ -162,7 +206,7 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
         s1 = state["stage1"]
     else:
         emb = model.backbone.image_embedding(px_tr).numpy()
-        labels, cinfo = _clusters(emb, cfg.clusters, cfg.seed)
+        labels, cinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
         s1 = {"epoch": 0, "best": float("inf"), "bad": 0, "done": False, "history": [],
               "clusters": cinfo, "labels": labels.tolist()}
     labels = np.asarray(s1["labels"])
@@ -207,42 +251,20 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
         h_va = torch.cat([model.represent(px_va[s:s + 512], ids_va[s:s + 512])
                           for s in range(0, len(y_va), 512)])
         emb = model.backbone.image_embedding(px_tr).numpy()
-    hlabels, hinfo = _clusters(emb, cfg.clusters, cfg.seed)
+    hlabels, hinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
     report_heads = {}
     for name, (_, loss_name) in HEAD_KINDS.items():
         head = model.heads[name]
         head.init_from_point(model.point)
         loss_fn = centered_interval_loss if loss_name == "ci" else pinball_loss
-        hopt = torch.optim.AdamW(head.parameters(), lr=cfg.head_lr,
-                                 weight_decay=cfg.weight_decay)
-        best, bad, best_sd, hist = float("inf"), 0, None, []
-        for ep in range(cfg.head_epochs):
-            rng = np.random.default_rng(cfg.seed * 7919 + ep)
-            head.train()
-            for b in group_batches(hlabels, cfg.batch_size, rng):
-                bi = torch.as_tensor(b)
-                loss = loss_fn(head(h_tr[bi]), y_tr[bi])
-                hopt.zero_grad()
-                loss.backward()
-                hopt.step()
-            head.eval()
-            with torch.no_grad():
-                vl = float(loss_fn(head(h_va), y_va))
-            hist.append(vl)
-            if vl < best - 1e-6:
-                best, bad = vl, 0
-                best_sd = {k: v.clone() for k, v in head.state_dict().items()}
-            else:
-                bad += 1
-                if bad >= cfg.patience:
-                    break
-            if on_epoch:
-                on_epoch(name, ep + 1, float("nan"), vl)
-        head.load_state_dict(best_sd)
+        r = fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, hlabels, lr=cfg.head_lr,
+                     epochs=cfg.head_epochs, batch_size=cfg.batch_size,
+                     weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
+                     on_epoch=(lambda ep, vl, name=name: on_epoch(name, ep, float("nan"), vl))
+                     if on_epoch else None)
         with torch.no_grad():
             crossings = count_crossings(head(h_va))
-        report_heads[name] = {"loss": loss_name, "epochs": len(hist), "best_val": best,
-                              "val_crossings": crossings}
+        report_heads[name] = {"loss": loss_name, **r, "val_crossings": crossings}
     report = {
         "train_config": asdict(cfg), "n_train": len(y_tr), "n_val": len(y_va),
         "stage1": {k: s1[k] for k in ("epoch", "best", "history", "clusters")},
