@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +22,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
 from scoreband.errors import InputError
 from scoreband.judges.features import entropy, expected_score, max_prob
 
@@ -111,13 +111,6 @@ def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
         f"{k}: {v}" for k, v in JUDGE_KINDS.items()))
 
 
-def _cell(df: pd.DataFrame, col: str, i: int) -> str | None:
-    v = df[col].iloc[i]
-    if v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip():
-        return None
-    return str(v)
-
-
 def _row_key(judge: Judge, image: str | None, instruction: str | None, response: str | None,
              image_file: Path | None) -> str:
     h = hashlib.sha256()
@@ -130,13 +123,6 @@ def _row_key(judge: Judge, image: str | None, instruction: str | None, response:
         h.update(part.encode("utf-8"))
         h.update(b"\0")
     return h.hexdigest()
-
-
-def _resolve(path: str, base_dir) -> Path:
-    p = Path(path)
-    if not p.is_absolute() and not p.exists() and base_dir is not None:
-        p = Path(base_dir) / p
-    return p
 
 
 def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",
@@ -163,30 +149,15 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
     missing = np.full(n, np.nan)
     position = np.full(n, "", dtype=object)
     errors = np.full(n, "", dtype=object)
-    done: dict[str, dict] = {}
-    if journal is not None and Path(journal).exists():
-        for line in Path(journal).read_text().splitlines():
-            try:
-                rec = json.loads(line)
-                done[rec["key"]] = rec
-            except (json.JSONDecodeError, KeyError):
-                continue  # a line cut by a crash: that row is simply asked again
-    jf = open(journal, "a", encoding="utf-8") if journal is not None else None
-    prog = task = None
-    if progress is not None:
-        from rich.progress import Progress
-
-        prog = Progress(console=progress)
-        prog.start()
-        task = prog.add_task(f"judging with {judge.name}", total=n)
     reused = 0
-    try:
+    with RowJournal(journal) as jr, row_progress(progress, f"judging with {judge.name}",
+                                                 n) as update:
         for i in range(n):
-            img, ins, resp = (_cell(df, c, i) for c in (image_col, instruction_col,
-                                                       response_col))
-            img_file = _resolve(img, base_dir) if img else None
+            img, ins, resp = (cell_text(df, c, i) for c in (image_col, instruction_col,
+                                                           response_col))
+            img_file = resolve_path(img, base_dir) if img else None
             key = _row_key(judge, img, ins, resp, img_file)
-            rec = done.get(key)
+            rec = jr.get(key)
             if rec is None:
                 rec = {"key": key, "logp": None, "missing": None, "position": "", "error": ""}
                 try:
@@ -208,22 +179,14 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
                                missing=res.missing_mass, position=res.position)
                 except JudgeError as e:
                     rec["error"] = str(e)
-                if jf is not None:
-                    jf.write(json.dumps(rec) + "\n")
-                    jf.flush()
+                jr.add(rec)
             else:
                 reused += 1
             if rec["logp"] is not None:
                 raw[i] = [-np.inf if x is None else x for x in rec["logp"]]
                 missing[i] = rec["missing"]
             position[i], errors[i] = rec["position"], rec["error"]
-            if prog is not None:
-                prog.update(task, completed=i + 1)
-    finally:
-        if jf is not None:
-            jf.close()
-        if prog is not None:
-            prog.stop()
+            update(i + 1)
     ok = errors == ""
     out = df.copy()
     norm = np.full((n, k), np.nan)

@@ -5,7 +5,6 @@ and the round-trip metric then scores those captions."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 from PIL import Image
@@ -71,11 +70,8 @@ def caption_table(df: pd.DataFrame, captioner: HFCaptioner, *, image_col: str = 
     for i, v in enumerate(df[image_col].tolist()):
         if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
-        p = Path(str(v))
-        if not p.is_absolute() and not p.exists() and base_dir is not None:
-            p = Path(base_dir) / p
         try:
-            batch.append((i, Image.fromarray(load_image(p, None))))
+            batch.append((i, Image.fromarray(load_image(v, None, base_dir))))
         except ValueError:
             continue
         if len(batch) >= batch_size:

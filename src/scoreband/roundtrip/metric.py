@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image
 
+from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
 from scoreband.errors import InputError
 from scoreband.roundtrip.encoders import cosine
 from scoreband.roundtrip.generators import GenerationError
@@ -37,13 +37,6 @@ def roundtrip_scores(images: list[Image.Image], captions: list[str], generator, 
         gen = [generator.generate(c, seed + j) for c in captions]
         sims[:, j] = cosine(orig, encoder.embed(gen))
     return sims.mean(1), sims.std(1), sims
-
-
-def _cell(df, col, i):
-    v = df[col].iloc[i]
-    if v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip():
-        return None
-    return str(v)
 
 
 def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, seed: int = 0,
@@ -66,39 +59,20 @@ def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, see
     kept = np.full(n, "", dtype=object)
     setup = json.dumps({"generator": generator.describe(), "encoder": encoder.describe(),
                         "n_gen": n_gen, "seed": seed}, sort_keys=True)
-    done: dict[str, dict] = {}
-    if journal is not None and Path(journal).exists():
-        for line in Path(journal).read_text().splitlines():
-            try:
-                rec = json.loads(line)
-                done[rec["key"]] = rec
-            except (json.JSONDecodeError, KeyError):
-                continue  # a line torn by a crash: that row is scored again
-    jf = open(journal, "a", encoding="utf-8") if journal is not None else None
     if keep_dir is not None:
         Path(keep_dir).mkdir(parents=True, exist_ok=True)
-    prog = task = None
-    if progress is not None:
-        from rich.progress import Progress
-
-        prog = Progress(console=progress)
-        prog.start()
-        task = prog.add_task(f"round trip via {generator.name}", total=n)
     reused = 0
-    try:
+    with RowJournal(journal) as jr, row_progress(progress, f"round trip via {generator.name}",
+                                                 n) as update:
         for i in range(n):
-            img_path, caption = _cell(df, image_col, i), _cell(df, text_col, i)
-            p = None
-            if img_path is not None:
-                p = Path(img_path)
-                if not p.is_absolute() and not p.exists() and base_dir is not None:
-                    p = Path(base_dir) / p
+            img_path, caption = cell_text(df, image_col, i), cell_text(df, text_col, i)
+            p = resolve_path(img_path, base_dir) if img_path is not None else None
             h = hashlib.sha256(setup.encode())
             h.update(str(caption).encode())
             if p is not None and p.is_file():
                 h.update(hashlib.sha256(p.read_bytes()).digest())
             key = h.hexdigest()
-            rec = done.get(key)
+            rec = jr.get(key)
             if rec is None:
                 rec = {"key": key, "score": None, "spread": None, "error": "", "kept": ""}
                 try:
@@ -123,21 +97,13 @@ def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, see
                         rec["kept"] = ";".join(names)
                 except GenerationError as e:
                     rec["error"] = str(e)
-                if jf is not None:
-                    jf.write(json.dumps(rec) + "\n")
-                    jf.flush()
+                jr.add(rec)
             else:
                 reused += 1
             if rec["score"] is not None:
                 score[i], spread[i] = rec["score"], rec["spread"]
             errors[i], kept[i] = rec["error"], rec.get("kept", "")
-            if prog is not None:
-                prog.update(task, completed=i + 1)
-    finally:
-        if jf is not None:
-            jf.close()
-        if prog is not None:
-            prog.stop()
+            update(i + 1)
     out = df.copy()
     out["roundtrip_score"] = score
     out["roundtrip_spread"] = spread

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from scoreband.batch import cell_text, resolve_path
 from scoreband.errors import InputError, RowError
 
 __all__ = ["LazyImages", "load_pairs"]
@@ -60,14 +60,11 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
     keep, paths, texts, pos = [], [], [], []
     for j, i in enumerate(inp.rows):
         rid = inp.row_ids[j]
-        t = df[text_col].iloc[i]
-        if t is None or (isinstance(t, float) and math.isnan(t)) or not str(t).strip():
+        t = cell_text(df, text_col, int(i))
+        if t is None:
             errors.append(RowError(rid, text_col, "empty caption", int(i)))
             continue
-        v = df[image_col].iloc[i]
-        p = Path(str(v))
-        if not p.is_absolute() and not p.exists() and base_dir is not None:
-            p = Path(base_dir) / p
+        p = resolve_path(df[image_col].iloc[i], base_dir)
         if check_images:
             try:
                 load_image(p, 8)
@@ -76,7 +73,7 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
                 continue
         keep.append(j)
         paths.append(p)
-        texts.append(str(t))
+        texts.append(t)
         pos.append(int(i))
     if not keep:
         raise InputError("no usable rows: " + "; ".join(str(e) for e in errors[:5]))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
+from scoreband.batch import cell_text, resolve_path, row_progress
 from scoreband.conformal import load_calibrator
 from scoreband.errors import InputError
 from scoreband.scorers.model import QuantileScorer
@@ -33,9 +34,7 @@ def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
     """
     if path is None or (isinstance(path, float) and math.isnan(path)) or str(path).strip() == "":
         raise ValueError("no image path (empty cell)")
-    p = Path(str(path))
-    if not p.is_absolute() and not p.exists() and base_dir is not None:
-        p = Path(base_dir) / p
+    p = resolve_path(path, base_dir)
     if not p.is_file():
         raise ValueError(f"image file not found: {str(p)!r}")
     try:
@@ -90,20 +89,12 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
         for s in range(0, n, batch_size):
             yield s, min(n, s + batch_size)
 
-    task = None
-    if progress is not None:
-        from rich.progress import Progress
-
-        prog = Progress(console=progress)
-        prog.start()
-        task = prog.add_task("scoring", total=n)
-    try:
+    with row_progress(progress, "scoring", n) as update:
         for s, e in rows_iter():
             imgs, texts, pos = [], [], []
             for i in range(s, e):
-                text = df[text_col].iloc[i]
-                if text is None or (isinstance(text, float) and math.isnan(text)) or \
-                        not str(text).strip():
+                text = cell_text(df, text_col, i)
+                if text is None:
                     errors[i] = f"{text_col}: empty caption"
                     continue
                 try:
@@ -111,19 +102,15 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                 except ValueError as err:
                     errors[i] = f"{image_col}: {err}"
                     continue
-                texts.append(str(text))
+                texts.append(text)
                 pos.append(i)
-                _, trunc, _ = scorer.tokenizer.encode(str(text))
+                _, trunc, _ = scorer.tokenizer.encode(text)
                 truncated[i] = trunc
             if pos:
                 pred = scorer.predict(np.stack(imgs), texts, head=head)
                 band = cal.predict(pred)
                 med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
-            if task is not None:
-                prog.update(task, completed=e)
-    finally:
-        if task is not None:
-            prog.stop()
+            update(e)
     out = df.copy()
     out["band_median"] = med
     out["band_lo"] = lo
@@ -134,20 +121,26 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     return out, int((errors != "").sum())
 
 
-def _rows(df, image_col, text_col, base_dir):
-    """Per row: (PIL image or None, caption or None, error)."""
+def _row_batches(df, image_col, text_col, base_dir, batch_size, errors):
+    """Batches ``(positions, PIL images, captions)`` of the usable rows; the reason a row is
+    not usable goes into ``errors[position]``."""
+    batch: list = []
     for i in range(len(df)):
-        text = df[text_col].iloc[i]
-        if text is None or (isinstance(text, float) and math.isnan(text)) or \
-                not str(text).strip():
-            yield i, None, None, f"{text_col}: empty caption"
+        text = cell_text(df, text_col, i)
+        if text is None:
+            errors[i] = f"{text_col}: empty caption"
             continue
         try:
             img = Image.fromarray(load_image(df[image_col].iloc[i], None, base_dir))
         except ValueError as err:
-            yield i, None, None, f"{image_col}: {err}"
+            errors[i] = f"{image_col}: {err}"
             continue
-        yield i, img, str(text), ""
+        batch.append((i, img, text))
+        if len(batch) >= batch_size:
+            yield tuple(map(list, zip(*batch, strict=True)))
+            batch = []
+    if batch:
+        yield tuple(map(list, zip(*batch, strict=True)))
 
 
 def score_table_backbone(df: pd.DataFrame, model_dir, *, image_col: str = "image",
@@ -173,29 +166,14 @@ def score_table_backbone(df: pd.DataFrame, model_dir, *, image_col: str = "image
     errors = np.full(n, "", dtype=object)
     trunc = np.zeros(n, dtype=bool)
     counts = np.zeros(n, dtype=int)
-    batch: list = []
-
-    def flush():
-        if not batch:
-            return
-        pos = [b[0] for b in batch]
-        pred = scorer.predict([b[1] for b in batch], [b[2] for b in batch])
-        band = cal.predict(pred)
+    for pos, images, texts in _row_batches(df, image_col, text_col, base_dir, batch_size,
+                                           errors):
+        band = cal.predict(scorer.predict(images, texts))
         cols["band_median"][pos] = band.median01
         cols["band_lo"][pos] = band.lo01
         cols["band_hi"][pos] = band.hi01
         trunc[pos] = scorer.last_truncated
         counts[pos] = scorer.last_counts
-        batch.clear()
-
-    for i, img, text, e in _rows(df, image_col, text_col, base_dir):
-        if e:
-            errors[i] = e
-            continue
-        batch.append((i, img, text))
-        if len(batch) >= batch_size:
-            flush()
-    flush()
     out = df.copy()
     for k, v in cols.items():
         out[k] = v
@@ -226,27 +204,13 @@ def clip_s_table(df: pd.DataFrame, backbone: str, *, image_col: str = "image",
     errors = np.full(n, "", dtype=object)
     trunc = np.zeros(n, dtype=bool)
     counts = np.zeros(n, dtype=int)
-    batch: list = []
-
-    def flush():
-        if not batch:
-            return
-        pos = [b[0] for b in batch]
-        tb, tr, ct = bb.encode_text([b[2] for b in batch])
+    for pos, images, texts in _row_batches(df, image_col, text_col, base_dir, batch_size,
+                                           errors):
+        tb, tr, ct = bb.encode_text(texts)
         with torch.inference_mode():
-            ei, et = bb.embeddings(bb.preprocess([b[1] for b in batch]), tb)
+            ei, et = bb.embeddings(bb.preprocess(images), tb)
         score[pos] = clip_s(ei.float().cpu().numpy(), et.float().cpu().numpy())
         trunc[pos], counts[pos] = tr, ct
-        batch.clear()
-
-    for i, img, text, e in _rows(df, image_col, text_col, base_dir):
-        if e:
-            errors[i] = e
-            continue
-        batch.append((i, img, text))
-        if len(batch) >= batch_size:
-            flush()
-    flush()
     out = df.copy()
     out["clip_s"] = score
     out["score_error"] = errors

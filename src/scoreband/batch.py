@@ -1,0 +1,89 @@
+"""Row-by-row batch jobs (judging, round trips, scoring): table cells, image paths, the
+resume journal and the progress bar, shared so every job behaves the same."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress"]
+
+
+def cell_text(df: pd.DataFrame, col: str, i: int) -> str | None:
+    """The cell as text, or None when it is empty (None, NaN or blank)."""
+    v = df[col].iloc[i]
+    if v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip():
+        return None
+    return str(v)
+
+
+def resolve_path(value, base_dir=None) -> Path:
+    """A relative path is looked up from the working directory, then from ``base_dir``
+    (the table's folder)."""
+    p = Path(str(value))
+    if not p.is_absolute() and not p.exists() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
+
+
+class RowJournal:
+    """Finished rows, one JSON object per line with a ``key``, appended and flushed as they
+    finish. Reopened after an interruption, the rows it holds are reused; a line torn by a
+    crash is ignored (that row is done again). ``path=None`` keeps nothing."""
+
+    def __init__(self, path: Path | None):
+        self.done: dict[str, dict] = {}
+        self._f = None
+        if path is None:
+            return
+        path = Path(path)
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                    self.done[rec["key"]] = rec
+                except (json.JSONDecodeError, KeyError):
+                    continue
+        self._f = open(path, "a", encoding="utf-8")
+
+    def get(self, key: str) -> dict | None:
+        return self.done.get(key)
+
+    def add(self, rec: dict) -> None:
+        if self._f is not None:
+            self._f.write(json.dumps(rec) + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self) -> RowJournal:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@contextmanager
+def row_progress(console, description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on ``console`` (none when it is None); yields
+    ``update(completed)``."""
+    if console is None:
+        yield lambda completed: None
+        return
+    from rich.progress import Progress
+
+    prog = Progress(console=console)
+    prog.start()
+    task = prog.add_task(description, total=total)
+    try:
+        yield lambda completed: prog.update(task, completed=completed)
+    finally:
+        prog.stop()
