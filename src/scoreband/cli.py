@@ -112,6 +112,17 @@ def _report_rows(errors: list[RowError], total: int, action: str = "skipped") ->
         err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
 
 
+def _report_error_column(res, col: str, action: str) -> int:
+    """Print the rows of an output table whose ``col`` holds a reason (rows numbered from 1,
+    as in every other report); returns how many there are."""
+    bad = res.loc[res[col] != "", col]
+    if len(bad):
+        err.print(f"[yellow]{len(bad)} of {len(res)} rows {action}:[/]")
+        for i, e in list(bad.items())[:20]:
+            err.print(f"  row {i + 1}: {e}")
+    return len(bad)
+
+
 def _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, split_by,
           id_col, pred_scale):
     from scoreband.io import ColumnSpec
@@ -666,16 +677,12 @@ def score(
         err_col = "band_error"
     write_table(res, out)
     write_provenance(out, comps, files=files)
-    bad = res[res[err_col] != ""]
-    if len(bad):
-        err.print(f"[yellow]{len(bad)} of {len(res)} rows not scored:[/]")
-        for i, r in bad.head(20).iterrows():
-            err.print(f"  row {i + 1}: {r[err_col]}")
+    bad = _report_error_column(res, err_col, "not scored")
     n_trunc = int(res.get("band_truncated", res.get("truncated", 0)).sum()) if len(res) else 0
     if n_trunc:
         err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
                   "(flagged per row)[/]")
-    console.print(f"scored {len(res) - len(bad)} of {len(res)} rows -> {out}")
+    console.print(f"scored {len(res) - bad} of {len(res)} rows -> {out}")
 
 
 # ------------------------------------------------------------------ demo
@@ -810,11 +817,7 @@ def judge(
         "labels": prompt.labels}})
     journal.unlink(missing_ok=True)
     reused = res.attrs.get("reused_rows", 0)
-    if bad:
-        errs = res.loc[res["judge_error"] != "", "judge_error"]
-        err.print(f"[yellow]{bad} of {len(res)} rows could not be judged:[/]")
-        for i, e in list(errs.items())[:20]:
-            err.print(f"  row {i}: {e}")
+    _report_error_column(res, "judge_error", "could not be judged")
     console.print(f"wrote {out}: {len(res) - bad} of {len(res)} rows judged by {j.name}"
                   + (f" ({reused} resumed from the journal)" if reused else ""))
     if bad == len(res):
@@ -1114,10 +1117,7 @@ def roundtrip(
     write_table(res, out)
     write_provenance(out, components)
     journal.unlink(missing_ok=True)
-    if bad:
-        err.print(f"[yellow]{bad} of {len(res)} rows not scored:[/]")
-        for i, e in list(res.loc[res["roundtrip_error"] != "", "roundtrip_error"].items())[:20]:
-            err.print(f"  row {i + 1}: {e}")
+    _report_error_column(res, "roundtrip_error", "not scored")
     reused = res.attrs.get("reused_rows", 0)
     console.print(f"wrote {out}: {len(res) - bad} of {len(res)} rows scored"
                   + (f" ({reused} resumed)" if reused else "")
