@@ -663,16 +663,12 @@ def score(
         if backbone != "embedded:default" and model is None:
             _fail(f"--backbone {backbone}: bands need a model trained on it (scoreband train "
                   "TABLE --backbone ... --out DIR, then --model DIR), or use --scorer clip-s")
-        res, n_bad = score_table(df, image_col=image_col, text_col=text_col,
-                                 model=str(model) if model else backbone,
-                                 batch_size=batch_size, progress=console, base_dir=base)
-        from scoreband.scorers.model import QuantileScorer, bundled_model_dir
+        res, n_bad, comps = score_table(df, image_col=image_col, text_col=text_col,
+                                        model=str(model) if model else backbone,
+                                        batch_size=batch_size, progress=console,
+                                        base_dir=base)
+        from scoreband.scorers.model import bundled_model_dir
 
-        qs = QuantileScorer.load(str(model) if model else backbone)
-        comps = {"backbone": {"backbone": backbone, "weights_sha256": qs.fingerprint,
-                              "preprocessing": {"size": qs.model.cfg.image_size,
-                                                "interpolation": "bicubic", "range": [-1, 1]},
-                              "dtype": "float32"}}
         files["calibrator"] = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
         err_col = "band_error"
     write_table(res, out)

@@ -60,8 +60,9 @@ def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
 
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
                 model: str = "embedded:default", batch_size: int = 256,
-                progress=None, base_dir=None) -> tuple[pd.DataFrame, int]:
-    """Score every row; returns ``(table with band columns, number of bad rows)``.
+                progress=None, base_dir=None) -> tuple[pd.DataFrame, int, dict]:
+    """Score every row; returns ``(table with band columns, number of bad rows, provenance
+    components)``.
 
     Bands are on [0, 1]: band_median, band_lo, band_hi; band_error names the problem of a
     row that could not be scored; band_truncated flags captions cut to the model's length.
@@ -118,7 +119,10 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     out["band_error"] = errors
     out["band_truncated"] = truncated
     out["scorer_fingerprint"] = scorer.fingerprint
-    return out, int((errors != "").sum())
+    comps = {"backbone": {"backbone": model, "weights_sha256": scorer.fingerprint,
+                          "preprocessing": {"size": size, "interpolation": "bicubic",
+                                            "range": [-1, 1]}, "dtype": "float32"}}
+    return out, int((errors != "").sum()), comps
 
 
 def _row_batches(df, image_col, text_col, base_dir, batch_size, errors):
