@@ -18,7 +18,7 @@ from pathlib import Path
 from scoreband.conformal.persist import file_sha256
 
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
-           "weights_fingerprint"]
+           "weights_fingerprint", "plain_settings"]
 
 _PACKAGES = ("scoreband", "numpy", "scipy", "scikit-learn", "pandas", "torch", "transformers",
              "diffusers", "tokenizers", "sentencepiece", "open_clip_torch", "pycocoevalcap")
@@ -39,6 +39,22 @@ def weights_fingerprint(source) -> str:
     if not files:
         h.update(str(source).encode())
     return h.hexdigest()[:16]
+
+
+def plain_settings(v):
+    """Processor settings (SizeDict, enums ...) as JSON values."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if hasattr(v, "items"):
+        return {str(k): plain_settings(x) for k, x in v.items() if x is not None}
+    if isinstance(v, (list, tuple)):
+        return [plain_settings(x) for x in v]
+    if hasattr(v, "value"):
+        return plain_settings(v.value)
+    try:
+        return {k: plain_settings(x) for k, x in vars(v).items() if x is not None}
+    except TypeError:
+        return str(v)
 
 
 def package_versions() -> dict:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from scoreband.errors import InputError
-from scoreband.provenance import weights_fingerprint
+from scoreband.provenance import plain_settings, weights_fingerprint
 
 __all__ = ["HFDualEncoder", "OpenCLIPDualEncoder", "clip_s", "dual_features", "CLIP_S_W"]
 
@@ -93,12 +93,10 @@ class HFDualEncoder:
 
     def describe(self) -> dict:
         ip = getattr(self.processor, "image_processor", None)
-        from scoreband.roundtrip.encoders import _plain
-
         return {"backbone": self.name, "weights_sha256": self.fingerprint,
                 "model_type": self.model.config.model_type, "dtype": self.dtype,
                 "device": self.device, "text_max_len": self.max_len,
-                "preprocessing": {k: _plain(getattr(ip, k, None)) for k in (
+                "preprocessing": {k: plain_settings(getattr(ip, k, None)) for k in (
                     "size", "crop_size", "image_mean", "image_std", "resample")},
                 "representation": "[e_img, e_txt, e_img*e_txt, |e_img-e_txt|] (normalised)"}
 

@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
-from scoreband.provenance import weights_fingerprint
+from scoreband.provenance import plain_settings, weights_fingerprint
 
 __all__ = ["ENCODERS", "make_encoder", "cosine", "EmbeddedEncoder", "HFImageEncoder"]
 
@@ -115,7 +115,7 @@ class HFImageEncoder:
         p = self.processor
         return {"encoder": self.name, "model_type": self.model_type, "output": self.kind,
                 "fingerprint": self.fingerprint, "dtype": self.dtype,
-                "preprocessing": {k: _plain(getattr(p, k, None)) for k in (
+                "preprocessing": {k: plain_settings(getattr(p, k, None)) for k in (
                     "size", "crop_size", "image_mean", "image_std", "resample",
                     "do_center_crop", "do_normalize")}}
 
@@ -137,22 +137,6 @@ class HFImageEncoder:
                     feats = pooled if pooled is not None else out.last_hidden_state[:, 0]
             outs.append(feats.float().flatten(1).cpu().numpy())
         return _unit(np.concatenate(outs))
-
-
-def _plain(v):
-    """Processor settings (SizeDict, enums ...) as JSON values."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if hasattr(v, "items"):
-        return {str(k): _plain(x) for k, x in v.items() if x is not None}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if hasattr(v, "value"):
-        return _plain(v.value)
-    try:
-        return {k: _plain(x) for k, x in vars(v).items() if x is not None}
-    except TypeError:
-        return str(v)
 
 
 def make_encoder(spec: str, **kw):
