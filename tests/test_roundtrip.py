@@ -347,3 +347,15 @@ def test_resnet_and_dinov2_encoders(tmp_path):
         assert e.kind == "pooled" and emb.shape == (2, width) and emb.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-6)
         assert json.dumps(e.describe())  # provenance is plain JSON
+
+
+def test_derangement_has_no_fixed_point():
+    from scoreband.roundtrip.study import derangement
+
+    for n in range(2, 13):
+        for seed in range(300):
+            p = derangement(n, seed)
+            assert sorted(p.tolist()) == list(range(n))
+            assert not (p == np.arange(n)).any(), (n, seed)
+    with pytest.raises(InputError, match="at least 2"):
+        derangement(1)

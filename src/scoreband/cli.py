@@ -1162,7 +1162,12 @@ def roundtrip_study(
 
     from scoreband.records import Scale
     from scoreband.roundtrip.metric import roundtrip_scores, roundtrip_table
-    from scoreband.roundtrip.study import calibration_study, validation_study, write_study
+    from scoreband.roundtrip.study import (
+        calibration_study,
+        derangement,
+        validation_study,
+        write_study,
+    )
 
     gen, enc = _rt_components(generator, encoder, steps, size, guidance, device, dtype,
                               base_url, None, Path(out) / "generations")
@@ -1175,7 +1180,7 @@ def roundtrip_study(
         doc["simulated"] = True
         ref = make_dataset(n, 11, n_annotators=3, name="roundtrip-ref", p_corrupt=0.0)
         ims = [Image.fromarray(a) for a in ref.images]
-        perm = _derangement(len(ims))
+        perm = derangement(len(ims))
         with console.status("round trip: matched and shuffled captions ..."):
             m, _, _ = roundtrip_scores(ims, ref.captions, gen, enc, n_gen=n_gen)
             mm, _, _ = roundtrip_scores(ims, [ref.captions[j] for j in perm], gen, enc,
@@ -1204,7 +1209,7 @@ def roundtrip_study(
         res, bad = roundtrip_table(df, gen, enc, n_gen=n_gen, image_col=image_col,
                                    text_col=text_col, base_dir=Path(table).parent,
                                    progress=err)
-        perm = _derangement(len(df))
+        perm = derangement(len(df))
         shuffled = df.copy()
         shuffled[text_col] = df[text_col].to_numpy()[perm]
         res2, _ = roundtrip_table(shuffled, gen, enc, n_gen=n_gen, image_col=image_col,
@@ -1227,23 +1232,6 @@ def roundtrip_study(
                 inp.y01, scale=sc, n_ratings=inp.n_ratings, alpha=alpha, seeds=seeds)
     write_study(doc, out, m, mm)
     console.print((Path(out) / "roundtrip_study.md").read_text())
-
-
-def _derangement(n: int, seed: int = 0) -> np.ndarray:
-    """A seeded permutation with no fixed point: every image gets another row's caption."""
-    rng = np.random.default_rng(seed)
-    if n < 2:
-        raise typer.BadParameter("the validation study needs at least 2 rows")
-    return (np.arange(n) + rng.integers(1, n)) % n if n < 3 else _shuffle_no_fixed(n, rng)
-
-
-def _shuffle_no_fixed(n, rng):
-    p = rng.permutation(n)
-    fixed = np.flatnonzero(p == np.arange(n))
-    for i in fixed:  # swap each fixed point with a neighbour
-        j = (i + 1) % n
-        p[i], p[j] = p[j], p[i]
-    return p
 
 
 def main() -> None:

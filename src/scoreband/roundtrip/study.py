@@ -25,7 +25,28 @@ from scoreband.errors import InputError
 from scoreband.protocol import split_indices, summarize
 from scoreband.records import Predictions, Scale
 
-__all__ = ["validation_study", "ScoreMap", "calibration_study", "study_markdown"]
+__all__ = ["derangement", "validation_study", "ScoreMap", "calibration_study", "study_markdown"]
+
+
+def derangement(n: int, seed: int = 0) -> np.ndarray:
+    """A seeded permutation with no fixed point (every image gets another row's caption).
+
+    A random permutation, then each position still holding itself, in order, swaps with the
+    next one: its new value came from elsewhere, and the swapped-out value lands on a
+    position that is not its own.
+
+    >>> p = derangement(5, seed=3)
+    >>> sorted(p.tolist()), bool((p == np.arange(5)).any())
+    ([0, 1, 2, 3, 4], False)
+    """
+    if n < 2:
+        raise InputError(f"the validation study needs at least 2 rows, got {n}")
+    p = np.random.default_rng(seed).permutation(n)
+    for i in range(n):
+        if p[i] == i:
+            j = (i + 1) % n
+            p[i], p[j] = p[j], p[i]
+    return p
 
 
 def validation_study(matched, mismatched, *, n_boot: int = 2000, seed: int = 0,
