@@ -177,11 +177,9 @@ class DiffusersGenerator:
                              "on a machine with internet") from None
         self.pipe = self.pipe.to(device)
         self.pipe.set_progress_bar_config(disable=True)
-        if getattr(self.pipe, "safety_checker", None) is not None:
-            # kept as loaded; recorded so a user knows blacked-out images may occur
-            self.safety_checker = True
-        else:
-            self.safety_checker = False
+        # the safety checker is kept as loaded; recorded so a user knows blacked-out images
+        # may occur
+        self.safety_checker = getattr(self.pipe, "safety_checker", None) is not None
 
     def describe(self) -> dict:
         return {"generator": self.name, "steps": self.steps, "size": self.size,
