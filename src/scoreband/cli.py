@@ -551,7 +551,7 @@ def _train_on_table(table, out, backbone, target, ratings, scale, val, image_col
     from scoreband.io import read_table
     from scoreband.records import Scale
     from scoreband.scorers.backbone_scorer import BackboneTrainConfig, train_backbone_scorer
-    from scoreband.scorers.pairs import load_pairs
+    from scoreband.scorers.pairs import load_pairs, take_rows
 
     if scale is None:
         _fail("give --scale A,B (the native scale of the human target)")
@@ -572,13 +572,7 @@ def _train_on_table(table, out, backbone, target, ratings, scale, val, image_col
             _fail(f"{len(idx)} usable rows are too few to hold out a validation part; give "
                   "--val")
 
-        def part(ix):
-            ix = np.sort(ix)
-            return {k2: (v.take(ix) if hasattr(v, "take") else [v[i] for i in ix]
-                         if isinstance(v, list) else v[ix]
-                         if isinstance(v, np.ndarray) else v) for k2, v in tr.items()}
-
-        tr, va = part(idx[cut:]), part(idx[:cut])
+        tr, va = take_rows(tr, np.sort(idx[cut:])), take_rows(tr, np.sort(idx[:cut]))
     with console.status(f"loading {backbone} ..."):
         bb = load_backbone(backbone, device=device, dtype=dtype, image_size=image_size)
     cfg = BackboneTrainConfig(epochs=epochs, head_epochs=head_epochs, batch_size=batch_size,

@@ -37,6 +37,7 @@ from scoreband.records import QUANTILE_LEVELS, Predictions
 from scoreband.scorers.heads import PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.model import HEAD_KINDS
+from scoreband.scorers.pairs import take_rows
 from scoreband.scorers.train import cluster_labels, fit_head, group_batches
 
 __all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
@@ -143,18 +144,7 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
     perm = rng.permutation(len(val["texts"]))
     es, cal = np.sort(perm[: len(perm) // 2]), np.sort(perm[len(perm) // 2:])
 
-    def take(d, idx):
-        def one(v):
-            if hasattr(v, "take"):
-                return v.take(idx)
-            if isinstance(v, list):
-                return [v[i] for i in idx]
-            if isinstance(v, np.ndarray) and v.ndim:
-                return v[idx]
-            return v
-        return {k: one(v) for k, v in d.items()}
-
-    va, ca = take(val, es), take(val, cal)
+    va, ca = take_rows(val, es), take_rows(val, cal)
     y_tr = torch.tensor(train["y01"], dtype=torch.float32)
     y_va = torch.tensor(va["y01"], dtype=torch.float32)
     heads = HeadSet(backbone.dim, cfg.dropout)

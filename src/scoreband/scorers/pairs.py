@@ -12,7 +12,7 @@ from PIL import Image
 from scoreband.batch import cell_text, resolve_path
 from scoreband.errors import InputError, RowError
 
-__all__ = ["LazyImages", "load_pairs"]
+__all__ = ["LazyImages", "load_pairs", "take_rows"]
 
 
 class LazyImages(Sequence):
@@ -83,3 +83,16 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
             "n_ratings": inp.n_ratings[keep], "rows": np.asarray(pos)}
     errors.sort(key=lambda e: e.position if e.position is not None else -1)
     return data, errors
+
+
+def take_rows(data: dict, idx) -> dict:
+    """The rows ``idx`` of a ``load_pairs`` dict: images, lists and arrays are subset,
+    per-table values (the scale, a single annotator count) are kept."""
+    def one(v):
+        if hasattr(v, "take"):  # LazyImages and numpy arrays
+            return v.take(idx)
+        if isinstance(v, list):
+            return [v[i] for i in idx]
+        return v
+
+    return {k: one(v) for k, v in data.items()}
