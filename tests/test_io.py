@@ -79,7 +79,7 @@ def test_bad_rows_reported_and_skipped():
 
 
 def test_ratings_column(df):
-    spec = ColumnSpec(scale=Scale(1, 5, True), ratings="r", median="m")
+    spec = ColumnSpec(scale=Scale(1, 5, True), ratings="r", median="m", pred_scale=Scale(0, 1))
     inp = load_inputs(df, spec)
     assert inp.n_ratings.tolist() == [2, 3, 1]
     bad = pd.DataFrame({"r": ["1;7", "", "2;x", "2.5"], "m": [0.5] * 4})

@@ -72,8 +72,17 @@ EmbeddingOpt = Annotated[str | None, typer.Option(
 GroupsOpt = Annotated[str | None, typer.Option("--groups", help="Column of group / task "
                                                                  "labels.")]
 MethodOpt = Annotated[str, typer.Option(
-    "--method", help="split | crc | crc-exact | crc-cluster | crc-cluster-mondrian | cqr | "
-                     "r2ccp (cqr and r2ccp learn on --features).")]
+    "--method", help="split | crc | crc-exact | crc-same | crc-cluster | crc-cluster-mondrian "
+                     "| cqr | chr | r2ccp | marginal | auto. cqr, chr and r2ccp learn on "
+                     "--features; auto picks the narrowest on a share of the calibration "
+                     "items and conformalizes it on another.")]
+MapOpt = Annotated[str, typer.Option(
+    "--map", help="isotonic | linear | none: map a raw point metric (any scale) onto the "
+                  "target's scale, fitted on its own share of the calibration items.")]
+RandomizeOpt = Annotated[bool, typer.Option(
+    "--randomize/--no-randomize", help="Randomised tie-breaking for chr (and auto): coverage "
+                                       "1 - alpha in expectation on discrete targets instead "
+                                       "of over-covering.")]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Target miscoverage, in (0, 1).")]
 MondrianOpt = Annotated[bool, typer.Option(
     "--mondrian", help="Group-conditional calibration: per --groups label, or Easy/Medium/Hard "
@@ -124,7 +133,7 @@ def _report_error_column(res, col: str, action: str) -> int:
 
 
 def _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, split_by,
-          id_col, pred_scale):
+          id_col, pred_scale, map_="none"):
     from scoreband.io import ColumnSpec
     from scoreband.records import Scale
 
@@ -133,10 +142,12 @@ def _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, s
         scale=sc, target=target, ratings=ratings, median=median, lo=lo, hi=hi,
         features=features or (), embedding=embedding or (), groups=groups, split_by=split_by,
         id_col=id_col, pred_scale=Scale.parse(pred_scale, integer=False) if pred_scale else None,
+        raw_predictions=map_ not in (None, "none"),
     )
 
 
-def _factory(method, alpha, scale, mondrian, groups, clusters, small_group):
+def _factory(method, alpha, scale, mondrian, groups, clusters, small_group, map_="none",
+             randomize=True, adjust_boundary=False):
     from scoreband.conformal import make_calibrator
 
     k = clusters if clusters == "auto" else _int(clusters, "--clusters")
@@ -147,7 +158,8 @@ def _factory(method, alpha, scale, mondrian, groups, clusters, small_group):
 
     def make():
         return make_calibrator(method, alpha, scale=scale, mondrian=by, n_clusters=k,
-                               small_group=small_group)
+                               small_group=small_group, map=map_, randomize=randomize,
+                               adjust_boundary=adjust_boundary)
 
     make()  # validate the options once, before any work
     return make
@@ -212,10 +224,22 @@ def print_metrics_table(res: dict, title: str) -> None:
             row.append(_fmt(res["before"].get(k)))
         row.append(_fmt(res["after"].get(k)))
         t.add_row(*row)
+    after = res["after"]
+    if "set_coverage" in after:
+        t.add_row("set coverage", *([""] if "before" in res else []),
+                  _fmt(after["set_coverage"]))
+        t.add_row("set length", *([""] if "before" in res else []),
+                  _fmt(after["set_length"]))
     console.print(t)
     tc = res["theoretical_coverage"]
-    console.print(f"theoretical coverage band (n_cal={tc['n_cal']}): "
+    console.print(f"theoretical coverage band (n={tc['n_cal']} items in the conformal step): "
                   f"[{tc['low']:.3f}, {tc['high']:.3f}]")
+    cov = after["coverage"]
+    if cov["mean"] > tc["high"] + 2 * cov["std"] / max(res["seeds"], 1) ** 0.5 + 0.005:
+        console.print("note: coverage is above the band: ties in the conformity scores "
+                      "(discrete targets: whole achievable values enter a band at once) or "
+                      "the hull of a union of intervals (r2ccp) make bands conservative; "
+                      "--method chr or auto with --randomize reach 1 - alpha in expectation")
     if res.get("groups"):
         g = Table(title="per group (after calibration)")
         for c in ("group", "n (test)", "coverage", "sharpness"):
@@ -254,6 +278,8 @@ def evaluate(
     clusters: KOpt = "auto",
     small_group: SmallOpt = "marginal",
     id_col: IdOpt = None,
+    map_: MapOpt = "none",
+    randomize: RandomizeOpt = True,
     out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
 ):
     """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
@@ -265,11 +291,12 @@ def evaluate(
     from scoreband.protocol import evaluate_splits
 
     spec = _spec(scale, target, ratings, median, lo, hi, features, embedding, groups,
-                 split_by, id_col, pred_scale)
+                 split_by, id_col, pred_scale, map_)
     df = read_table(table)
     inp = load_inputs(df, spec, n_ratings=n_ratings)
     _report_rows(inp.errors, len(df))
-    make = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group)
+    make = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group, map_,
+                    randomize, adjust_boundary)
     with console.status(f"calibrating over {seeds} splits ..."):
         res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
                               groups=inp.groups, split_keys=inp.split_keys,
@@ -312,6 +339,8 @@ def calibrate(
     clusters: KOpt = "auto",
     small_group: SmallOpt = "marginal",
     id_col: IdOpt = None,
+    map_: MapOpt = "none",
+    randomize: RandomizeOpt = True,
     scorer_id: ScorerOpt = None,
 ):
     """Fit a calibrator on every usable row and save it as versioned JSON.
@@ -324,13 +353,15 @@ def calibrate(
     from scoreband.io import load_inputs, read_table
 
     spec = _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, None,
-                 id_col, pred_scale)
+                 id_col, pred_scale, map_)
     df = read_table(table)
+    spec = spec.resolved(df.columns)  # saved with the column names, not the patterns
     inp = load_inputs(df, spec, n_ratings=n_ratings)
     _report_rows(inp.errors, len(df))
     if adjust_boundary:
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
-    cal = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group)()
+    cal = _factory(method, alpha, spec.scale, mondrian, groups, clusters, small_group, map_,
+                   randomize, adjust_boundary)()
     with _warnings_to_console():
         cal.fit(inp.pred, inp.y01, groups=inp.groups)
     n_r = float(np.median(inp.n_ratings))
@@ -364,9 +395,9 @@ def apply(
     hi: HiOpt = None,
     groups: GroupsOpt = None,
     scorer_id: ScorerOpt = None,
-    n_ratings: Annotated[float | None, typer.Option(
-        "--n-ratings", help="Annotators per target for boundary adjustment (default: as in "
-                            "calibration).")] = None,
+    n_ratings: Annotated[int | None, typer.Option(
+        "--n-ratings", min=1, help="Annotators per target for boundary adjustment (default: "
+                                   "as in calibration).")] = None,
 ):
     """Add calibrated bands to every row of a table.
 
@@ -409,7 +440,16 @@ def apply(
     flags[inp.rows] = np.where(band.full_range, "full_range", "")
     flags[inp.rows] = np.where(band.fallback & ~band.full_range, "group_fallback",
                                flags[inp.rows])
+    if band.note:
+        flags[inp.rows] = np.where(flags[inp.rows] == "", band.note, flags[inp.rows])
     res["band_flag"] = flags
+    if band.sets01 is not None and all(v is not None for v in band.sets01):
+        # R2CCP's union of intervals on the native scale, beside its hull (band_lo, band_hi)
+        sets = np.full(n, "", dtype=object)
+        sc = band.scale
+        sets[inp.rows] = [";".join(f"{sc.from01(a):.6g}..{sc.from01(b):.6g}" for a, b in v)
+                          for v in band.sets01]
+        res["band_sets"] = sets
     if band.group is not None:
         g = np.full(n, "", dtype=object)
         g[inp.rows] = band.group
@@ -870,9 +910,6 @@ def judge_study(
 
         if not judge_cols:
             _fail("give at least one --judge NAME=COLUMNS (e.g. --judge llava='logp_*')")
-        if task_col is None:
-            _fail("give --task-col: the study's Mondrian groups and reliability map are per "
-                  "task")
         sc = Scale.parse(scale)
         df = read_table(table)
         parts = {}
@@ -895,7 +932,10 @@ def judge_study(
         for name, cols in parts.items():
             judges[name] = inp.pred.features[:, at:at + len(cols)]
             at += len(cols)
-        y01, tasks, nr = inp.y01, inp.groups.astype(str), inp.n_ratings
+        # without --task-col the table is one task: Mondrian is then the marginal band
+        tasks = (np.full(len(inp.y01), "all") if inp.groups is None
+                 else inp.groups.astype(str))
+        y01, nr = inp.y01, inp.n_ratings
     with console.status("judge study ...") as st:
         if map_method not in ("split", "r2ccp"):
             _fail(f"--map-method {map_method!r}: choose split or r2ccp")

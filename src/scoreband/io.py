@@ -159,7 +159,12 @@ class ColumnSpec:
     """How a table's columns map onto predictions and targets.
 
     Prediction columns are on ``pred_scale`` (default: the target's ``scale``); a quantile
-    head writes [0, 1].
+    head writes [0, 1]. A prediction outside ``pred_scale`` is a row error, never a silent
+    zero-width band. ``raw_predictions`` reads them as they are (for a monotone map, which takes
+    a metric on any scale), without that check.
+
+    ``features`` and ``embedding`` are lists of column names or glob patterns (a string is
+    split on commas); :meth:`resolved` replaces the patterns with the names they matched.
     """
 
     scale: Scale
@@ -175,6 +180,19 @@ class ColumnSpec:
     id_col: str | None = None
     pred_scale: Scale | None = None
     ratings_sep: str = ";"
+    raw_predictions: bool = False
+
+    def __post_init__(self) -> None:
+        self.features = _name_list(self.features)
+        self.embedding = _name_list(self.embedding)
+
+    def resolved(self, columns) -> ColumnSpec:
+        """A copy whose feature and embedding patterns are the column names they match in
+        ``columns`` (in table order), so a saved spec names exactly the columns used."""
+        from dataclasses import replace
+
+        return replace(self, features=expand_columns(self.features, columns),
+                       embedding=expand_columns(self.embedding, columns))
 
     def to_dict(self) -> dict:
         return {
@@ -183,6 +201,7 @@ class ColumnSpec:
             "features": list(self.features), "embedding": list(self.embedding),
             "groups": self.groups, "split_by": self.split_by, "id_col": self.id_col,
             "pred_scale": None if self.pred_scale is None else self.pred_scale.to_dict(),
+            "raw_predictions": self.raw_predictions,
         }
 
     @classmethod
@@ -192,6 +211,14 @@ class ColumnSpec:
         if d.get("pred_scale") is not None:
             d["pred_scale"] = Scale.from_dict(d["pred_scale"])
         return cls(**d)
+
+
+def _name_list(v) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [p.strip() for p in v.split(",") if p.strip()]
+    return [str(x) for x in v]
 
 
 @dataclass
@@ -367,7 +394,19 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
                                           f"[{scale.lo:g}, {scale.hi:g}]; check --scale"))
 
     def pcol(col):
-        return None if col is None else pscale.to01(_numeric(df, col, errors, ids))
+        if col is None:
+            return None
+        v = _numeric(df, col, errors, ids)
+        if spec.raw_predictions:
+            return v
+        tol = 1e-9 * pscale.width
+        out = np.isfinite(v) & ((v < pscale.lo - tol) | (v > pscale.hi + tol))
+        for i in np.flatnonzero(out):
+            errors.setdefault(i, _row_error(
+                i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
+                f"[{pscale.lo:g}, {pscale.hi:g}]; give the scale the scorer writes "
+                "(--pred-scale A,B) or map a raw metric onto the target (--map isotonic)"))
+        return pscale.to01(v)
 
     median = pcol(spec.median)
     lo, hi = pcol(spec.lo), pcol(spec.hi)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from scoreband import metrics as M
+from scoreband.conformal import n_conformal
 from scoreband.conformal.base import Calibrator
 from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.errors import InputError
@@ -69,7 +70,8 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     before: dict[str, list] = {k: [] for k in BAND_METRICS}
     after: dict[str, list] = {k: [] for k in BAND_METRICS}
     extra: dict[str, list] = {"full_range_rate": [], "fallback_rate": [], "n_cal": [],
-                              "n_test": [], "worst_group_coverage": []}
+                              "n_conformal": [], "n_test": [], "worst_group_coverage": [],
+                              "set_coverage": [], "set_length": []}
     per_group: dict[str, dict[str, list]] = {}
     method = None
     alpha = None
@@ -99,6 +101,10 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         extra["full_range_rate"].append(float(np.mean(band.full_range)))
         extra["fallback_rate"].append(float(np.mean(band.fallback)))
         extra["n_cal"].append(len(cal))
+        extra["n_conformal"].append(n_conformal(cal_obj) or len(cal))
+        if band.sets01 is not None and all(v is not None for v in band.sets01):
+            extra["set_coverage"].append(M.set_coverage(band.sets01, yt))
+            extra["set_length"].append(M.set_length(band.sets01))
         extra["n_test"].append(len(test))
         if g_all is not None:
             gc = M.group_coverage(band.lo01, band.hi01, yt, g_all[test])
@@ -114,7 +120,11 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         "seeds": seeds,
         "cal_frac": cal_frac,
         "adjust_boundary": adjust_boundary,
-        "theoretical_coverage": M.theoretical_coverage(int(np.mean(extra["n_cal"])), alpha),
+        # the guarantee's n: the items the conformal step used (learned methods train on a
+        # share of the calibration half first)
+        "theoretical_coverage": M.theoretical_coverage(int(np.mean(extra["n_conformal"])),
+                                                       alpha),
+        "n_cal": int(np.mean(extra["n_cal"])),
         "after": {k: summarize(v) for k, v in after.items()},
     }
     if pred.lo is not None:
@@ -124,6 +134,13 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         if part in out:
             s = out[part]["sharpness"]
             out[part]["sharpness_native"] = {"mean": s["mean"] * width, "std": s["std"] * width}
+    if extra["set_coverage"]:
+        # union-of-intervals prediction sets (R2CCP): their own coverage and total length,
+        # beside the hull reported as the band
+        out["after"]["set_coverage"] = summarize(extra["set_coverage"])
+        out["after"]["set_length"] = summarize(extra["set_length"])
+        out["after"]["set_length_native"] = {k: v * width for k, v in
+                                             out["after"]["set_length"].items()}
     out["after"]["full_range_rate"] = summarize(extra["full_range_rate"])
     out["after"]["fallback_rate"] = summarize(extra["fallback_rate"])
     if g_all is not None:

@@ -245,6 +245,7 @@ class Band:
     full_range: np.ndarray | None = None
     fallback: np.ndarray | None = None  # item's group too small/unseen: marginal band used
     sets01: list | None = None  # optional union-of-intervals sets (R2CCP), per item
+    note: str | None = None  # a flag for every item (e.g. "marginal_fallback" from auto)
 
     def __post_init__(self) -> None:
         self.lo01 = np.asarray(self.lo01, dtype=float)

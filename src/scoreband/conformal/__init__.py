@@ -13,6 +13,7 @@ from scoreband.conformal._core import (
     expected_coverage,
     min_calibration_size,
 )
+from scoreband.conformal.auto import Auto
 from scoreband.conformal.base import Calibrator, calibrator_from_state, list_methods
 from scoreband.conformal.boundary import adjust_band, boundary_adjust
 from scoreband.conformal.crc import (
@@ -23,13 +24,15 @@ from scoreband.conformal.crc import (
     crc_select,
     quantiles_crossed,
 )
-from scoreband.conformal.learned import CQR, R2CCP
+from scoreband.conformal.learned import CHR, CQR, R2CCP, Marginal
+from scoreband.conformal.mapping import MAP_KINDS, Mapped, MonotoneMap
 from scoreband.conformal.mondrian import ClusterConservative, Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
 from scoreband.conformal.split import SplitConformal, absolute_residual_interval
 
 __all__ = [
-    "Calibrator", "SplitConformal", "CRC", "CQR", "R2CCP", "Mondrian", "ClusterConservative",
+    "Calibrator", "SplitConformal", "CRC", "CQR", "R2CCP", "CHR", "Marginal", "Auto",
+    "Mapped", "MonotoneMap", "MAP_KINDS", "Mondrian", "ClusterConservative", "n_conformal",
     "absolute_residual_interval", "crc_residuals", "crc_interval", "crc_select",
     "quantiles_crossed", "boundary_adjust", "adjust_band", "conformal_rank",
     "conformal_quantile", "min_calibration_size", "coverage_bounds", "expected_coverage",
@@ -38,11 +41,14 @@ __all__ = [
 ]
 
 #: Method names accepted by :func:`make_calibrator` and the CLI's ``--method``.
-METHODS = ("split", "crc", "crc-exact", "crc-cluster", "crc-cluster-mondrian", "cqr", "r2ccp")
+METHODS = ("split", "crc", "crc-exact", "crc-same", "crc-cluster", "crc-cluster-mondrian",
+           "cqr", "chr", "r2ccp", "marginal", "auto")
 
 
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
-                    n_clusters="auto", small_group: str = "marginal", seed: int = 0) -> Calibrator:
+                    n_clusters="auto", small_group: str = "marginal", seed: int = 0,
+                    map: str | None = None, randomize: bool = True,
+                    adjust_boundary: bool = False) -> Calibrator:
     """Build a calibrator by name.
 
     Parameters
@@ -50,22 +56,49 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     method : one of :data:`METHODS`
     mondrian : None, ``"given"`` (per group label) or ``"difficulty"`` (Easy/Medium/Hard)
     n_clusters : k for the cluster rules (``"auto"``: elbow + silhouette)
+    map : None / ``"none"``, or ``"isotonic"`` / ``"linear"``: a monotone map from a raw point
+        metric to the target scale, fitted on its own share of the calibration items
+    randomize : randomised tie-breaking for ``chr`` (and ``auto``'s CHR candidate)
+    adjust_boundary : ``auto`` compares widths after snapping to the achievable targets
     """
+    from scoreband.errors import InputError
+
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if map not in (None, "none", *MAP_KINDS):
+        raise InputError(f"unknown map {map!r}; choose one of none, {', '.join(MAP_KINDS)}")
+
+    def mapped(c: Calibrator) -> Calibrator:
+        return c if map in (None, "none") else Mapped(c, kind=map, seed=seed)
+
+    if method.startswith("crc-cluster"):
+        rule = "mondrian" if method.endswith("mondrian") else "conservative"
+        return ClusterConservative(mapped(CRC(alpha, scale=scale)), n_clusters=n_clusters,
+                                   rule=rule, small_group=small_group, seed=seed)
     if method == "split":
         cal = SplitConformal(alpha, scale=scale)
-    elif method in ("crc", "crc-exact"):
-        cal = CRC(alpha, scale=scale, exact=method == "crc-exact", seed=seed)
-    elif method in ("crc-cluster", "crc-cluster-mondrian"):
-        rule = "mondrian" if method.endswith("mondrian") else "conservative"
-        return ClusterConservative(CRC(alpha, scale=scale), n_clusters=n_clusters, rule=rule,
-                                   small_group=small_group, seed=seed)
-    elif method in ("cqr", "r2ccp"):
-        cal = (CQR if method == "cqr" else R2CCP)(alpha, scale=scale, seed=seed)
+    elif method.startswith("crc"):
+        selection = {"crc": "auto", "crc-exact": "split", "crc-same": "same"}[method]
+        cal = CRC(alpha, scale=scale, selection=selection, seed=seed)
+    elif method == "chr":
+        cal = CHR(alpha, scale=scale, seed=seed, randomize=randomize)
+    elif method == "auto":
+        cal = Auto(alpha, scale=scale, seed=seed, randomize=randomize,
+                   adjust_boundary=adjust_boundary)
     else:
-        from scoreband.errors import InputError
-
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        cal = {"cqr": CQR, "r2ccp": R2CCP, "marginal": Marginal}[method](alpha, scale=scale,
+                                                                        seed=seed)
+    cal = mapped(cal)
     if mondrian:
         cal = Mondrian(cal, by=mondrian, small_group=small_group)
     return cal
 
+
+def n_conformal(cal: Calibrator) -> int | None:
+    """How many items the fitted calibrator's conformal step used (the marginal step for the
+    group wrappers): the n behind its coverage guarantee."""
+    p = cal.params_ or {}
+    if "marginal" in p and isinstance(p["marginal"], dict):
+        p = p["marginal"]
+    n = p.get("n")
+    return None if n is None else int(n)

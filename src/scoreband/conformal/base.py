@@ -93,6 +93,11 @@ class Calibrator(ABC):
     def _apply(self, pred: Predictions, params: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ...
 
+    def _conformal_params(self, pred: Predictions, y01: np.ndarray, chosen: dict) -> dict:
+        """The conformal step alone on fresh items, keeping what was ``chosen`` on others
+        (e.g. CRC's omega). Methods with nothing to choose just refit their params."""
+        return self._fit_params(pred, y01)
+
     def _apply_sets(self, pred: Predictions, params: dict) -> list | None:
         """Union-of-intervals prediction sets on [0, 1] per item, for methods whose sets are
         not intervals (R2CCP); None for interval methods."""

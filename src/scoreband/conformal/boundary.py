@@ -62,7 +62,8 @@ def adjust_band(band: Band, n_ratings=1) -> Band:
     lo, hi = boundary_adjust(band.lo01, band.hi01, steps)
     return Band(lo01=lo, median01=band.median01, hi01=hi, alpha=band.alpha,
                 method=band.method + "+boundary", scale=band.scale, group=band.group,
-                full_range=band.full_range, fallback=band.fallback, sets01=band.sets01)
+                full_range=band.full_range, fallback=band.fallback, sets01=band.sets01,
+                note=band.note)
 
 
 def check_on_grid(y01, scale: Scale, n_ratings) -> None:

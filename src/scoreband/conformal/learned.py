@@ -1,8 +1,10 @@
 """Conformal methods with a learned part on features (e.g. judge score-token log-probs):
-CQR and R2CCP (SPEC section 4).
+CQR, R2CCP and CHR, and the no-model marginal band.
 
-Both fit their model on a ``train_frac`` share of the calibration items and run the conformal
+Each fits its model on a ``train_frac`` share of the calibration items and runs the conformal
 step on the rest, so the guarantee holds. Models persist as plain JSON numbers (no pickle).
+torch and scikit-learn are imported only when a model is fitted or evaluated, so applying a
+split or CRC calibrator never loads them.
 """
 
 from __future__ import annotations
@@ -10,17 +12,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
-from sklearn.linear_model import QuantileRegressor
-from torch import nn
 
 from scoreband.conformal._core import conformal_quantile
 from scoreband.conformal.base import Calibrator, register
+from scoreband.conformal.bins import (
+    TargetClasses,
+    nested_bands,
+    nested_scores,
+    target_classes,
+)
 from scoreband.conformal.split import warn_too_small
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions
 
-__all__ = ["CQR", "R2CCP", "density_sets"]
+__all__ = ["CQR", "R2CCP", "CHR", "Marginal", "density_sets", "fit_softmax", "softmax_probs"]
 
 
 def _features(pred: Predictions, method: str) -> np.ndarray:
@@ -85,6 +90,8 @@ class CQR(_Learned):
         X = _features(pred, self.method)
         # standardised and clipped: log-probs of an over-confident judge reach -1000s, which
         # the linear-programming solver cannot handle
+        from sklearn.linear_model import QuantileRegressor
+
         mu, sd = X.mean(0), X.std(0) + 1e-8
         Z = np.clip((X - mu) / sd, -10, 10)
         coefs = {}
@@ -126,14 +133,12 @@ class CQR(_Learned):
         return self._q(pred, "hi") - self._q(pred, "lo")
 
 
-class _MLP(nn.Module):
-    def __init__(self, d: int, bins: int, hidden: int = 64):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                                 nn.ReLU(), nn.Linear(hidden, bins))
+def _mlp(d: int, bins: int, hidden: int = 64):
+    """The bin classifier of R2CCP: two hidden ReLU layers (torch, imported here)."""
+    from torch import nn
 
-    def forward(self, x):
-        return self.net(x)
+    return nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
+                         nn.ReLU(), nn.Linear(hidden, bins))
 
 
 def _interp_density(probs: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -184,37 +189,48 @@ class R2CCP(_Learned):
 
     method = "r2ccp"
 
-    def __init__(self, alpha: float = 0.1, *, bins: int = 50, epochs: int = 200,
-                 entropy_weight: float = 0.1, lr: float = 1e-2, **kw):
+    def __init__(self, alpha: float = 0.1, *, bins: int = 50, epochs: int = 100,
+                 entropy_weight: float = 0.1, lr: float = 1e-2, batch_size="auto", **kw):
         super().__init__(alpha, **kw)
         self.bins, self.epochs = bins, epochs
         self.entropy_weight, self.lr = entropy_weight, lr
+        self.batch_size = batch_size
 
     def get_config(self) -> dict:
         return {**super().get_config(), "bins": self.bins, "epochs": self.epochs,
-                "entropy_weight": self.entropy_weight, "lr": self.lr}
+                "entropy_weight": self.entropy_weight, "lr": self.lr,
+                "batch_size": self.batch_size}
 
-    def _net(self) -> tuple[_MLP, np.ndarray, np.ndarray]:
+    def _net(self):
+        import torch
+
         m = self.model_
-        net = _MLP(m["n_features"], self.bins)
+        net = _mlp(m["n_features"], self.bins)
+        # saved before the classifier became a plain Sequential: keys had a "net." prefix
+        weights = {k.removeprefix("net."): v for k, v in m["weights"].items()}
         net.load_state_dict({k: torch.tensor(v, dtype=torch.float32)
-                             for k, v in m["weights"].items()})
+                             for k, v in weights.items()})
         return net.eval(), np.asarray(m["mu"]), np.asarray(m["sd"])
 
     def _fit_model(self, pred, y):
+        import torch
+        from torch import nn
+
         X = _features(pred, self.method)
         mu, sd = X.mean(0), X.std(0) + 1e-8
         g = torch.Generator().manual_seed(self.seed)
         torch_state = torch.random.get_rng_state()
         torch.manual_seed(self.seed)
         try:
-            net = _MLP(X.shape[1], self.bins)
+            net = _mlp(X.shape[1], self.bins)
         finally:
             torch.random.set_rng_state(torch_state)
         xt = torch.tensor((X - mu) / sd, dtype=torch.float32)
         target = torch.tensor(np.minimum((y * self.bins).astype(int), self.bins - 1))
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)
-        bs = 256
+        # a quarter of the items per step (at least 256): the same number of steps at any n,
+        # which keeps the fit near 1 s on 2 cores (per-step overhead dominates this tiny net)
+        bs = max(256, -(-len(xt) // 4)) if self.batch_size == "auto" else int(self.batch_size)
         for _ in range(self.epochs):
             perm = torch.randperm(len(xt), generator=g)
             for s in range(0, len(xt), bs):
@@ -230,6 +246,8 @@ class R2CCP(_Learned):
                        "weights": {k: v.tolist() for k, v in net.state_dict().items()}}
 
     def probs(self, pred: Predictions) -> np.ndarray:
+        import torch
+
         net, mu, sd = self._net()
         X = (_features(pred, self.method) - mu) / sd
         with torch.no_grad():
@@ -272,3 +290,178 @@ class R2CCP(_Learned):
         p = self.probs(pred)
         c = (np.arange(self.bins) + 0.5) / self.bins
         return np.sqrt(np.maximum(p @ c**2 - (p @ c) ** 2, 0))
+
+
+# --------------------------------------------------------------------------- CHR
+def fit_softmax(Z: np.ndarray, cls: np.ndarray, n_classes: int, C: float = 1.0) -> dict:
+    """Multinomial logistic regression (scikit-learn) of the class on standardised features,
+    as plain JSON numbers: one coefficient row and intercept per class; classes never seen in
+    training get intercept ``None`` (probability 0 before smoothing)."""
+    from sklearn.linear_model import LogisticRegression
+
+    seen = np.unique(cls)
+    coef = np.zeros((n_classes, Z.shape[1]))
+    intercept: list[float | None] = [None] * n_classes
+    if len(seen) == 1:
+        intercept[int(seen[0])] = 0.0
+    else:
+        m = LogisticRegression(C=C, max_iter=2000).fit(Z, cls)
+        if len(seen) == 2:  # binary: scikit-learn keeps one row for the second class
+            coef[seen[1]] = m.coef_[0]
+            intercept[int(seen[0])], intercept[int(seen[1])] = 0.0, float(m.intercept_[0])
+        else:
+            for j, c in enumerate(m.classes_):
+                coef[c] = m.coef_[j]
+                intercept[int(c)] = float(m.intercept_[j])
+    return {"coef": coef.tolist(), "intercept": intercept}
+
+
+def softmax_probs(model: dict, Z: np.ndarray, smoothing: float = 1e-3) -> np.ndarray:
+    """Class probabilities of :func:`fit_softmax`'s model, mixed with ``smoothing`` of the
+    uniform distribution so that every class can join a nested interval."""
+    from scipy.special import softmax
+
+    coef = np.asarray(model["coef"], dtype=float)
+    b = np.array([-np.inf if v is None else v for v in model["intercept"]], dtype=float)
+    logits = Z @ coef.T + b
+    P = softmax(logits, axis=1)
+    return (1 - smoothing) * P + smoothing / P.shape[1]
+
+
+@register
+class CHR(_Learned):
+    """Conformal histogram regression (Sesia and Romano 2021): contiguous bands.
+
+    A classifier (multinomial logistic regression on the standardised features) predicts a
+    histogram over the target's classes: the achievable targets themselves when every target
+    is the mean of the same number of integer ratings (13 classes for 3 ratings on 1-5), else
+    ``bins`` equal bins of [0, 1]. From each item's histogram a nested sequence of contiguous
+    intervals grows from the most probable class; the conformal step picks how much mass the
+    interval must hold (see :mod:`scoreband.conformal.bins`).
+
+    Parameters
+    ----------
+    bins : number of equal bins for continuous targets
+    grid : ``"auto"`` (achievable targets when they exist), ``"never"`` or ``"always"``
+    randomize : randomised tie-breaking (smoothed conformal p-values): the class that crosses
+        the threshold is kept with the probability that makes coverage ``1 - alpha`` in
+        expectation. Discrete targets otherwise over-cover, because whole classes are added
+        at a time. Draws come from ``seed``, so a given table always gets the same bands.
+    C : inverse regularisation strength of the logistic regression
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(1, 6, 600) / 4 - 0.25                      # single ratings 1-5 on [0, 1]
+    >>> X = (y + rng.normal(0, 0.3, 600))[:, None]
+    >>> from scoreband.records import Scale
+    >>> cal = CHR(0.1, scale=Scale(1, 5, integer=True)).fit(Predictions(np.full(600, np.nan), features=X,
+    ...                                                   n_ratings=np.ones(600)), y)
+    >>> band = cal.predict(Predictions(np.full(3, np.nan), features=[[0.0], [0.5], [1.0]]))
+    >>> band.lo.tolist(), band.hi.tolist()                      # bands on achievable targets
+    ([1.0, 2.0, 4.0], [2.0, 5.0, 5.0])
+    """
+
+    method = "chr"
+
+    def __init__(self, alpha: float = 0.1, *, bins: int = 50, grid: str = "auto",
+                 randomize: bool = True, C: float = 1.0, **kw):
+        super().__init__(alpha, **kw)
+        if grid not in ("auto", "never", "always"):
+            raise InputError(f"grid must be 'auto', 'never' or 'always', got {grid!r}")
+        self.bins, self.grid, self.randomize, self.C = int(bins), grid, bool(randomize), C
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "bins": self.bins, "grid": self.grid,
+                "randomize": self.randomize, "C": self.C}
+
+    def _classes(self) -> TargetClasses:
+        return TargetClasses.from_dict(self.model_["classes"])
+
+    def _fit_model(self, pred, y):
+        X = _features(pred, self.method)
+        classes = target_classes(self.scale, y, pred.n_ratings, self.bins, self.grid)
+        mu, sd = X.mean(0), X.std(0) + 1e-8
+        Z = np.clip((X - mu) / sd, -10, 10)
+        self.model_ = {"n_features": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(),
+                       "classes": classes.to_dict(),
+                       **fit_softmax(Z, classes.classify(y), len(classes), self.C)}
+
+    def probs(self, pred: Predictions) -> np.ndarray:
+        """Predicted histogram over the classes, ``(n, K)``."""
+        m = self.model_
+        Z = np.clip((_features(pred, self.method) - np.asarray(m["mu"])) / np.asarray(m["sd"]),
+                    -10, 10)
+        return softmax_probs(m, Z)
+
+    def _uniforms(self, n: int, stream: int) -> np.ndarray | None:
+        if not self.randomize:
+            return None
+        return np.random.default_rng([self.seed, stream]).uniform(size=n)
+
+    def conformity(self, pred, y):
+        """Mass of the nested interval when the item's class joins it (randomised: the mass
+        before it plus a uniform share of its own)."""
+        cls = self._classes().classify(y)
+        return nested_scores(self.probs(pred), cls, self._uniforms(len(y), 0))
+
+    def _apply(self, pred, params):
+        q = params["q"]
+        n = len(pred)
+        if math.isinf(q):
+            return np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
+        lo_c, hi_c, _ = nested_bands(self.probs(pred), q, self._uniforms(n, 1))
+        lo, hi = self._classes().band(lo_c, hi_c)
+        return lo.astype(float), hi.astype(float), np.zeros(n, dtype=bool)
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        self._require_fitted()
+        self._check_pred(pred)
+        lo, hi, full = self._apply(pred, self.params_)
+        med = self.probs(pred) @ self._classes().centers  # the histogram's mean
+        return self._band(Predictions(med), lo, hi, full)
+
+    def difficulty(self, pred):
+        """Spread (std) of the predicted histogram."""
+        p, c = self.probs(pred), self._classes().centers
+        return np.sqrt(np.maximum(p @ c**2 - (p @ c) ** 2, 0))
+
+
+# --------------------------------------------------------------------------- marginal
+@register
+class Marginal(_Learned):
+    """The no-model band: the same interval for every item, from the targets alone.
+
+    The ``alpha/2`` and ``1 - alpha/2`` quantiles of the training share's targets,
+    conformalized on the rest (score ``max(lo - y, y - hi)``). Any method that is wider than
+    this has learned nothing useful; :class:`~scoreband.conformal.auto.Auto` falls back to it.
+    Needs no prediction columns.
+    """
+
+    method = "marginal"
+
+    def _check_pred(self, pred):
+        pass
+
+    def _fit_model(self, pred, y):
+        lo, hi, mid = np.quantile(y, [self.alpha / 2, 1 - self.alpha / 2, 0.5])
+        self.model_ = {"lo": float(lo), "hi": float(hi), "median": float(mid)}
+
+    def conformity(self, pred, y):
+        return np.maximum(self.model_["lo"] - y, y - self.model_["hi"])
+
+    def _apply(self, pred, params):
+        q, n = params["q"], len(pred)
+        full = np.full(n, math.isinf(q))
+        q = 0.0 if math.isinf(q) else q
+        lo = np.full(n, self.model_["lo"] - q)
+        hi = np.full(n, self.model_["hi"] + q)
+        return np.minimum(lo, hi), np.maximum(lo, hi), full
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        self._require_fitted()
+        lo, hi, full = self._apply(pred, self.params_)
+        return self._band(Predictions(np.full(len(pred), self.model_["median"])), lo, hi, full)
+
+    def difficulty(self, pred):
+        return np.zeros(len(pred))

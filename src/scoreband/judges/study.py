@@ -10,7 +10,8 @@ import numpy as np
 from scipy import stats
 
 from scoreband import metrics as M
-from scoreband.conformal import CQR, R2CCP, Mondrian, SplitConformal, adjust_band
+from scoreband.conformal import CHR, CQR, R2CCP, Mondrian, SplitConformal, adjust_band
+from scoreband.conformal.boundary import check_on_grid
 from scoreband.io import atomic_write_text, write_json
 from scoreband.judges.features import expected_score, max_prob
 from scoreband.protocol import split_indices, summarize
@@ -18,7 +19,7 @@ from scoreband.records import Predictions, Scale
 
 __all__ = ["run_judge_study", "reliability_map", "METHODS"]
 
-METHODS = ("split", "cqr", "r2ccp")
+METHODS = ("split", "cqr", "chr", "r2ccp")
 
 
 def _make(method: str, alpha: float, scale: Scale, mondrian: bool, seed: int, epochs: int):
@@ -26,6 +27,8 @@ def _make(method: str, alpha: float, scale: Scale, mondrian: bool, seed: int, ep
         base = SplitConformal(alpha, scale=scale)
     elif method == "cqr":
         base = CQR(alpha, scale=scale, seed=seed)
+    elif method == "chr":
+        base = CHR(alpha, scale=scale, seed=seed)
     else:
         base = R2CCP(alpha, scale=scale, seed=seed, epochs=epochs)
     return Mondrian(base) if mondrian else base
@@ -59,6 +62,8 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
     if map_method not in ("split", "r2ccp"):
         raise ValueError(f"map_method must be split or r2ccp, got {map_method!r}")
     step = on_step or (lambda m: None)
+    # boundary adjustment onto the wrong grid destroys coverage: refuse it up front
+    check_on_grid(y01, scale, n_ratings)
     k = next(iter(judges.values())).shape[1]
     feats = dict(judges)
     if len(judges) > 1:
@@ -67,7 +72,8 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
     expected = {j: expected_score(lp) for j, lp in judges.items()}
     if "fusion" in feats:
         expected["fusion"] = np.mean(list(expected.values()), axis=0)
-    preds = {name: Predictions((expected[name] - 1) / (k - 1), features=lp)
+    nr_all = np.broadcast_to(np.asarray(n_ratings, dtype=float), np.shape(y01))
+    preds = {name: Predictions((expected[name] - 1) / (k - 1), features=lp, n_ratings=nr_all)
              for name, lp in feats.items()}
     y_native = scale.from01(y01)
     table: dict = {}

@@ -21,6 +21,7 @@ from sklearn.metrics import roc_auc_score
 
 from scoreband import metrics as M
 from scoreband.conformal import CRC, SplitConformal, adjust_band
+from scoreband.conformal.boundary import check_on_grid
 from scoreband.errors import InputError
 from scoreband.protocol import split_indices, summarize
 from scoreband.records import Predictions, Scale
@@ -109,6 +110,8 @@ def calibration_study(score, spread, y01, *, scale: Scale, n_ratings=1, alpha: f
     boundary-adjusted."""
     s, sd, y = (np.asarray(v, dtype=float) for v in (score, spread, y01))
     ok = np.isfinite(s) & np.isfinite(sd) & np.isfinite(y)
+    # boundary adjustment onto the wrong grid destroys coverage: refuse it up front
+    check_on_grid(y[ok], scale, np.asarray(n_ratings)[ok] if np.ndim(n_ratings) else n_ratings)
     s, sd, y = s[ok], sd[ok], y[ok]
     nr = np.asarray(n_ratings)[ok] if np.ndim(n_ratings) else n_ratings
     res: dict = {}

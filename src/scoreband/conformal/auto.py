@@ -1,0 +1,245 @@
+"""``method="auto"``: choose the narrowest method on one share of the calibration items,
+conformalize it on another, so the coverage guarantee still holds.
+
+The calibration items are split three ways (by ``seed``): a training share fits every
+candidate's model (CQR's regressions, CHR's and R2CCP's classifiers, the marginal band's
+quantiles); a selection share runs every candidate's conformal step and measures its mean
+band width there; the winner's conformal step is then run again on the conformal share, which
+played no part in the choice. The choice is a function of the training and selection shares
+only, so the final step is ordinary split conformal on exchangeable fresh items: coverage
+``>= 1 - alpha`` holds exactly (tested over >= 1000 resplits).
+
+The no-model marginal band (:class:`~scoreband.conformal.learned.Marginal`) is always a
+candidate: when no method beats it, it is returned and flagged, so ``auto`` never gives a band
+wider than what the targets alone justify (on the selection share).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scoreband.conformal._core import min_calibration_size
+from scoreband.conformal.base import (
+    Calibrator,
+    _jsonable,
+    _unjson,
+    calibrator_from_state,
+    check_targets,
+    register,
+)
+from scoreband.conformal.boundary import adjust_band
+from scoreband.errors import InputError
+from scoreband.records import Band, Predictions, Scale
+
+__all__ = ["Auto", "CANDIDATES", "usable_candidates"]
+
+#: Every method ``auto`` can choose, in order of preference on equal widths.
+CANDIDATES = ("split", "crc", "cqr", "chr", "r2ccp", "marginal")
+
+
+def usable_candidates(pred: Predictions) -> list[str]:
+    """The candidates the given predictions allow: ``split`` needs a point prediction,
+    ``crc`` an uncalibrated interval, ``cqr``/``chr``/``r2ccp`` features; ``marginal``
+    needs nothing."""
+    out = []
+    if len(pred) and np.isfinite(pred.median).all():
+        out.append("split")
+    if pred.lo is not None:
+        out.append("crc")
+    if pred.features is not None:
+        out += ["cqr", "chr", "r2ccp"]
+    return out + ["marginal"]
+
+
+def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool) -> Calibrator:
+    from scoreband.conformal.crc import CRC
+    from scoreband.conformal.learned import CHR, CQR, R2CCP, Marginal
+    from scoreband.conformal.split import SplitConformal
+
+    if name == "split":
+        return SplitConformal(alpha, scale=scale)
+    if name == "crc":  # omega chosen on the selection share, beta on the conformal share
+        return CRC(alpha, scale=scale, selection="same")
+    if name == "chr":
+        return CHR(alpha, scale=scale, seed=seed, randomize=randomize)
+    cls = {"cqr": CQR, "r2ccp": R2CCP, "marginal": Marginal}[name]
+    return cls(alpha, scale=scale, seed=seed)
+
+
+@register
+class Auto(Calibrator):
+    """Pick the narrowest valid method for these predictions (see the module docstring).
+
+    Parameters
+    ----------
+    candidates : names from :data:`CANDIDATES` (default: every one the predictions allow)
+    train_frac, select_frac : shares of the calibration items for the candidates' models and
+        for the choice; the rest is conformalized
+    adjust_boundary : compare widths after snapping to the achievable targets (the grid of
+        ``pred.n_ratings`` ratings on an integer scale), as the bands will be reported
+    randomize : randomised tie-breaking for CHR (see :class:`~scoreband.conformal.learned.CHR`)
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.uniform(size=900); m = y + rng.normal(0, 0.05, 900)
+    >>> pred = Predictions(m, features=np.c_[m, rng.normal(size=900)])
+    >>> auto = Auto(0.1, candidates=["split", "cqr"]).fit(pred, y)
+    >>> auto.choice in ("split", "cqr"), sorted(auto.choice_["widths"])
+    (True, ['cqr', 'marginal', 'split'])
+    """
+
+    method = "auto"
+    learned = True
+
+    def __init__(self, alpha: float = 0.1, *, candidates=None, train_frac: float = 0.4,
+                 select_frac: float = 0.3, adjust_boundary: bool = False,
+                 randomize: bool = True, seed: int = 0, **kw):
+        super().__init__(alpha, **kw)
+        if candidates is not None:
+            unknown = [c for c in candidates if c not in CANDIDATES]
+            if unknown:
+                raise InputError(f"unknown auto candidate(s) {', '.join(map(repr, unknown))}; "
+                                 f"choose from {', '.join(CANDIDATES)}")
+            candidates = list(candidates)
+        if not (0 < train_frac and 0 < select_frac and train_frac + select_frac < 1):
+            raise InputError("train_frac and select_frac must be > 0 and sum to less than 1, "
+                             f"got {train_frac} and {select_frac}")
+        self.candidates = candidates
+        self.train_frac, self.select_frac = float(train_frac), float(select_frac)
+        self.adjust_boundary, self.randomize, self.seed = adjust_boundary, randomize, seed
+        self.winner_: Calibrator | None = None
+        self.choice_: dict | None = None
+
+    # --- configuration and persistence ----------------------------------------------------
+    def get_config(self) -> dict:
+        return {**super().get_config(), "candidates": self.candidates,
+                "train_frac": self.train_frac, "select_frac": self.select_frac,
+                "adjust_boundary": self.adjust_boundary, "randomize": self.randomize,
+                "seed": self.seed}
+
+    def _model_state(self):
+        w = self.winner_
+        return {**_jsonable(self.choice_),
+                "winner": {"method": w.method, "alpha": w.alpha, "config": w.get_config(),
+                           "model": w._model_state()}}
+
+    def _load_model_state(self, state):
+        state = _unjson(state)
+        self.winner_ = calibrator_from_state({**state.pop("winner"), "params": {}}, self.scale)
+        self.choice_ = state
+
+    # --- fitting ----------------------------------------------------------------------------
+    def _names(self, pred: Predictions) -> list[str]:
+        usable = usable_candidates(pred)
+        if self.candidates is None:
+            names = usable
+        else:
+            missing = [c for c in self.candidates if c not in usable]
+            if missing:
+                raise InputError(f"auto candidate(s) {', '.join(missing)} cannot run on these "
+                                 "predictions: split needs a point prediction (median), crc an "
+                                 "uncalibrated interval (lo, hi), cqr/chr/r2ccp features")
+            names = list(dict.fromkeys([*self.candidates, "marginal"]))
+        real = [c for c in names if c != "marginal"]
+        if len(real) < 2:
+            only = real[0] if real else "marginal"
+            raise InputError(
+                f"auto needs at least two methods to choose from, but these predictions allow "
+                f"only {only!r} (besides the no-model band): give features (for cqr, chr, "
+                f"r2ccp) or an uncalibrated interval lo/hi (for crc), or use method {only!r}")
+        return names
+
+    def _shares(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        need = min_calibration_size(self.alpha)
+        rest = 1 - self.train_frac - self.select_frac
+        n_min = max(math.ceil(need / rest), math.ceil(need / self.select_frac),
+                    math.ceil(10 / self.train_frac))
+        if n < n_min:
+            raise InputError(f"auto needs at least {n_min} calibration items for alpha="
+                             f"{self.alpha} (a training, a selection and a conformal share); "
+                             f"got {n}: use more rows or a fixed method")
+        perm = np.random.default_rng([self.seed, 7]).permutation(n)
+        a = int(round(self.train_frac * n))
+        b = a + int(round(self.select_frac * n))
+        return np.sort(perm[:a]), np.sort(perm[a:b]), np.sort(perm[b:])
+
+    def _width(self, cal: Calibrator, pred: Predictions) -> float:
+        band = cal.predict(pred)
+        if self.adjust_boundary and pred.n_ratings is not None:
+            band = adjust_band(band, pred.n_ratings)
+        return float(np.mean(band.hi01 - band.lo01))
+
+    def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
+        """Fit every candidate's model, choose the narrowest on the selection share; returns
+        the conformal share's indices."""
+        names = self._names(pred)
+        tr, sel, conf = self._shares(len(y))
+        p_tr, p_sel = pred.take(tr), pred.take(sel)
+        widths, chosen, fitted = {}, {}, {}
+        for name in names:
+            cal = _candidate(name, self.alpha, self.scale, self.seed, self.randomize)
+            if cal.learned:
+                cal._fit_model(p_tr, y[tr])
+            cal.params_ = cal._fit_params(p_sel, y[sel])
+            widths[name] = self._width(cal, p_sel)
+            chosen[name], fitted[name] = cal.params_, cal
+        best = min(names, key=lambda c: (widths[c], names.index(c)))
+        self.winner_ = fitted[best]
+        self.choice_ = {"choice": best, "widths": widths, "chosen_params": chosen[best],
+                        "n_train": len(tr), "n_select": len(sel)}
+        return conf
+
+    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
+        if self.winner_ is None:
+            raise InputError("auto: fit the candidates first (call fit)")
+        return self.winner_._conformal_params(pred, y01, self.choice_["chosen_params"])
+
+    def fit(self, pred: Predictions, y01, groups=None) -> Auto:
+        y = check_targets(y01, len(pred))
+        if len(pred) == 0:
+            raise InputError("cannot calibrate on an empty set of predictions")
+        idx = self.fit_model_part(pred, y)
+        self.params_ = self._fit_params(pred.take(idx), y[idx])
+        return self
+
+    # --- applying -----------------------------------------------------------------------------
+    def _require_fitted(self) -> None:
+        super()._require_fitted()
+        if self.winner_ is None:
+            raise InputError("auto: this calibrator has no chosen method")
+
+    def _check_pred(self, pred):
+        if self.winner_ is not None:
+            self.winner_._check_pred(pred)
+
+    def _apply(self, pred, params):
+        return self.winner_._apply(pred, params)
+
+    def _apply_sets(self, pred, params):
+        return self.winner_._apply_sets(pred, params)
+
+    def difficulty(self, pred):
+        return self.winner_.difficulty(pred)
+
+    @property
+    def choice(self) -> str | None:
+        return None if self.choice_ is None else self.choice_["choice"]
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        self._require_fitted()
+        self._check_pred(pred)
+        self.winner_.params_ = self.params_
+        band = self.winner_.predict(pred)
+        band.method = f"auto({self.choice})"
+        if self.choice == "marginal":
+            band.note = "marginal_fallback"
+        return band
+
+    def __repr__(self) -> str:
+        if self.params_ is None:
+            return f"Auto(alpha={self.alpha}, unfitted)"
+        w = ", ".join(f"{k}={v:.3f}" for k, v in self.choice_["widths"].items())
+        return f"Auto(alpha={self.alpha}, choice={self.choice}, widths01: {w})"

@@ -1,0 +1,184 @@
+"""Classes of the target for the bin-classifier methods (CHR, R2CCP), and the nested
+intervals of conformal histogram regression (CHR, Sesia and Romano 2021).
+
+Pure numpy. Two kinds of classes:
+
+* ``grid``: the achievable targets themselves (the means of ``R`` integer ratings on an
+  integer scale: 13 values for 3 ratings on 1-5). A band is ``[lowest, highest]`` class kept,
+  so it always starts and ends on an achievable target.
+* ``bins``: ``K`` equal bins of [0, 1] for continuous targets; a band runs from the left edge
+  of its lowest bin to the right edge of its highest.
+
+Nested intervals: starting from the most probable class, each step adds the more probable of
+the two neighbours of the current run of classes, so every interval is contiguous and each
+contains the previous one. An item's conformity score is the probability mass accumulated when
+its class joins (with randomised tie-breaking: the mass before it plus ``u`` times its own
+mass, ``u ~ U(0, 1)``); the band for a threshold ``q`` is the shortest prefix reaching ``q``.
+Written here because neither MAPIE nor crepes implements CHR, and the reference code (chr,
+on GitHub) needs rpy2 and R.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scoreband.errors import InputError
+from scoreband.records import Scale
+
+__all__ = ["TargetClasses", "target_classes", "nested_order", "nested_scores", "nested_bands"]
+
+
+class TargetClasses:
+    """The classes a bin classifier predicts: centres and edges on [0, 1].
+
+    >>> tc = target_classes(Scale(1, 5, integer=True), np.array([0.0, 0.5, 1.0]), np.full(3, 1.0))
+    >>> tc.kind, tc.centers.tolist()
+    ('grid', [0.0, 0.25, 0.5, 0.75, 1.0])
+    >>> tc.classify(np.array([0.26, 1.0])).tolist()
+    [1, 4]
+    """
+
+    def __init__(self, kind: str, centers, lo_edges, hi_edges):
+        self.kind = kind
+        self.centers = np.asarray(centers, dtype=float)
+        self.lo_edges = np.asarray(lo_edges, dtype=float)
+        self.hi_edges = np.asarray(hi_edges, dtype=float)
+
+    def __len__(self) -> int:
+        return len(self.centers)
+
+    def classify(self, y01) -> np.ndarray:
+        """The class of each target (nearest grid point, or the bin that holds it)."""
+        y = np.asarray(y01, dtype=float)
+        if self.kind == "grid":
+            mids = (self.centers[1:] + self.centers[:-1]) / 2
+            return np.searchsorted(mids, y, side="right")
+        k = len(self.centers)
+        return np.clip(np.floor(y * k).astype(int), 0, k - 1)
+
+    def band(self, lo_cls, hi_cls) -> tuple[np.ndarray, np.ndarray]:
+        """The band ``[lo, hi]`` on [0, 1] of a run of classes."""
+        if self.kind == "grid":
+            return self.centers[lo_cls], self.centers[hi_cls]
+        return self.lo_edges[lo_cls], self.hi_edges[hi_cls]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "centers": self.centers.tolist(),
+                "lo_edges": self.lo_edges.tolist(), "hi_edges": self.hi_edges.tolist()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TargetClasses:
+        return cls(d["kind"], d["centers"], d["lo_edges"], d["hi_edges"])
+
+
+def uniform_bins(k: int) -> TargetClasses:
+    """``k`` equal bins of [0, 1]."""
+    if k < 2:
+        raise InputError(f"bins must be >= 2, got {k}")
+    e = np.linspace(0.0, 1.0, k + 1)
+    return TargetClasses("bins", (e[:-1] + e[1:]) / 2, e[:-1], e[1:])
+
+
+def target_classes(scale: Scale, y01, n_ratings=None, bins: int = 50,
+                   grid: str = "auto") -> TargetClasses:
+    """Grid classes when every target is the mean of the same number of integer ratings on an
+    integer scale (``grid="auto"``), else ``bins`` equal bins.
+
+    ``grid="never"`` forces bins; ``grid="always"`` raises when the targets are not on one grid.
+    """
+    if grid not in ("auto", "never", "always"):
+        raise InputError(f"grid must be 'auto', 'never' or 'always', got {grid!r}")
+    y = np.asarray(y01, dtype=float)
+    if grid != "never" and scale.integer and n_ratings is not None:
+        r = np.unique(np.asarray(n_ratings, dtype=float))
+        if len(r) == 1 and r[0] >= 1 and float(r[0]).is_integer():
+            centers = np.asarray(scale.to01(scale.achievable(int(r[0]))), dtype=float)
+            steps = (len(centers) - 1)
+            on_grid = np.abs(y * steps - np.round(y * steps)) <= 1e-6
+            if on_grid.all() and len(centers) <= 1001:
+                half = 0.5 / steps
+                return TargetClasses("grid", centers, np.clip(centers - half, 0, 1),
+                                     np.clip(centers + half, 0, 1))
+    if grid == "always":
+        raise InputError("the targets are not all means of the same number of integer ratings "
+                         "on an integer scale, so they have no achievable grid")
+    return uniform_bins(bins)
+
+
+def nested_order(P) -> np.ndarray:
+    """``(n, K)``: the class that joins each item's nested interval at each step.
+
+    Step 0 is the most probable class; each later step adds the more probable neighbour of
+    the current run (the lower one on ties).
+
+    >>> nested_order(np.array([[0.1, 0.5, 0.3, 0.1]])).tolist()
+    [[1, 2, 0, 3]]
+    """
+    P = np.asarray(P, dtype=float)
+    n, k = P.shape
+    rows = np.arange(n)
+    order = np.empty((n, k), dtype=int)
+    lo = hi = P.argmax(axis=1)
+    order[:, 0] = lo
+    for s in range(1, k):
+        p_left = np.where(lo > 0, P[rows, np.maximum(lo - 1, 0)], -1.0)
+        p_right = np.where(hi < k - 1, P[rows, np.minimum(hi + 1, k - 1)], -1.0)
+        left = p_left >= p_right
+        lo = np.where(left, lo - 1, lo)
+        hi = np.where(left, hi, hi + 1)
+        order[:, s] = np.where(left, lo, hi)
+    return order
+
+
+def nested_scores(P, cls, u=None) -> np.ndarray:
+    """Conformity score of each item's class: the mass of the nested interval when the class
+    joins it; with ``u`` (uniforms in [0, 1)) the mass before it plus ``u`` times its own.
+
+    >>> P = np.array([[0.1, 0.5, 0.3, 0.1]])
+    >>> nested_scores(P, [2]).round(6).tolist(), nested_scores(P, [2], [0.5]).round(6).tolist()
+    ([0.8], [0.65])
+    """
+    P = np.asarray(P, dtype=float)
+    cls = np.asarray(cls, dtype=int)
+    rows = np.arange(len(P))
+    order = nested_order(P)
+    pos = np.argmax(order == cls[:, None], axis=1)
+    mass = P[rows[:, None], order]
+    before = np.cumsum(mass, axis=1) - mass
+    own = mass[rows, pos]
+    w = np.ones(len(P)) if u is None else np.asarray(u, dtype=float)
+    return before[rows, pos] + w * own
+
+
+def nested_bands(P, q: float, v=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shortest nested interval of each item whose conformity score can be ``<= q``.
+
+    Returns ``(lo_cls, hi_cls, emptied)``: the run of classes kept per item, and where the
+    randomised rule (``v``, uniforms) would have left no class at all, in which case the most
+    probable class is kept (conservative). Without ``v`` the class that crosses ``q`` is
+    always kept.
+
+    >>> P = np.array([[0.1, 0.5, 0.3, 0.1]])
+    >>> [a.tolist() for a in nested_bands(P, 0.8)]
+    [[1], [2], [False]]
+    """
+    P = np.asarray(P, dtype=float)
+    n, k = P.shape
+    rows = np.arange(n)
+    order = nested_order(P)
+    mass = P[rows[:, None], order]
+    cum = np.cumsum(mass, axis=1)
+    before = cum - mass
+    # the step at which the accumulated mass first reaches q (all steps when it never does)
+    step = np.minimum((cum < q - 1e-12).sum(axis=1), k - 1)
+    if v is None:
+        last = step
+    else:
+        own = np.maximum(mass[rows, step], 1e-300)
+        keep = np.asarray(v, dtype=float) <= (q - before[rows, step]) / own
+        last = np.where(keep, step, step - 1)
+    emptied = last < 0
+    last = np.maximum(last, 0)
+    lo_cls = np.minimum.accumulate(order, axis=1)[rows, last]
+    hi_cls = np.maximum.accumulate(order, axis=1)[rows, last]
+    return lo_cls, hi_cls, emptied
