@@ -80,8 +80,9 @@ def package(python, Xfit, yfit, Xtest, ytest, epochs, seed):
     with tempfile.TemporaryDirectory() as d:
         f = os.path.join(d, "data.npz")
         np.savez(f, Xfit=Xfit, yfit=yfit, Xtest=Xtest, ytest=ytest)
+        # cwd=d: PyTorch Lightning writes lightning_logs/ into the working directory
         r = subprocess.run([python, "-c", PACKAGE_RUNNER, f, str(epochs), str(seed), d],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, cwd=d)
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
         raise RuntimeError("the package run failed:\n" + r.stderr[-2000:])
