@@ -1,12 +1,11 @@
-"""k-means clustering of embeddings with k chosen by elbow + silhouette (scikit-learn)."""
+"""k-means clustering of embeddings with k chosen by elbow + silhouette (scikit-learn,
+imported when a clustering runs, so the conformal core loads without it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.metrics import silhouette_score
 
 from scoreband.errors import InputError
 
@@ -41,6 +40,9 @@ def choose_k(X, k_range=range(2, 11), seed: int = 0, sample_size: int = 2000) ->
     The elbow of the inertia curve gives a neighbourhood ``[elbow - 1, elbow + 1]``; the k
     with the best silhouette (on at most ``sample_size`` points) inside it is chosen.
     """
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
     X = np.asarray(X, dtype=float)
     ks = [k for k in k_range if 2 <= k < len(X)]
     if not ks:
@@ -64,6 +66,8 @@ def choose_k(X, k_range=range(2, 11), seed: int = 0, sample_size: int = 2000) ->
 
 def fit_kmeans(X, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """k-means; returns ``(labels, centers)``."""
+    from sklearn.cluster import KMeans
+
     X = np.asarray(X, dtype=float)
     if k < 1 or k > len(X):
         raise InputError(f"k must be between 1 and the number of items ({len(X)}), got {k}")

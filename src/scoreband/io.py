@@ -8,12 +8,8 @@ A bad row is never silently dropped: :func:`load_inputs` returns the clean predi
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +17,13 @@ import numpy as np
 import pandas as pd
 
 from scoreband.errors import InputError, RowError
+from scoreband.files import (  # noqa: F401  (re-exported: io is where users look)
+    atomic_path,
+    atomic_write_bytes,
+    atomic_write_text,
+    to_jsonable,
+    write_json,
+)
 from scoreband.records import Predictions, Scale
 
 __all__ = [
@@ -101,37 +104,6 @@ def _read_dir(p: Path) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- writing
-@contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside ``path``; on success it is fsynced and renamed onto
-    ``path``, on any error it is removed. A crash never leaves a half-written file.
-
-    Every writer in scoreband (tables, JSON, weights, checkpoints) goes through this.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        yield tmp
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        f.write(data)
-
-
-def atomic_write_text(path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
 def write_table(df: pd.DataFrame, path) -> Path:
     """Write a table atomically in the format its extension names."""
     path = Path(path)
@@ -450,26 +422,3 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
         n_ratings=n_ratings[keep],
         errors=[errors[i] for i in sorted(errors)],
     )
-
-
-def write_json(path, obj) -> None:
-    """Write JSON atomically (NaN written as null)."""
-    atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2))
-
-
-def to_jsonable(x):
-    """Plain JSON types: numpy scalars/arrays unwrapped, NaN -> null, +/-inf -> "inf"/"-inf"."""
-    if isinstance(x, dict):
-        return {str(k): to_jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [to_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return to_jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        f = float(x)
-        return None if math.isnan(f) else (str(f) if math.isinf(f) else f)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from scoreband.conformal.persist import file_sha256
+from scoreband.files import file_sha256
 
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
            "weights_fingerprint", "plain_settings"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from scoreband.conformal._core import check_alpha
 from scoreband.errors import InputError, NotFittedError
-from scoreband.io import to_jsonable as _jsonable
+from scoreband.files import to_jsonable as _jsonable
 from scoreband.records import Band, Predictions, Scale
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets"]

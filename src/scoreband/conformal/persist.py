@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from scoreband import __version__
 from scoreband.conformal.base import Calibrator, calibrator_from_state
 from scoreband.errors import CalibratorMismatch, InputError
+from scoreband.files import atomic_write_text, file_sha256
 from scoreband.records import Scale
 
 __all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256"]
 
 FORMAT = "scoreband.calibrator"
 FORMAT_VERSION = 1
-
-
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | None = None,
@@ -32,8 +24,6 @@ def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | N
     ``inputs`` records how predictions were read (column names, prediction scale,
     ratings) so :func:`load_calibrator` users can apply it the same way.
     """
-    from scoreband.io import atomic_write_text
-
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

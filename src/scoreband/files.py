@@ -1,0 +1,82 @@
+"""Files without tables: JSON (numpy-aware), atomic writes, content hashes.
+
+Free of pandas, so the conformal core and calibrator files load fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
+           "to_jsonable", "file_sha256"]
+
+
+@contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on success it is fsynced and renamed onto
+    ``path``, on any error it is removed. A crash never leaves a half-written file.
+
+    Every writer in scoreband (tables, JSON, weights, checkpoints) goes through this.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)
+
+
+def atomic_write_text(path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path, obj) -> None:
+    """Write JSON atomically (NaN written as null)."""
+    atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2))
+
+
+def to_jsonable(x):
+    """Plain JSON types: numpy scalars/arrays unwrapped, NaN -> null, +/-inf -> "inf"/"-inf"."""
+    if isinstance(x, dict):
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return to_jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        f = float(x)
+        return None if math.isnan(f) else (str(f) if math.isinf(f) else f)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def file_sha256(path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
