@@ -287,3 +287,49 @@ def test_nan_features_are_reported_rows(tmp_path):
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
     assert "2 of 400 rows skipped" in out and "logp_2" in out and "logp_4" in out
+
+
+def test_conformal_core_imports_no_heavy_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, scoreband.conformal, scoreband.metrics, scoreband.conformal.persist; "
+            "print(sorted(m for m in ('torch', 'pandas', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_no_import_cycles_in_the_package():
+    import ast
+    from pathlib import Path
+
+    import scoreband
+
+    root = Path(scoreband.__file__).parent
+    mods = {}
+    for f in root.rglob("*.py"):
+        name = ".".join(("scoreband", *f.relative_to(root).with_suffix("").parts))
+        mods[name.removesuffix(".__init__")] = f
+    graph = {m: set() for m in mods}
+    for m, f in mods.items():
+        for node in ast.walk(ast.parse(f.read_text())):  # module-level and lazy imports alike
+            if isinstance(node, ast.ImportFrom) and node.module in mods:
+                graph[m].add(node.module)
+                graph[m].update(f"{node.module}.{a.name}" for a in node.names
+                                if f"{node.module}.{a.name}" in mods)
+            elif isinstance(node, ast.Import):
+                graph[m].update(a.name for a in node.names if a.name in mods)
+        graph[m].discard(m)
+
+    def reaches(src, dst, seen):
+        for nxt in graph[src]:
+            if nxt == dst:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                if reaches(nxt, dst, seen):
+                    return True
+        return False
+
+    cyclic = sorted(m for m in graph if reaches(m, m, set()))
+    assert not cyclic, cyclic

@@ -3,13 +3,18 @@ caption tokens (BEiT-3's fused encoder at toy scale), trained from scratch on CP
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from scoreband.errors import InputError
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES
 
 __all__ = ["WordTokenizer", "EmbeddedConfig", "EmbeddedCrossEncoder", "preprocess_images"]
@@ -179,6 +184,31 @@ class EmbeddedCrossEncoder(nn.Module):
         return float(c.depth * per_layer + stem)
 
 
+def bundled_model_dir() -> Path:
+    """Folder of the trained embedded model shipped in the package."""
+    return Path(str(resources.files("scoreband") / "data" / "models" / "embedded-default"))
+
+
+def read_model_folder(path) -> dict:
+    """Read a model folder written by ``scoreband train`` (or the bundled one): its
+    ``config.json`` (``meta``), the encoder ``config``, the ``state`` dict of
+    ``model.safetensors``, the ``tokenizer`` and the weights ``fingerprint``."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    cfg_file, w_file = path / "config.json", path / "model.safetensors"
+    for f in (cfg_file, w_file):
+        if not f.exists():
+            raise InputError(f"model folder {str(path)!r} has no {f.name}; train one with "
+                             "`scoreband train --out DIR`")
+    meta = json.loads(cfg_file.read_text())
+    cfg = EmbeddedConfig(**meta["backbone"])
+    return {"meta": meta, "config": cfg, "state": load_file(str(w_file)),
+            "tokenizer": WordTokenizer(meta["vocab"], cfg.max_len),
+            "fingerprint": "sha256:" + hashlib.sha256(w_file.read_bytes()).hexdigest()[:16],
+            "path": path, "weights_file": w_file}
+
+
 class EmbeddedBackbone:
     """The bundled embedded cross-encoder behind the common backbone interface (used when a
     quantile head is trained on a user's table with ``--backbone embedded:default``)."""
@@ -186,15 +216,19 @@ class EmbeddedBackbone:
     kind = "cross-encoder"
 
     def __init__(self, name: str = "embedded:default"):
-        from scoreband.scorers.model import QuantileScorer
-
-        sc = QuantileScorer.load(name)
+        folder = read_model_folder(bundled_model_dir())
+        cfg = folder["config"]
+        model = EmbeddedCrossEncoder(cfg)
+        # the folder holds the whole scorer (encoder + heads): take the encoder's weights
+        enc = {k[len("backbone."):]: v for k, v in folder["state"].items()
+               if k.startswith("backbone.")}
+        model.load_state_dict(enc)
         self.name = name
-        self.model = sc.model.backbone.eval()
-        self.tokenizer = sc.tokenizer
-        self.size = sc.model.cfg.image_size
-        self.dim = sc.model.cfg.dim
-        self.fingerprint = sc.fingerprint
+        self.model = model.eval()
+        self.tokenizer = folder["tokenizer"]
+        self.size = cfg.image_size
+        self.dim = cfg.dim
+        self.fingerprint = folder["fingerprint"]
 
     def describe(self) -> dict:
         return {"backbone": self.name, "weights_sha256": self.fingerprint,

@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 from scoreband.io import atomic_write_text
-from scoreband.judges.extract import JudgeError, JudgePrompt, JudgeResult
+from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import canonical_token, find_score_position, fold_top_logprobs
 
 __all__ = ["OpenAIJudge"]

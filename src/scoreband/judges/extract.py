@@ -15,82 +15,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
 from scoreband.errors import InputError
-from scoreband.judges.features import entropy, expected_score, max_prob
+from scoreband.judges.base import (  # noqa: F401  (re-exported)
+    DEFAULT_RUBRIC,
+    DEFAULT_TEMPLATE,
+    JUDGE_KINDS,
+    Judge,
+    JudgeError,
+    JudgePrompt,
+    JudgeResult,
+)
+from scoreband.logprobs import entropy, expected_score, max_prob
 
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "make_judge",
            "extract_judge_table", "DEFAULT_TEMPLATE", "JUDGE_KINDS"]
-
-DEFAULT_TEMPLATE = (
-    "You are an impartial judge of how well a response fits an image.\n"
-    "Instruction: {instruction}\n"
-    "Response: {response}\n"
-    "Rubric: {rubric}\n"
-    "Explain briefly, then finish with '{delimiter} N' where N is an integer from {lo} to {hi}."
-)
-DEFAULT_RUBRIC = ("{lo} = the response does not fit the image at all; {hi} = it fits the image "
-                  "completely and correctly.")
-
-JUDGE_KINDS = {
-    "hf": "a local transformers vision-language model: hf:DIR or hf:HUB_ID "
-          "(AutoProcessor + AutoModelForImageTextToText)",
-    "openai": "an OpenAI-compatible chat-completions endpoint with logprobs: openai:MODEL "
-              "(--base-url, key from $OPENAI_API_KEY)",
-}
-
-
-class JudgeError(Exception):
-    """One row could not be judged; the message goes into ``judge_error``."""
-
-
-@dataclass(frozen=True)
-class JudgePrompt:
-    """The judge's instruction. ``template`` may use {instruction}, {response}, {rubric},
-    {delimiter}, {lo}, {hi}."""
-
-    lo: int
-    hi: int
-    template: str = DEFAULT_TEMPLATE
-    rubric: str = DEFAULT_RUBRIC
-    delimiter: str = "Score:"
-
-    def render(self, instruction: str, response: str) -> str:
-        fill = {"lo": self.lo, "hi": self.hi, "delimiter": self.delimiter}
-        return self.template.format(instruction=instruction, response=response,
-                                    rubric=self.rubric.format(**fill), **fill)
-
-    @property
-    def labels(self) -> list[str]:
-        from scoreband.judges.tokens import scale_labels
-
-        return scale_labels(self.lo, self.hi)
-
-
-@dataclass
-class JudgeResult:
-    logp: np.ndarray                  # (K,) log-probs of the labels, -inf where absent
-    missing_mass: float               # probability on tokens that are no label
-    position: str                     # generated | forced | first-token
-    generated: str = ""               # the judge's text before the score (its reasoning)
-    extra: dict = field(default_factory=dict)
-
-
-class Judge(Protocol):
-    name: str
-    prompt: JudgePrompt
-
-    def judge(self, image_path: Path, text: str) -> JudgeResult: ...
-
-    def describe(self) -> dict: ...
-
 
 def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
     """``hf:DIR_OR_ID`` or ``openai:MODEL``; keyword arguments go to the judge class."""
@@ -136,7 +80,7 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
     ``judge_max_prob``, ``judge_missing_mass``, ``judge_position``, ``judge_error``,
     ``judge_model``.
     """
-    from scoreband.scorers.scoring import load_image
+    from scoreband.images import load_image
 
     for flag, col in (("--image-col", image_col), ("--instruction-col", instruction_col),
                       ("--response-col", response_col)):

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from scoreband.errors import InputError
-from scoreband.judges.extract import JudgeError, JudgePrompt, JudgeResult
+from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import find_score_position, fold_full_logprobs, label_token_ids
 from scoreband.provenance import weights_fingerprint
 

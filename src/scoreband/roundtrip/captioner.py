@@ -55,7 +55,7 @@ def caption_table(df: pd.DataFrame, captioner: HFCaptioner, *, image_col: str = 
                   batch_size: int = 8) -> pd.DataFrame:
     """Add ``out_col`` (empty where the image cannot be read; the round trip then reports the
     row as failed)."""
-    from scoreband.scorers.scoring import load_image
+    from scoreband.images import load_image
 
     caps = [""] * len(df)
     batch: list[tuple[int, Image.Image]] = []

@@ -44,7 +44,7 @@ def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, see
                     keep_dir: Path | None = None, journal: Path | None = None,
                     progress=None) -> tuple[pd.DataFrame, int]:
     """Score every row (see the module docstring); returns ``(table, failed rows)``."""
-    from scoreband.scorers.scoring import load_image
+    from scoreband.images import load_image
 
     if n_gen < 1:
         raise InputError(f"--n-gen must be >= 1, got {n_gen}")

@@ -7,22 +7,22 @@ image embedding for clustering).
 
 from __future__ import annotations
 
-import hashlib
 import json
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
 from scoreband.backbones import resolve_backbone
-from scoreband.backbones.embedded import (
+from scoreband.backbones.embedded import (  # noqa: F401  (bundled_model_dir re-exported)
     EmbeddedConfig,
     EmbeddedCrossEncoder,
     WordTokenizer,
+    bundled_model_dir,
     preprocess_images,
+    read_model_folder,
 )
 from scoreband.errors import InputError
 from scoreband.records import QUANTILE_LEVELS, Predictions
@@ -36,11 +36,6 @@ HEAD_KINDS = {
     "chained_pinball": (ChainedQuantileHead, "pinball"),
     "unconstrained_pinball": (UnconstrainedQuantileHead, "pinball"),
 }
-
-
-def bundled_model_dir() -> Path:
-    """Folder of the trained embedded model shipped in the package."""
-    return Path(str(resources.files("scoreband") / "data" / "models" / "embedded-default"))
 
 
 class ScorerModel(nn.Module):
@@ -82,22 +77,14 @@ class QuantileScorer:
             path = bundled_model_dir()
         else:
             path = Path(s)
-        cfg_file, w_file = path / "config.json", path / "model.safetensors"
-        for f in (cfg_file, w_file):
-            if not f.exists():
-                raise InputError(f"model folder {str(path)!r} has no {f.name}; train one with "
-                                 "`scoreband train --out DIR`")
-        meta = json.loads(cfg_file.read_text())
-        cfg = EmbeddedConfig(**meta["backbone"])
-        model = ScorerModel(cfg, heads=tuple(meta.get("heads", HEAD_KINDS)))
-        state = load_file(str(w_file))
-        missing, unexpected = model.load_state_dict(state, strict=False)
+        folder = read_model_folder(path)
+        meta, w_file = folder["meta"], folder["weights_file"]
+        model = ScorerModel(folder["config"], heads=tuple(meta.get("heads", HEAD_KINDS)))
+        missing, unexpected = model.load_state_dict(folder["state"], strict=False)
         if missing or unexpected:
             raise InputError(f"{w_file} does not match its config: missing {missing[:5]}, "
                              f"unexpected {unexpected[:5]}")
-        tok = WordTokenizer(meta["vocab"], cfg.max_len)
-        fp = "sha256:" + hashlib.sha256(w_file.read_bytes()).hexdigest()[:16]
-        return cls(model, tok, meta, fp, path)
+        return cls(model, folder["tokenizer"], meta, folder["fingerprint"], path)
 
     @staticmethod
     def save(model: ScorerModel, tokenizer: WordTokenizer, path, extra: dict | None = None):

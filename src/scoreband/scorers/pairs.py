@@ -26,7 +26,7 @@ class LazyImages(Sequence):
         return len(self.paths)
 
     def _open(self, p) -> Image.Image:
-        from scoreband.scorers.scoring import load_image
+        from scoreband.images import load_image
 
         return Image.fromarray(load_image(p, None))
 
@@ -47,8 +47,8 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
                check_images: bool = True) -> tuple[dict, list[RowError]]:
     """Validate rows (target on the scale, image readable, caption not empty) and return
     ``({"images", "texts", "y01", "image_ids", "scale", "n_ratings", "rows"}, errors)``."""
+    from scoreband.images import load_image
     from scoreband.io import ColumnSpec, load_inputs
-    from scoreband.scorers.scoring import load_image
 
     for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
         if col not in df.columns:

@@ -6,56 +6,22 @@ and the reason in ``band_error``; the batch carries on.
 
 from __future__ import annotations
 
-import math
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from scoreband.batch import cell_text, resolve_path, row_progress
+from scoreband.batch import cell_text, row_progress
 from scoreband.conformal import load_calibrator
 from scoreband.errors import InputError
+from scoreband.images import MAX_PIXELS, load_image  # noqa: F401  (re-exported)
 from scoreband.scorers.model import QuantileScorer
 
 __all__ = ["load_image", "score_table", "MAX_PIXELS"]
 
-#: images above this many pixels are refused (a decompression bomb or a mistake)
-MAX_PIXELS = 50_000_000
 
 
-def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
-    """Open, check and resize one image to ``size`` x ``size`` RGB (bicubic; ``size=None``
-    keeps the image's own size).
-
-    A relative path is looked up from the working directory, then from ``base_dir`` (the
-    table's folder). Raises ValueError with a reason a user can act on.
-    """
-    if path is None or (isinstance(path, float) and math.isnan(path)) or str(path).strip() == "":
-        raise ValueError("no image path (empty cell)")
-    p = resolve_path(path, base_dir)
-    if not p.is_file():
-        raise ValueError(f"image file not found: {str(p)!r}")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as im:
-                w, h = im.size
-                if w * h > MAX_PIXELS:
-                    raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
-                im.load()
-                rgb = im.convert("RGB")
-                if size is not None:
-                    rgb = rgb.resize((size, size), Image.Resampling.BICUBIC)
-    except ValueError:
-        raise
-    except (UnidentifiedImageError, Image.DecompressionBombError,
-            Image.DecompressionBombWarning) as e:
-        raise ValueError(f"not a readable image ({type(e).__name__})") from None
-    except OSError as e:  # truncated or corrupt files
-        raise ValueError(f"image could not be decoded: {e}") from None
-    return np.asarray(rgb, dtype=np.uint8)
 
 
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
