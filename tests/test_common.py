@@ -79,6 +79,9 @@ CASES = {
     "cqr": ("cqr", {}, FEATURES),
     "chr": ("chr", {}, FEATURES),
     "chr-no-randomize": ("chr", {"randomize": False}, FEATURES + ["--no-randomize"]),
+    "cqr-randomize": ("cqr", {"randomize": True}, FEATURES + ["--randomize"]),
+    "split-randomize": ("split", {"randomize": True}, PRED + ["--randomize"]),
+    "marginal-randomize": ("marginal", {"randomize": True}, PRED + ["--randomize"]),
     "r2ccp": ("r2ccp", {}, FEATURES),
     "marginal": ("marginal", {}, PRED),
     "auto": ("auto", {}, FEATURES + ["--lo", "lo", "--hi", "hi"]),
@@ -95,6 +98,9 @@ CASES = {
 }
 
 
+SWITCHES = ("--mondrian", "--randomize", "--no-randomize", "--adjust-boundary")
+
+
 def _spec_from_flags(flags: list[str]) -> ColumnSpec:
     """The ColumnSpec the CLI builds from these flags (for the library side of a case)."""
     opts = dict(zip(flags[::2], flags[1::2], strict=False))
@@ -107,8 +113,7 @@ def _spec_from_flags(flags: list[str]) -> ColumnSpec:
 
 def _library_band(name, df_cal, df_test):
     method, kw, flags = CASES[name]
-    spec = _spec_from_flags([f for f in flags if f not in ("--mondrian", "--no-randomize",
-                                                            "--adjust-boundary")])
+    spec = _spec_from_flags([f for f in flags if f not in SWITCHES])
     spec = spec.resolved(df_cal.columns)
     cal_in = load_inputs(df_cal, spec, n_ratings=3)
     test_in = load_inputs(df_test, spec, require_target=False)

@@ -357,3 +357,34 @@ def test_folding_conserves_probability(entries):
     np.testing.assert_allclose(np.exp(lp[np.isfinite(lp)]).sum() + missing
                                if np.isfinite(lp).any() else missing, max(1.0, listed),
                                atol=1e-9)
+
+
+def test_judge_study_refuses_the_wrong_grid_and_runs_without_tasks(tmp_path):
+    from typer.testing import CliRunner
+
+    from scoreband.cli import app
+
+    table = _judged_table(tmp_path, 200)
+    args = ["judge-study", str(table), "--judge", "a=sim-strong_logp_*", "--target", "human",
+            "--seeds", "2"]
+    # means of 3 ratings read as single ratings: snapping would destroy coverage -> refused
+    r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s1")])
+    assert r.exit_code == 2 and "--n-ratings" in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "s1" / "judge_study.json").exists()
+    # no --task-col: one task
+    r = CliRunner().invoke(app, [*args, "--n-ratings", "3", "--out", str(tmp_path / "s2")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "s2" / "judge_study.json").read_text())
+    assert set(doc["reliability_map"]["a"]) == {"all"}
+    assert "chr" in doc["methods"]["a"] and "chr+mondrian" in doc["methods"]["a"]
+
+
+def test_roundtrip_calibration_refuses_the_wrong_grid():
+    from scoreband.records import Scale
+    from scoreband.roundtrip.study import calibration_study
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(3, 16, 300) / 3  # means of 3 ratings on 1-5
+    with pytest.raises(InputError, match="--n-ratings"):
+        calibration_study(rng.uniform(size=300), rng.uniform(0.01, 0.05, 300),
+                          (y - 1) / 4, scale=Scale(1, 5, integer=True))

@@ -134,3 +134,21 @@ def test_mondrian_r2ccp_keeps_the_sets(judged):
         assert lo - 1e-9 <= s[0][0] and s[-1][1] <= hi + 1e-9
     assert 0.85 <= M.set_coverage(band.sets01, y[1600:]) <= 0.97
     assert M.set_length(band.sets01) < M.sharpness(band.lo01, band.hi01)
+
+
+def test_r2ccp_sets_hold_every_target_whose_score_passes():
+    # exact sets: covered by the set <=> conformity <= q, also for targets between the
+    # points of any grid (means of 3 ratings at the edge of a narrow piece)
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.full(50, 0.3), size=400)
+    y = rng.integers(0, 13, 400) / 12
+    from scoreband.conformal.learned import _interp_density, density_sets
+    from scoreband.metrics import covered
+
+    thr = float(np.quantile(_interp_density(probs, y), 0.3))
+    sets, lo, hi = density_sets(probs, thr)
+    by_score = _interp_density(probs, y) >= thr
+    by_set = np.array([any(a - 1e-9 <= v <= b + 1e-9 for a, b in s)
+                       for s, v in zip(sets, y, strict=True)])
+    np.testing.assert_array_equal(by_set, by_score)
+    assert covered(lo, hi, y)[by_score].all()

@@ -293,3 +293,47 @@ def test_marginal_band_coverage_over_1000_splits():
 
     mean, se = _run(lambda: Marginal(0.1), 200, 100, 1000, seed=51)
     _assert_in_band(mean, se, *coverage_bounds(100, 0.1))
+
+
+@pytest.mark.parametrize("method", ["marginal", "cqr", "split"])
+def test_randomized_tie_breaking_reaches_1_minus_alpha(method):
+    # discrete targets (means of 3 ratings, skewed to the top): the deterministic bands
+    # over-cover through ties at the threshold; breaking them at random gives coverage in
+    # [1 - alpha, 1 - alpha + 1/(n+1)] in expectation
+    from scoreband.conformal import make_calibrator
+
+    rng = np.random.default_rng(61)
+    scale = Scale(1, 5, integer=True)
+    pred, y = _discrete(rng, 60_000)
+    if method == "split":  # a point prediction on the grid: residuals tie
+        pred = Predictions(np.round(pred.median * 12) / 12)
+    make = {kind: (lambda r=r: make_calibrator(method, 0.1, scale=scale, randomize=r,
+                                               seed=int(rng.integers(1 << 30))))
+            for kind, r in (("det", False), ("rnd", True))}
+    covs = {"det": [], "rnd": []}
+    n_cal, n_test = 400, 200
+    base = None
+    if method == "cqr":  # the model once (the guarantee is about the conformal step)
+        from scoreband.conformal import CQR
+
+        base = CQR(0.1, scale=scale)
+        base._fit_model(pred.take(slice(0, 2000)), y[:2000])
+    for r in range(1000):
+        idx = 2000 + rng.permutation(len(y) - 2000)[: n_cal + n_test]
+        c, t = idx[:n_cal], idx[n_cal:]
+        for kind in covs:
+            cal = make[kind]() if base is None else CQR(0.1, scale=scale,
+                                                        randomize=kind == "rnd", seed=r)
+            if base is not None:
+                cal.model_ = base.model_
+                cal.params_ = cal._fit_params(pred.take(c), y[c])
+            else:
+                cal.fit(pred.take(c), y[c])
+            b = cal.predict(pred.take(t))
+            covs[kind].append(covered(b.lo01, b.hi01, y[t]).mean())
+    n_conf = n_cal if base is not None else (n_cal if method == "split" else n_cal // 2)
+    lo, hi = coverage_bounds(n_conf, 0.1)
+    rnd = np.array(covs["rnd"])
+    _assert_in_band(rnd.mean(), rnd.std(ddof=1) / np.sqrt(len(rnd)), lo, hi)
+    det = np.array(covs["det"])
+    assert det.mean() >= rnd.mean() - 1e-9

@@ -38,14 +38,20 @@ def _version(value: bool):
         raise typer.Exit()
 
 
+_STATE = {"debug": False}
+
+
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
+    debug: Annotated[bool, typer.Option(
+        "--debug", help="Show the full traceback of an unexpected error.")] = False,
 ):
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    _STATE["debug"] = debug
 
 
 # ------------------------------------------------------------------ shared options
@@ -79,10 +85,12 @@ MethodOpt = Annotated[str, typer.Option(
 MapOpt = Annotated[str, typer.Option(
     "--map", help="isotonic | linear | none: map a raw point metric (any scale) onto the "
                   "target's scale, fitted on its own share of the calibration items.")]
-RandomizeOpt = Annotated[bool, typer.Option(
-    "--randomize/--no-randomize", help="Randomised tie-breaking for chr (and auto): coverage "
+RandomizeOpt = Annotated[bool | None, typer.Option(
+    "--randomize/--no-randomize", help="Randomised tie-breaking (smoothed conformal p-values) "
+                                       "for split, cqr, chr, marginal and auto: coverage "
                                        "1 - alpha in expectation on discrete targets instead "
-                                       "of over-covering.")]
+                                       "of over-covering. Default: on for chr and auto, off "
+                                       "for the others.")]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Target miscoverage, in (0, 1).")]
 MondrianOpt = Annotated[bool, typer.Option(
     "--mondrian", help="Group-conditional calibration: per --groups label, or Easy/Medium/Hard "
@@ -147,7 +155,7 @@ def _spec(scale, target, ratings, median, lo, hi, features, embedding, groups, s
 
 
 def _factory(method, alpha, scale, mondrian, groups, clusters, small_group, map_="none",
-             randomize=True, adjust_boundary=False):
+             randomize=None, adjust_boundary=False):
     from scoreband.conformal import make_calibrator
 
     k = clusters if clusters == "auto" else _int(clusters, "--clusters")
@@ -184,6 +192,19 @@ def _guard(fn):
                 return fn(*a, **kw)
         except ScorebandError as e:
             _fail(str(e))
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except OSError as e:  # a path the user gave: a folder, no permission, a full disk
+            if _STATE["debug"]:
+                raise
+            where = f" {str(e.filename)!r}" if e.filename else ""
+            _fail(f"cannot use{where}: {e.strerror or e}")
+        except Exception as e:  # anything else is a bug: one line, the traceback on request
+            if _STATE["debug"]:
+                raise
+            msg = " ".join(str(e).split())[:300]
+            _fail(f"unexpected {type(e).__name__}: {msg} (rerun with `scoreband --debug "
+                  f"{fn.__name__.replace('_', '-')} ...` for the traceback)", code=1)
 
     return wrapper
 
@@ -279,7 +300,7 @@ def evaluate(
     small_group: SmallOpt = "marginal",
     id_col: IdOpt = None,
     map_: MapOpt = "none",
-    randomize: RandomizeOpt = True,
+    randomize: RandomizeOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
 ):
     """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
@@ -340,7 +361,7 @@ def calibrate(
     small_group: SmallOpt = "marginal",
     id_col: IdOpt = None,
     map_: MapOpt = "none",
-    randomize: RandomizeOpt = True,
+    randomize: RandomizeOpt = None,
     scorer_id: ScorerOpt = None,
 ):
     """Fit a calibrator on every usable row and save it as versioned JSON.

@@ -47,7 +47,7 @@ METHODS = ("split", "crc", "crc-exact", "crc-same", "crc-cluster", "crc-cluster-
 
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
                     n_clusters="auto", small_group: str = "marginal", seed: int = 0,
-                    map: str | None = None, randomize: bool = True,
+                    map: str | None = None, randomize: bool | None = None,
                     adjust_boundary: bool = False) -> Calibrator:
     """Build a calibrator by name.
 
@@ -58,7 +58,9 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     n_clusters : k for the cluster rules (``"auto"``: elbow + silhouette)
     map : None / ``"none"``, or ``"isotonic"`` / ``"linear"``: a monotone map from a raw point
         metric to the target scale, fitted on its own share of the calibration items
-    randomize : randomised tie-breaking for ``chr`` (and ``auto``'s CHR candidate)
+    randomize : randomised tie-breaking (smoothed conformal p-values) for ``split``, ``cqr``,
+        ``chr``, ``marginal`` and ``auto``'s candidates; None: each method's default (on for
+        ``chr`` and ``auto``, off for the others)
     adjust_boundary : ``auto`` compares widths after snapping to the achievable targets
     """
     from scoreband.errors import InputError
@@ -75,19 +77,20 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
         rule = "mondrian" if method.endswith("mondrian") else "conservative"
         return ClusterConservative(mapped(CRC(alpha, scale=scale)), n_clusters=n_clusters,
                                    rule=rule, small_group=small_group, seed=seed)
+    rnd = {} if randomize is None else {"randomize": bool(randomize)}
     if method == "split":
-        cal = SplitConformal(alpha, scale=scale)
+        cal = SplitConformal(alpha, scale=scale, seed=seed, **rnd)
     elif method.startswith("crc"):
         selection = {"crc": "auto", "crc-exact": "split", "crc-same": "same"}[method]
         cal = CRC(alpha, scale=scale, selection=selection, seed=seed)
     elif method == "chr":
-        cal = CHR(alpha, scale=scale, seed=seed, randomize=randomize)
+        cal = CHR(alpha, scale=scale, seed=seed, **rnd)
     elif method == "auto":
-        cal = Auto(alpha, scale=scale, seed=seed, randomize=randomize,
-                   adjust_boundary=adjust_boundary)
+        cal = Auto(alpha, scale=scale, seed=seed, adjust_boundary=adjust_boundary, **rnd)
+    elif method == "r2ccp":  # continuous density scores: no ties to break
+        cal = R2CCP(alpha, scale=scale, seed=seed)
     else:
-        cal = {"cqr": CQR, "r2ccp": R2CCP, "marginal": Marginal}[method](alpha, scale=scale,
-                                                                        seed=seed)
+        cal = {"cqr": CQR, "marginal": Marginal}[method](alpha, scale=scale, seed=seed, **rnd)
     cal = mapped(cal)
     if mondrian:
         cal = Mondrian(cal, by=mondrian, small_group=small_group)

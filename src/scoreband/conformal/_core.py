@@ -16,7 +16,14 @@ __all__ = [
     "conformal_quantile",
     "coverage_bounds",
     "expected_coverage",
+    "tie_keep_probability",
+    "open_tied_edges",
+    "OPEN_EDGE",
 ]
+
+#: How far an edge is moved inward to leave it out (far below any rating step, above the
+#: 1e-9 tolerance of coverage and boundary snapping).
+OPEN_EDGE = 1e-7
 
 
 def check_alpha(alpha: float) -> float:
@@ -122,3 +129,40 @@ def expected_coverage(n: int, alpha: float) -> float:
     """
     k = conformal_rank(n, alpha)
     return 1.0 if k > n else k / (n + 1)
+
+
+def tie_keep_probability(scores, q: float, alpha: float, atol: float = 1e-9) -> float:
+    """Randomised tie-breaking (smoothed conformal p-values) for a threshold ``q``.
+
+    With discrete targets many conformity scores can equal ``q`` exactly (e.g. every item at
+    the top of the scale when a quantile regression sits on the scale's end), and keeping all
+    of them over-covers. Breaking the ties at random, a test item whose score equals ``q`` is
+    covered with probability ``(k - L) / (E + 1)`` (``k`` the conformal rank, ``L`` the scores
+    below ``q``, ``E`` those equal to it), which makes coverage ``1 - alpha`` in expectation
+    instead of ``>= 1 - alpha``. Returns 1.0 (keep every edge) when fewer than two scores tie.
+
+    >>> tie_keep_probability([0.1, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], 0.5, 0.5)
+    0.4444444444444444
+    """
+    s = np.asarray(scores, dtype=float)
+    n = len(s)
+    k = conformal_rank(n, alpha)
+    if k > n or not math.isfinite(q):
+        return 1.0
+    ties = int(np.sum(np.abs(s - q) <= atol))
+    if ties < 2:
+        return 1.0
+    below = int(np.sum(s < q - atol))
+    return float(min(1.0, max(0.0, (k - below) / (ties + 1))))
+
+
+def open_tied_edges(lo, hi, keep: float, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Leave both edges of each band out (moved in by :data:`OPEN_EDGE`) with probability
+    ``1 - keep``, by seeded uniforms: the band side of :func:`tie_keep_probability`. A band
+    narrower than two such steps is kept whole."""
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if keep >= 1.0 or len(lo) == 0:
+        return lo, hi
+    u = np.random.default_rng(seed).uniform(size=len(lo))
+    shut = (u > keep) & (hi - lo > 2 * OPEN_EDGE)
+    return np.where(shut, lo + OPEN_EDGE, lo), np.where(shut, hi - OPEN_EDGE, hi)

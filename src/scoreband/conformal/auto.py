@@ -59,13 +59,13 @@ def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool
     from scoreband.conformal.split import SplitConformal
 
     if name == "split":
-        return SplitConformal(alpha, scale=scale)
+        return SplitConformal(alpha, scale=scale, seed=seed, randomize=randomize)
     if name == "crc":  # omega chosen on the selection share, beta on the conformal share
         return CRC(alpha, scale=scale, selection="same")
-    if name == "chr":
-        return CHR(alpha, scale=scale, seed=seed, randomize=randomize)
-    cls = {"cqr": CQR, "r2ccp": R2CCP, "marginal": Marginal}[name]
-    return cls(alpha, scale=scale, seed=seed)
+    if name == "r2ccp":
+        return R2CCP(alpha, scale=scale, seed=seed)
+    cls = {"cqr": CQR, "chr": CHR, "marginal": Marginal}[name]
+    return cls(alpha, scale=scale, seed=seed, randomize=randomize)
 
 
 @register
@@ -79,7 +79,8 @@ class Auto(Calibrator):
         for the choice; the rest is conformalized
     adjust_boundary : compare widths after snapping to the achievable targets (the grid of
         ``pred.n_ratings`` ratings on an integer scale), as the bands will be reported
-    randomize : randomised tie-breaking for CHR (see :class:`~scoreband.conformal.learned.CHR`)
+    randomize : randomised tie-breaking for the candidates that have it (split, CQR, CHR,
+        marginal; see :func:`~scoreband.conformal._core.tie_keep_probability`)
 
     Examples
     --------

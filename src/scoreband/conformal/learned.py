@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import conformal_quantile
+from scoreband.conformal._core import conformal_quantile, open_tied_edges, tie_keep_probability
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.bins import (
     TargetClasses,
@@ -41,16 +41,25 @@ def _features(pred: Predictions, method: str) -> np.ndarray:
 class _Learned(Calibrator):
     learned = True
 
-    def __init__(self, alpha: float = 0.1, *, train_frac: float = 0.5, seed: int = 0, **kw):
+    def __init__(self, alpha: float = 0.1, *, train_frac: float = 0.5, seed: int = 0,
+                 randomize: bool = False, **kw):
         super().__init__(alpha, **kw)
         if not 0 < train_frac < 1:
             raise InputError(f"train_frac must be in (0, 1), got {train_frac}")
         self.train_frac = train_frac
         self.seed = seed
+        self.randomize = bool(randomize)
         self.model_: dict | None = None
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "train_frac": self.train_frac, "seed": self.seed}
+        return {**super().get_config(), "train_frac": self.train_frac, "seed": self.seed,
+                "randomize": self.randomize}
+
+    def _open_ties(self, lo, hi, params):
+        """Randomised tie-breaking at the band's edges (see ``tie_keep_probability``)."""
+        if not self.randomize:
+            return lo, hi
+        return open_tied_edges(lo, hi, params.get("tie_keep", 1.0), [self.seed, 2])
 
     def _model_state(self):
         return self.model_
@@ -63,10 +72,14 @@ class _Learned(Calibrator):
 
     def _fit_params(self, pred, y):
         """The conformal step: quantile of the method's conformity scores."""
-        q = conformal_quantile(self.conformity(pred, y), self.alpha)
+        s = self.conformity(pred, y)
+        q = conformal_quantile(s, self.alpha)
         if math.isinf(q):
             warn_too_small(len(y), self.alpha)
-        return {"q": q, "n": len(y)}
+        params = {"q": q, "n": len(y)}
+        if self.randomize:
+            params["tie_keep"] = tie_keep_probability(s, q, self.alpha)
+        return params
 
     def _check_pred(self, pred):
         _features(pred, self.method)
@@ -119,7 +132,8 @@ class CQR(_Learned):
         q = 0.0 if math.isinf(q) else q
         lo, hi = self._q(pred, "lo") - q, self._q(pred, "hi") + q
         # crossed regressors with a negative q can invert the band: keep it ordered
-        return np.minimum(lo, hi), np.maximum(lo, hi), full
+        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params)
+        return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
@@ -153,26 +167,46 @@ def _interp_density(probs: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (1 - w) * dens[rows, i0] + w * dens[rows, i1]
 
 
-def density_sets(probs: np.ndarray, threshold: float, grid: int = 501):
-    """Per row: the union of intervals {t : density(t) >= threshold} on a grid over [0, 1],
-    as a list of (lo, hi) pairs, and its hull. An empty set becomes the density's mode."""
-    t = np.linspace(0, 1, grid)
-    n = len(probs)
-    dens = np.stack([_interp_density(probs, np.full(n, v)) for v in t], axis=1)
-    keep = dens >= threshold
+def density_sets(probs: np.ndarray, threshold: float):
+    """Per row: the union of intervals ``{t : density(t) >= threshold}`` over [0, 1], exactly,
+    as a list of ``(lo, hi)`` pairs, and its hull. An empty set becomes the density's mode.
+
+    The density is :func:`_interp_density`'s: linear between the bin centres, constant beyond
+    the first and last. Each of its ``K + 1`` pieces keeps an interval (a linear function is
+    above a level on one side of its crossing), and touching pieces are merged. Computed
+    exactly rather than on a grid: a grid drops a target that lies between two grid points at
+    the edge of a narrow piece (set coverage fell to 0.84 on real judge tables at alpha 0.1).
+
+    >>> sets, lo, hi = density_sets(np.array([[0.5, 0.0, 0.5]]), 0.75)
+    >>> [(round(a, 4), round(b, 4)) for a, b in sets[0]], float(lo[0]), float(hi[0])
+    ([(0.0, 0.3333), (0.6667, 1.0)], 0.0, 1.0)
+    """
+    probs = np.asarray(probs, dtype=float)
+    n, k = probs.shape
+    dens = probs * k
+    knots = (np.arange(k) + 0.5) / k
+    xa, xb = np.r_[0.0, knots], np.r_[knots, 1.0]          # the K + 1 pieces
+    da = np.concatenate([dens[:, :1], dens], axis=1)        # density at each piece's start
+    db = np.concatenate([dens, dens[:, -1:]], axis=1)       # ... and end
+    ge_a, ge_b = da >= threshold, db >= threshold
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = xa + (threshold - da) / (db - da) * (xb - xa)
+    lo_p = np.where(ge_a, xa, cross)
+    hi_p = np.where(ge_b, xb, cross)
+    keep = ge_a | ge_b
     sets, lo, hi = [], np.empty(n), np.empty(n)
     for i in range(n):
         idx = np.flatnonzero(keep[i])
         if len(idx) == 0:
-            j = int(np.argmax(dens[i]))
-            sets.append([(float(t[j]), float(t[j]))])
-            lo[i] = hi[i] = t[j]
+            t = float(knots[int(np.argmax(dens[i]))])
+            sets.append([(t, t)])
+            lo[i] = hi[i] = t
             continue
-        breaks = np.flatnonzero(np.diff(idx) > 1)
-        starts = np.r_[idx[0], idx[breaks + 1]]
-        ends = np.r_[idx[breaks], idx[-1]]
-        sets.append([(float(t[a]), float(t[b])) for a, b in zip(starts, ends, strict=True)])
-        lo[i], hi[i] = t[idx[0]], t[idx[-1]]
+        a, b = lo_p[i, idx], hi_p[i, idx]
+        brk = np.flatnonzero(a[1:] > b[:-1] + 1e-12)       # gaps between kept pieces
+        starts, ends = np.r_[a[0], a[brk + 1]], np.r_[b[brk], b[-1]]
+        sets.append([(float(u), float(v)) for u, v in zip(starts, ends, strict=True)])
+        lo[i], hi[i] = starts[0], ends[-1]
     return sets, lo, hi
 
 
@@ -366,14 +400,13 @@ class CHR(_Learned):
 
     def __init__(self, alpha: float = 0.1, *, bins: int = 50, grid: str = "auto",
                  randomize: bool = True, C: float = 1.0, **kw):
-        super().__init__(alpha, **kw)
+        super().__init__(alpha, randomize=randomize, **kw)
         if grid not in ("auto", "never", "always"):
             raise InputError(f"grid must be 'auto', 'never' or 'always', got {grid!r}")
-        self.bins, self.grid, self.randomize, self.C = int(bins), grid, bool(randomize), C
+        self.bins, self.grid, self.C = int(bins), grid, C
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "bins": self.bins, "grid": self.grid,
-                "randomize": self.randomize, "C": self.C}
+        return {**super().get_config(), "bins": self.bins, "grid": self.grid, "C": self.C}
 
     def _classes(self) -> TargetClasses:
         return TargetClasses.from_dict(self.model_["classes"])
@@ -456,7 +489,8 @@ class Marginal(_Learned):
         q = 0.0 if math.isinf(q) else q
         lo = np.full(n, self.model_["lo"] - q)
         hi = np.full(n, self.model_["hi"] + q)
-        return np.minimum(lo, hi), np.maximum(lo, hi), full
+        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params)
+        return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()

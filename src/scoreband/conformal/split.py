@@ -7,7 +7,12 @@ import warnings
 
 import numpy as np
 
-from scoreband.conformal._core import conformal_quantile, min_calibration_size
+from scoreband.conformal._core import (
+    conformal_quantile,
+    min_calibration_size,
+    open_tied_edges,
+    tie_keep_probability,
+)
 from scoreband.conformal.base import Calibrator, register
 from scoreband.records import Predictions
 
@@ -59,20 +64,34 @@ class SplitConformal(Calibrator):
 
     method = "split"
 
+    def __init__(self, alpha: float = 0.1, *, randomize: bool = False, seed: int = 0, **kw):
+        super().__init__(alpha, **kw)
+        self.randomize, self.seed = bool(randomize), seed
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "randomize": self.randomize, "seed": self.seed}
+
     def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
         r = np.subtract(y01, pred.median)
         np.abs(r, out=r)
-        q = conformal_quantile(r, self.alpha, overwrite=True)
+        q = conformal_quantile(r, self.alpha, overwrite=not self.randomize)
         if math.isinf(q):
             warn_too_small(len(y01), self.alpha)
-        return {"q": q, "n": len(y01)}
+        params = {"q": q, "n": len(y01)}
+        if self.randomize:
+            params["tie_keep"] = tie_keep_probability(r, q, self.alpha)
+        return params
 
     def _apply(self, pred: Predictions, params: dict):
         q = params["q"]
-        full = np.zeros(len(pred), dtype=bool) if math.isfinite(q) else np.ones(len(pred), bool)
+        # q >= 1 on [0, 1] is the whole scale for every item: flagged like an infinite q
+        full = np.full(len(pred), not math.isfinite(q) or q >= 1.0)
         if not math.isfinite(q):
             q = 0.0
-        return pred.median - q, pred.median + q, full
+        lo, hi = pred.median - q, pred.median + q
+        if self.randomize:
+            lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0), [self.seed, 2])
+        return lo, hi, full
 
     def difficulty(self, pred: Predictions) -> np.ndarray:
         if pred.features is not None:
