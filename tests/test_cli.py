@@ -112,3 +112,30 @@ def test_empty_table(tmp_path):
 
 def test_version():
     assert run("--version").output.startswith("scoreband ")
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, monkeypatch):
+    import scoreband.protocol as protocol
+
+    def boom(*a, **k):
+        raise RuntimeError("something broke\nover two lines")
+
+    monkeypatch.setattr(protocol, "evaluate_splits", boom)
+    args = ["evaluate", EXAMPLE, "--target", "human", *COMMON, "--seeds", 1]
+    res = runner.invoke(app, [str(a) for a in args])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert "unexpected RuntimeError: something broke over two lines" in " ".join(res.output.split())
+    assert "--debug" in res.output
+    res = runner.invoke(app, ["--debug", *[str(a) for a in args]])
+    assert isinstance(res.exception, RuntimeError)
+
+
+@pytest.mark.parametrize("scale", ["nan,5", "1,inf", "5,1", "a,b", "1"])
+def test_bad_scale_is_a_clear_error(scale):
+    res = run("evaluate", EXAMPLE, "--target", "human", "--scale", scale, "--median", "median")
+    assert res.exit_code == 2 and "scale" in res.output, res.output
+
+
+def test_out_that_is_a_folder_is_a_clear_error(tmp_path):
+    res = run("evaluate", EXAMPLE, "--target", "human", *COMMON, "--seeds", 1, "--out", tmp_path)
+    assert res.exit_code == 2 and "is a folder" in " ".join(res.output.split())

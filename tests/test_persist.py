@@ -95,3 +95,87 @@ def test_small_group_policies(rng):
     assert b.full_range[-5:].all() and (b.hi01[-5:] == 1).all()
     with pytest.raises(InputError, match="at least 9"):
         Mondrian(SplitConformal(0.1), small_group="error").fit(pred, y, g)
+
+
+# ------------------------------------------------------------------ edited / broken files
+def _saved(tmp_path, method="split"):
+    import numpy as np
+
+    from scoreband.conformal import CRC, SplitConformal, save_calibrator
+    from scoreband.records import Predictions, Scale
+
+    rng = np.random.default_rng(0)
+    m = rng.uniform(0.2, 0.8, 300)
+    y = np.clip(m + rng.normal(0, 0.05, 300), 0, 1)
+    pred = Predictions(m, lo=m - 0.05, hi=m + 0.05)
+    cal = (SplitConformal if method == "split" else CRC)(0.1, scale=Scale(1, 5, True))
+    # as `scoreband calibrate` writes it: with the scale the columns were read on
+    return save_calibrator(tmp_path / "c.json", cal.fit(pred, y),
+                           inputs={"columns": {"scale": Scale(1, 5, True).to_dict()}})
+
+
+EDITS = {
+    "q text": ("split", lambda d: d["calibrator"]["params"].__setitem__("q", "abc"), "number"),
+    "q deleted": ("split", lambda d: d["calibrator"]["params"].pop("q"), "no 'q'"),
+    "q negative": ("split", lambda d: d["calibrator"]["params"].__setitem__("q", -0.5), ">= 0"),
+    "calibrator deleted": ("split", lambda d: d.pop("calibrator"), "no valid 'calibrator'"),
+    "unknown config": ("split", lambda d: d["calibrator"]["config"].__setitem__("zz", 1),
+                       "malformed"),
+    "beta null": ("crc", lambda d: d["calibrator"]["params"].__setitem__("beta", None),
+                  "number"),
+    "omega negative": ("crc", lambda d: d["calibrator"]["params"].__setitem__("omega", -3),
+                       ">= 0"),
+    "scale edited": ("split", lambda d: d.__setitem__("scale", {"lo": 0, "hi": 10,
+                                                                 "integer": True}), "scale"),
+    "alpha out of range": ("split", lambda d: d["calibrator"].__setitem__("alpha", 1.5),
+                           "alpha"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+@pytest.mark.parametrize("keep_checksum", [True, False])
+def test_edited_calibrator_is_refused(tmp_path, name, keep_checksum):
+    import json
+
+    from scoreband.conformal import load_calibrator
+    from scoreband.errors import ScorebandError
+
+    method, edit, msg = EDITS[name]
+    path = _saved(tmp_path, method)
+    doc = json.loads(path.read_text())
+    edit(doc)
+    if not keep_checksum:  # a file without a checksum (older scoreband) is still validated
+        doc.pop("checksum")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ScorebandError, match="edited" if keep_checksum else msg):
+        load_calibrator(path)
+
+
+def test_pickle_renamed_json_is_refused(tmp_path):
+    import pickle
+
+    from scoreband.conformal import load_calibrator
+    from scoreband.errors import InputError
+
+    p = tmp_path / "c.json"
+    p.write_bytes(pickle.dumps({"a": 1}))
+    with pytest.raises(InputError, match="not valid JSON.*never pickle"):
+        load_calibrator(p)
+
+
+def test_huge_q_is_flagged_full_range(tmp_path):
+    import json
+
+    import numpy as np
+
+    from scoreband.conformal import load_calibrator
+    from scoreband.records import Predictions
+
+    path = _saved(tmp_path)
+    doc = json.loads(path.read_text())
+    doc.pop("checksum")
+    doc["calibrator"]["params"]["q"] = 1e308
+    path.write_text(json.dumps(doc))
+    cal, _ = load_calibrator(path)
+    band = cal.predict(Predictions(np.array([0.5])))
+    assert band.full_range.all()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from scoreband.errors import InputError
+
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
            "to_jsonable", "file_sha256"]
 
@@ -27,6 +29,9 @@ def atomic_path(path):
     Every writer in scoreband (tables, JSON, weights, checkpoints) goes through this.
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{str(path)!r} is a folder; give a file name to write (e.g. "
+                         f"{str(path / 'out.csv')!r})")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

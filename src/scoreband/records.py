@@ -75,6 +75,8 @@ class Scale:
             lo, hi = float(parts[0]), float(parts[1])
         except ValueError:
             raise InputError(f"--scale expects two numbers 'A,B', got {text!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise InputError(f"--scale expects two finite numbers 'A,B' (e.g. 1,5), got {text!r}")
         if integer is None:
             # A [0, 1] scale is taken as continuous; other integer-ended scales as Likert.
             integer = lo == int(lo) and hi == int(hi) and (hi - lo) >= 2

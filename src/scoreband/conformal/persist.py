@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from pathlib import Path
 
 from scoreband import __version__
@@ -11,7 +13,8 @@ from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.files import atomic_write_text, file_sha256
 from scoreband.records import Scale
 
-__all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256"]
+__all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256",
+           "content_checksum", "validate_calibrator_document"]
 
 FORMAT = "scoreband.calibrator"
 FORMAT_VERSION = 1
@@ -34,9 +37,79 @@ def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | N
         "calibrator": calibrator.get_state(),
         **(extra or {}),
     }
+    doc["checksum"] = content_checksum(doc)
     path = Path(path)
     atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False, allow_nan=False))
     return path
+
+
+def content_checksum(doc: dict) -> str:
+    """``sha256:`` of the document's canonical JSON without its ``checksum`` field: an edit
+    of any number in the file changes it."""
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _number(v, name: str, *, lo: float | None = None, inf_ok: bool = True) -> None:
+    if isinstance(v, str) and v in ("inf", "-inf") and inf_ok:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        raise CalibratorMismatch(f"{name} must be a number, got {v!r}")
+    if not inf_ok and not math.isfinite(v):
+        raise CalibratorMismatch(f"{name} must be finite, got {v!r}")
+    if lo is not None and v < lo:
+        raise CalibratorMismatch(f"{name} must be >= {lo:g}, got {v!r}")
+
+
+def _check_params(method: str, params, where: str) -> None:
+    """Types and ranges of one conformal step's parameters (nested groups included)."""
+    if not isinstance(params, dict):
+        raise CalibratorMismatch(f"{where} must be an object, got {type(params).__name__}")
+    if "marginal" in params and "groups" in params:  # Mondrian / cluster wrappers
+        _check_params(method, params["marginal"], f"{where}.marginal")
+        for g, p in (params["groups"] or {}).items():
+            if p is not None:
+                _check_params(method, p, f"{where}.groups.{g}")
+        return
+    if method == "crc":
+        for key in ("omega", "beta"):
+            if key not in params:
+                raise CalibratorMismatch(f"{where} has no {key!r}")
+        _number(params["omega"], f"{where}.omega", lo=0.0, inf_ok=False)
+        _number(params["beta"], f"{where}.beta")
+        return
+    if "q" not in params:
+        raise CalibratorMismatch(f"{where} has no 'q' (the conformal quantile)")
+    # split's q is a quantile of absolute residuals; the others' scores can be negative
+    _number(params["q"], f"{where}.q", lo=0.0 if method == "split" else None)
+
+
+def _leaf_method(state: dict) -> str:
+    while "base" in state or "winner" in (state.get("model") or {}):
+        state = state["base"] if "base" in state else state["model"]["winner"]
+    return state.get("method", "")
+
+
+def validate_calibrator_document(doc: dict, path="calibrator") -> None:
+    """Refuse (:class:`CalibratorMismatch`) a calibrator document that was edited after it
+    was written (checksum) or whose parameters have the wrong type or range."""
+    if "checksum" in doc and doc["checksum"] != content_checksum(doc):
+        raise CalibratorMismatch(f"{path} was edited after it was written (its checksum does "
+                                 "not match its content); recalibrate with `scoreband "
+                                 "calibrate` rather than editing the file")
+    state = doc.get("calibrator")
+    if not isinstance(state, dict) or "method" not in state or "alpha" not in state:
+        raise CalibratorMismatch(f"{path} has no valid 'calibrator' entry (method, alpha, "
+                                 "params); recalibrate with `scoreband calibrate`")
+    _number(state["alpha"], "calibrator.alpha", lo=0.0, inf_ok=False)
+    if not 0 < state["alpha"] < 1:
+        raise CalibratorMismatch(f"{path}: calibrator.alpha must lie in (0, 1)")
+    _check_params(_leaf_method(state), state.get("params"), "calibrator.params")
+    cols = (doc.get("inputs") or {}).get("columns") or {}
+    if cols.get("scale") and Scale.from_dict(cols["scale"]) != Scale.from_dict(doc["scale"]):
+        raise CalibratorMismatch(f"{path}: its scale {doc['scale']} differs from the scale its "
+                                 f"columns were read on {cols['scale']}; recalibrate")
 
 
 def load_calibrator(path, *, scale: Scale | None = None,
@@ -51,9 +124,10 @@ def load_calibrator(path, *, scale: Scale | None = None,
         raise InputError(f"calibrator file {str(path)!r} does not exist; write one with "
                          "`scoreband calibrate ... --out calibrator.json`")
     try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path} is not valid JSON ({e}); is it a scoreband calibrator?") from None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path} is not valid JSON ({type(e).__name__}); is it a scoreband "
+                         "calibrator? (calibrators are JSON, never pickle)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CalibratorMismatch(f"{path} is not a scoreband calibrator file (format != {FORMAT!r})")
     if doc.get("format_version") != FORMAT_VERSION:
@@ -61,7 +135,11 @@ def load_calibrator(path, *, scale: Scale | None = None,
             f"{path} has format version {doc.get('format_version')}, this scoreband "
             f"({__version__}) reads version {FORMAT_VERSION}; recalibrate with `scoreband calibrate`"
         )
-    file_scale = Scale.from_dict(doc["scale"])
+    try:
+        file_scale = Scale.from_dict(doc["scale"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CalibratorMismatch(f"{path} has no valid 'scale' ({e}); recalibrate") from None
+    validate_calibrator_document(doc, path)
     if scale is not None and (scale.lo, scale.hi) != (file_scale.lo, file_scale.hi):
         raise CalibratorMismatch(
             f"{path} was calibrated on scale [{file_scale.lo:g}, {file_scale.hi:g}], but this "
@@ -73,4 +151,9 @@ def load_calibrator(path, *, scale: Scale | None = None,
             f"{path} was calibrated for scorer {fp!r}, but these predictions come from "
             f"{scorer_fingerprint!r}; a calibrator is only valid for the scorer it was fitted on"
         )
-    return calibrator_from_state(doc["calibrator"], file_scale), doc
+    try:
+        cal = calibrator_from_state(doc["calibrator"], file_scale)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise CalibratorMismatch(f"{path} is malformed ({type(e).__name__}: {e}); recalibrate "
+                                 "with `scoreband calibrate`") from None
+    return cal, doc
