@@ -532,7 +532,7 @@ def train(
     head_epochs: Annotated[int, typer.Option("--head-epochs", help="Max epochs per quantile "
                                                                    "head.")] = 200,
     patience: Annotated[int, typer.Option("--patience", help="Early-stopping patience.")] = 15,
-    batch_size: Annotated[int, typer.Option("--batch-size")] = 16,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
     lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate (point stage).")] = 1e-3,
     clusters: KOpt = "auto",
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -672,7 +672,7 @@ def score(
     scorer: Annotated[str | None, typer.Option(
         "--scorer", help="clip-s: the CLIP-S point score (w = 2.5, max(cos, 0); no band) with "
                          "a dual-encoder --backbone.")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size")] = 256,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
     device: Annotated[str, typer.Option("--device", help="cpu | cuda (real backbones).")]
     = "cpu",
     dtype: Annotated[str | None, typer.Option(
@@ -734,6 +734,8 @@ def score(
         err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
                   "(flagged per row)[/]")
     console.print(f"scored {len(res) - bad} of {len(res)} rows -> {out}")
+    if bad == len(res):  # as judge and roundtrip: a run that scored nothing is a failure
+        raise typer.Exit(1)
 
 
 # ------------------------------------------------------------------ demo

@@ -18,7 +18,7 @@ import numpy as np
 from scoreband.errors import InputError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
-           "to_jsonable", "file_sha256"]
+           "to_jsonable", "file_sha256", "model_source"]
 
 
 @contextmanager
@@ -35,6 +35,7 @@ def atomic_path(path):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs follow the umask
     try:
         yield tmp
         with open(tmp, "rb+") as f:
@@ -43,6 +44,12 @@ def atomic_path(path):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path, data: bytes) -> None:
@@ -85,3 +92,20 @@ def file_sha256(path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def model_source(source: str, prefix: str = "hf:") -> str:
+    """A model address for ``from_pretrained``: a hub id (``ORG/NAME``) or a local folder.
+
+    Something that looks like a path (``/``, ``.``, ``~``, or more than one ``/``) must exist:
+    otherwise transformers would spend minutes retrying the hub for it offline.
+    """
+    s = str(source)
+    looks_local = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
+    if looks_local:
+        p = Path(s).expanduser()
+        if not p.exists():
+            raise InputError(f"{prefix}{s}: no such folder (a hub id looks like ORG/NAME; a "
+                             "local model is a folder written by save_pretrained)")
+        return str(p)
+    return s

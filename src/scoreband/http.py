@@ -4,11 +4,56 @@ generators). The standard library's urllib is enough for one request per row."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
-__all__ = ["post_json", "RETRY_STATUS"]
+from scoreband.errors import InputError
+
+__all__ = ["post_json", "RETRY_STATUS", "redact", "check_base_url", "public_url"]
+
+_SECRET_PATTERNS = [
+    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|basic)?\s*)"
+               r"[^\s\"',;]+"),
+    re.compile(r"(?i)((?:api[_-]?key|access[_-]?token|secret|password)[\"']?\s*[:=]\s*[\"']?)"
+               r"[^\s\"',;&]+"),
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password@ in a URL
+]
+
+
+def redact(text: str, *secrets: str) -> str:
+    """``text`` with API keys, Authorization values and URL credentials replaced by
+    ``[redacted]`` (for anything copied from a server's answer or a URL into an error, a log
+    or an output).
+
+    >>> redact('{"echo": {"Authorization": "Bearer sk-abcdefghijk"}} https://u:pw@host/v1')
+    '{"echo": {"Authorization": "Bearer [redacted]"}} https://[redacted]@host/v1'
+    """
+    out = str(text)
+    for s in secrets:
+        if s:
+            out = out.replace(s, "[redacted]")
+    out = _SECRET_PATTERNS[0].sub(lambda m: m.group(1) + "[redacted]", out)
+    out = _SECRET_PATTERNS[1].sub(lambda m: m.group(1) + "[redacted]", out)
+    out = _SECRET_PATTERNS[2].sub("[redacted]", out)
+    return _SECRET_PATTERNS[3].sub("[redacted]", out)
+
+
+def check_base_url(url: str) -> str:
+    """An endpoint root must be http(s) with a host; returns it without a trailing slash."""
+    u = urllib.parse.urlsplit(str(url))
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise InputError(f"--base-url {redact(url)!r}: give an http(s) URL such as "
+                         "https://api.openai.com/v1")
+    return str(url).rstrip("/")
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials (for provenance, logs and cache keys)."""
+    return redact(url)
 
 #: statuses worth another try: timeouts, conflicts, rate limits, server errors
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -39,13 +84,14 @@ def post_json(url: str, body: dict, *, api_key: str = "", timeout: float = 60.0,
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return json.loads(r.read().decode("utf-8"))
         except urllib.error.HTTPError as e:
-            last = f"HTTP {e.code}: {e.read().decode('utf-8', 'replace')[:300]}"
+            body = redact(e.read().decode("utf-8", "replace"), api_key)
+            last = f"HTTP {e.code}: {body[:300]}"
             if e.code not in RETRY_STATUS:
                 raise error(f"endpoint refused the request ({last})") from None
         except TimeoutError:
             last = f"timed out after {timeout:g} s"
         except urllib.error.URLError as e:
-            last = f"connection failed: {e.reason}"
+            last = redact(f"connection failed: {e.reason}", api_key)
         except (ConnectionError, json.JSONDecodeError) as e:
-            last = f"{type(e).__name__}: {e}"
+            last = redact(f"{type(e).__name__}: {e}", api_key)
     raise error(f"endpoint failed after {retries + 1} attempts ({last})")

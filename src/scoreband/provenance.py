@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from scoreband.files import file_sha256
+from scoreband.http import redact
 
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
            "weights_fingerprint", "plain_settings"]
@@ -72,7 +73,7 @@ def provenance(components: dict | None = None, *, files: dict | None = None) -> 
     """A provenance record; ``files`` maps a role (e.g. "calibrator") to a path to hash."""
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": sys.argv,
+        "command": [redact(a) for a in sys.argv],  # no credentials from a URL or a key
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": package_versions(),

@@ -321,29 +321,31 @@ class BEiT3Tokenizer:
 
         spm = Path(spm_path)
         if spm.is_dir():
-            d = spm
+            self.tok = XLMRobertaTokenizer.from_pretrained(str(spm))
+            f = spm / "sentencepiece.bpe.model"
+            data = f.read_bytes() if f.is_file() else b""
         else:
             if not spm.is_file():
                 raise InputError(f"BEiT-3 SentencePiece model not found: {str(spm)!r} (the "
                                  "official file is beit3.spm)")
+            import shutil
             import tempfile
 
+            # transformers wants the file as sentencepiece.bpe.model in a folder: a private
+            # one (mkdtemp: 0700, unpredictable, removed once read), never a shared and
+            # predictable path where another user could plant a tokenizer config
             data = spm.read_bytes()
-            # a private folder keyed by the file's hash (the model folder may be read-only)
-            d = Path(tempfile.gettempdir()) / "scoreband-xlmr" / hashlib.sha256(data).hexdigest()
-            d.mkdir(parents=True, exist_ok=True)
-            target = d / "sentencepiece.bpe.model"
-            if not target.exists() or target.read_bytes() != data:
-                from scoreband.io import atomic_write_bytes
-
-                atomic_write_bytes(target, data)
-        self.tok = XLMRobertaTokenizer.from_pretrained(str(d))
+            d = tempfile.mkdtemp(prefix="scoreband-xlmr-")
+            try:
+                Path(d, "sentencepiece.bpe.model").write_bytes(data)
+                self.tok = XLMRobertaTokenizer.from_pretrained(d)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
         if len(self.tok) <= 5:
             raise InputError(f"the tokenizer read from {str(spm)!r} has only {len(self.tok)} "
                              "tokens: the SentencePiece model was not loaded")
         self.max_len = max_len
-        self.spm_sha256 = hashlib.sha256((d / "sentencepiece.bpe.model").read_bytes()
-                                         ).hexdigest()[:16]
+        self.spm_sha256 = hashlib.sha256(data).hexdigest()[:16]
 
     def __len__(self) -> int:
         return len(self.tok)

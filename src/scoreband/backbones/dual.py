@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from scoreband.errors import InputError
+from scoreband.files import model_source
 from scoreband.provenance import plain_settings, weights_fingerprint
 
 __all__ = ["HFDualEncoder", "OpenCLIPDualEncoder", "clip_s", "dual_features", "CLIP_S_W"]
@@ -66,6 +67,7 @@ class HFDualEncoder:
         self.name = f"hf:{source}"
         self.device, self.dtype = device, dtype
         try:
+            source = model_source(source)
             self.processor = AutoProcessor.from_pretrained(source)
             self.model = AutoModel.from_pretrained(source, dtype=getattr(torch, dtype))
         except (OSError, ValueError) as e:

@@ -23,6 +23,7 @@ import json
 import os
 from pathlib import Path
 
+from scoreband.http import check_base_url, public_url
 from scoreband.io import atomic_write_text
 from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import canonical_token, find_score_position, fold_top_logprobs
@@ -39,7 +40,7 @@ class OpenAIJudge:
         self.model = model
         self.name = f"openai:{model}"
         self.prompt = prompt
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         self.top_logprobs = int(top_logprobs)
         self.max_tokens = int(max_tokens)
@@ -48,7 +49,7 @@ class OpenAIJudge:
         self.requests_made = 0
 
     def describe(self) -> dict:
-        return {"judge": self.name, "endpoint": self.base_url, **self._decoding()}
+        return {"judge": self.name, "endpoint": public_url(self.base_url), **self._decoding()}
 
     def _decoding(self) -> dict:
         return {"temperature": 0.0, "top_logprobs": self.top_logprobs,
@@ -70,7 +71,7 @@ class OpenAIJudge:
         image = Path(image_path).read_bytes()
         image_hash = hashlib.sha256(image).hexdigest()
         key = hashlib.sha256(json.dumps({
-            "endpoint": self.base_url, "model": self.model,
+            "endpoint": public_url(self.base_url), "model": self.model,
             "prompt": hashlib.sha256(text.encode()).hexdigest(), "image": image_hash,
             **self._decoding()}, sort_keys=True).encode()).hexdigest()
         cached = self.cache_dir / f"{key}.json" if self.cache_dir is not None else None

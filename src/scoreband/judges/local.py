@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from scoreband.errors import InputError
+from scoreband.files import model_source
 from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import find_score_position, fold_full_logprobs, label_token_ids
 from scoreband.provenance import weights_fingerprint
@@ -40,6 +41,7 @@ class LocalVLMJudge:
         self.max_new_tokens = int(max_new_tokens)
         self.device, self.dtype = device, dtype
         try:
+            model = model_source(model)
             self.processor = AutoProcessor.from_pretrained(model)
             self.model = AutoModelForImageTextToText.from_pretrained(
                 model, dtype=getattr(torch, dtype)).to(device).eval()

@@ -10,6 +10,7 @@ import pandas as pd
 from PIL import Image
 
 from scoreband.errors import InputError
+from scoreband.files import model_source
 
 __all__ = ["HFCaptioner", "caption_table"]
 
@@ -24,6 +25,7 @@ class HFCaptioner:
         self.name = f"hf:{source}"
         self.max_new_tokens, self.prompt, self.device = max_new_tokens, prompt, device
         try:
+            source = model_source(source)
             self.processor = AutoProcessor.from_pretrained(source)
             self.model = AutoModelForImageTextToText.from_pretrained(source).to(device).eval()
         except (OSError, ValueError) as e:

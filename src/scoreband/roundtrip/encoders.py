@@ -20,6 +20,7 @@ import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
+from scoreband.files import model_source
 from scoreband.provenance import plain_settings, weights_fingerprint
 
 __all__ = ["ENCODERS", "make_encoder", "cosine", "EmbeddedEncoder", "HFImageEncoder"]
@@ -99,6 +100,7 @@ class HFImageEncoder:
         self.name = f"hf:{source}"
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
         try:
+            source = model_source(source)
             cfg = AutoConfig.from_pretrained(source)
             self.processor = AutoImageProcessor.from_pretrained(source)
             self.model = AutoModel.from_pretrained(source, dtype=getattr(torch, dtype))

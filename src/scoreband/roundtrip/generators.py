@@ -27,6 +27,8 @@ import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
+from scoreband.files import model_source
+from scoreband.http import check_base_url, public_url
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, render
 
 __all__ = ["GENERATORS", "make_generator", "parse_caption", "EmbeddedRenderer",
@@ -168,6 +170,7 @@ class DiffusersGenerator:
         key = ("dtype" if hasattr(deprecation_utils, "_TORCH_DTYPE_DEPRECATION_MESSAGE")
                else "torch_dtype")
         try:
+            source = model_source(source, "diffusers:")
             self.pipe = AutoPipelineForText2Image.from_pretrained(
                 source, **{key: getattr(torch, dtype)})
         except (OSError, ValueError) as e:
@@ -211,7 +214,7 @@ class OpenAIImageGenerator:
                  api_key: str | None = None):
         self.model = model
         self.name = f"openai:{model}"
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
         self.size, self.timeout, self.retries, self.backoff = size, timeout, retries, backoff
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.send_seed = send_seed
@@ -219,7 +222,7 @@ class OpenAIImageGenerator:
         self.requests_made = 0
 
     def describe(self) -> dict:
-        return {"generator": self.name, "endpoint": self.base_url, "size": self.size,
+        return {"generator": self.name, "endpoint": public_url(self.base_url), "size": self.size,
                 "send_seed": self.send_seed}
 
     def _post(self, body: dict) -> dict:
@@ -233,7 +236,7 @@ class OpenAIImageGenerator:
                          error=GenerationError, on_request=count)
 
     def generate(self, caption: str, seed: int) -> Image.Image:
-        key = hashlib.sha256(json.dumps({"endpoint": self.base_url, "model": self.model,
+        key = hashlib.sha256(json.dumps({"endpoint": public_url(self.base_url), "model": self.model,
                                          "prompt": caption, "seed": int(seed),
                                          "size": self.size}, sort_keys=True).encode()
                              ).hexdigest()
