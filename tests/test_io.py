@@ -98,3 +98,26 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):
         raise RuntimeError("crash mid-write")
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+@pytest.mark.parametrize("ext", ["csv", "tsv", "jsonl", "json", "parquet"])
+def test_text_and_floats_round_trip_exactly(tmp_path, ext):
+    from scoreband.io import read_table, write_table
+
+    df = pd.DataFrame({"caption": ["a\rb", 'say "hi"', "x\r\ny", "new\nline", "ok, fine"],
+                       "v": [0.1234567890123456789, 1 / 3, 2.0, 1e-300, np.nan]})
+    write_table(df, tmp_path / f"t.{ext}")
+    back = read_table(tmp_path / f"t.{ext}")
+    assert back["caption"].tolist() == df["caption"].tolist()
+    np.testing.assert_array_equal(back["v"].to_numpy(), df["v"].to_numpy())
+
+
+def test_duplicated_columns_and_bare_cr_in_a_csv(tmp_path):
+    from scoreband.errors import InputError
+    from scoreband.io import read_table
+
+    (tmp_path / "d.csv").write_text("a,a,b\n1,2,3\n")
+    with pytest.raises(InputError, match="duplicated column names: 'a'"):
+        read_table(tmp_path / "d.csv")
+    (tmp_path / "cr.csv").write_bytes(b"caption,v\nhello\rworld,1\nok,2\n")
+    assert read_table(tmp_path / "cr.csv")["caption"].tolist() == ["hello\rworld", "ok"]

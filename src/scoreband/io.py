@@ -8,6 +8,7 @@ A bad row is never silently dropped: :func:`load_inputs` returns the clean predi
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,14 +58,12 @@ def read_table(path) -> pd.DataFrame:
             df = _read_dir(p)
         else:
             suf = p.suffix.lower()
-            if suf == ".csv":
-                df = pd.read_csv(p, keep_default_na=True)
-            elif suf == ".tsv":
-                df = pd.read_csv(p, sep="\t")
+            if suf in (".csv", ".tsv"):
+                df = _read_delimited(p, "," if suf == ".csv" else "\t")
             elif suf in (".jsonl", ".ndjson"):
-                df = pd.read_json(p, lines=True)
+                df = pd.read_json(p, lines=True, precise_float=True)
             elif suf == ".json":
-                df = pd.read_json(p)
+                df = pd.read_json(p, precise_float=True)
             elif suf in (".parquet", ".pq"):
                 df = pd.read_parquet(p)
             else:
@@ -79,6 +78,57 @@ def read_table(path) -> pd.DataFrame:
     if len(df) == 0:
         raise InputError(f"table {str(p)!r} has no rows")
     return df
+
+
+def _read_delimited(p: Path, sep: str) -> pd.DataFrame:
+    """CSV / TSV with two guards pandas lacks: duplicated column names are refused (pandas
+    renames the second one and the first would be used silently), and a file whose lines end
+    in a plain newline keeps a bare carriage return inside a cell as text (pandas would start
+    a new row there)."""
+    import csv
+
+    with open(p, newline="", encoding="utf-8", errors="replace") as f:
+        head = f.read(1 << 20)
+    header = next(csv.reader([head.split("\n", 1)[0].rstrip("\r")], delimiter=sep), [])
+    dups = sorted({c for c in header if header.count(c) > 1})
+    if dups:
+        raise InputError(f"table {str(p)!r} has duplicated column names: "
+                         f"{', '.join(map(repr, dups))}; rename them so each column is unique")
+    kw = {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
+    return pd.read_csv(p, sep=sep, keep_default_na=True, **kw)
+
+
+def _csv_quoting(df: pd.DataFrame) -> int:
+    """Quote every text cell when one holds a carriage return (the csv module quotes only
+    cells with the line terminator, so a bare CR would split the row when read back)."""
+    import csv
+
+    for c in df.columns:
+        if pd.api.types.is_numeric_dtype(df[c]):
+            continue
+        if df[c].map(lambda v: isinstance(v, str) and "\r" in v).any():
+            return csv.QUOTE_NONNUMERIC
+    return csv.QUOTE_MINIMAL
+
+
+def _write_json_records(df: pd.DataFrame, path, lines: bool) -> None:
+    """JSON / JSONL with full float precision (pandas rounds to 10 digits by default and to
+    15 at most); NaN and missing values as null."""
+    from scoreband.files import to_jsonable
+
+    cols = [str(c) for c in df.columns]
+    with open(path, "w", encoding="utf-8") as f:
+        if not lines:
+            f.write("[")
+        for i, row in enumerate(df.itertuples(index=False, name=None)):
+            rec = json.dumps(to_jsonable(dict(zip(cols, row, strict=True))), allow_nan=False,
+                             ensure_ascii=False, default=str)
+            if lines:
+                f.write(rec + "\n")
+            else:
+                f.write(("," if i else "") + rec)
+        if not lines:
+            f.write("]")
 
 
 def _read_dir(p: Path) -> pd.DataFrame:
@@ -109,11 +159,11 @@ def write_table(df: pd.DataFrame, path) -> Path:
     path = Path(path)
     suf = path.suffix.lower()
     writers = {
-        ".csv": lambda t: df.to_csv(t, index=False),
-        ".tsv": lambda t: df.to_csv(t, sep="\t", index=False),
-        ".jsonl": lambda t: df.to_json(t, orient="records", lines=True),
-        ".ndjson": lambda t: df.to_json(t, orient="records", lines=True),
-        ".json": lambda t: df.to_json(t, orient="records"),
+        ".csv": lambda t: df.to_csv(t, index=False, quoting=_csv_quoting(df)),
+        ".tsv": lambda t: df.to_csv(t, sep="\t", index=False, quoting=_csv_quoting(df)),
+        ".jsonl": lambda t: _write_json_records(df, t, lines=True),
+        ".ndjson": lambda t: _write_json_records(df, t, lines=True),
+        ".json": lambda t: _write_json_records(df, t, lines=False),
         ".parquet": lambda t: df.to_parquet(t, index=False),
         ".pq": lambda t: df.to_parquet(t, index=False),
     }
