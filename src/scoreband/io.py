@@ -114,7 +114,6 @@ def _csv_quoting(df: pd.DataFrame) -> int:
 def _write_json_records(df: pd.DataFrame, path, lines: bool) -> None:
     """JSON / JSONL with full float precision (pandas rounds to 10 digits by default and to
     15 at most); NaN and missing values as null."""
-    from scoreband.files import to_jsonable
 
     cols = [str(c) for c in df.columns]
     with open(path, "w", encoding="utf-8") as f:
