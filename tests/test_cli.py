@@ -139,3 +139,17 @@ def test_bad_scale_is_a_clear_error(scale):
 def test_out_that_is_a_folder_is_a_clear_error(tmp_path):
     res = run("evaluate", EXAMPLE, "--target", "human", *COMMON, "--seeds", 1, "--out", tmp_path)
     assert res.exit_code == 2 and "is a folder" in " ".join(res.output.split())
+
+
+def test_train_refuses_a_finished_run_unless_asked(tmp_path):
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"x")
+    (out / "MODEL_CARD.md").write_text("old")
+    res = run("train", "--out", out, "--n-train", 40, "--n-val", 20, "--epochs", 1)
+    assert res.exit_code == 2 and "finished model" in " ".join(res.output.split())
+    assert (out / "MODEL_CARD.md").read_text() == "old"  # untouched
+    res = run("train", "--out", out, "--resume")
+    assert res.exit_code == 2 and "no checkpoint" in " ".join(res.output.split())
+    res = run("train", "--out", out, "--resume", "--overwrite")
+    assert res.exit_code == 2 and "not both" in res.output

@@ -536,6 +536,10 @@ def train(
     lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate (point stage).")] = 1e-3,
     clusters: KOpt = "auto",
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the finished run in --out from its checkpoint.")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace the finished run in --out.")] = False,
 ):
     """Train a quantile scorer and its CRC calibrator.
 
@@ -564,6 +568,7 @@ def train(
 
     resolve_backbone(backbone)
     k = clusters if clusters == "auto" else _int(clusters, "--clusters")
+    _claim_model_folder(Path(out), resume=resume, overwrite=overwrite)
     if train_table is not None:
         return _train_on_table(train_table, out, backbone, target, ratings, scale, val,
                                image_col, text_col, freeze_backbone, n_ratings, device, dtype,
@@ -603,6 +608,30 @@ def train(
                   f"{out}/calibrator.json")
     console.print("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in held.items()
                                            if isinstance(v, float)))
+
+
+def _claim_model_folder(out: Path, *, resume: bool, overwrite: bool) -> None:
+    """A finished run in ``out`` (its weights are there) is never silently continued or
+    mixed with a new one: refused unless --resume (continue from its checkpoint) or
+    --overwrite (its files are removed first). An interrupted run (a checkpoint only) resumes."""
+    import shutil
+
+    if resume and overwrite:
+        _fail("give --resume or --overwrite, not both")
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {str(out)!r} is a file; give a folder for the model")
+    finished = any((out / f).exists() for f in ("model.safetensors", "heads.safetensors",
+                                                 "MODEL_CARD.md"))
+    if finished and not (resume or overwrite):
+        _fail(f"{str(out)!r} holds a finished model; pass --overwrite to replace it, --resume "
+              "to continue it from its checkpoint, or another --out")
+    if overwrite and out.is_dir():
+        for name in ("model.safetensors", "heads.safetensors", "backbone.safetensors",
+                     "config.json", "calibrator.json", "MODEL_CARD.md", "checkpoint", "cache"):
+            f = out / name
+            shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
+    if resume and not (out / "checkpoint").is_dir():
+        _fail(f"--resume: {str(out)!r} has no checkpoint folder to continue from")
 
 
 def _train_on_table(table, out, backbone, target, ratings, scale, val, image_col, text_col,
