@@ -121,3 +121,14 @@ def test_duplicated_columns_and_bare_cr_in_a_csv(tmp_path):
         read_table(tmp_path / "d.csv")
     (tmp_path / "cr.csv").write_bytes(b"caption,v\nhello\rworld,1\nok,2\n")
     assert read_table(tmp_path / "cr.csv")["caption"].tolist() == ["hello\rworld", "ok"]
+
+
+def test_journal_after_a_torn_line_keeps_the_next_record(tmp_path):
+    from scoreband.batch import RowJournal
+
+    j = tmp_path / "j.jsonl"
+    j.write_text('{"key": "a", "v": 1}\n{"key": "b", "v"')  # killed mid-write
+    with RowJournal(j) as jr:
+        assert set(jr.done) == {"a"}
+        jr.add({"key": "b", "v": 2})
+    assert set(RowJournal(j).done) == {"a", "b"}

@@ -42,14 +42,20 @@ class RowJournal:
         if path is None:
             return
         path = Path(path)
+        torn = False
         if path.exists():
-            for line in path.read_text().splitlines():
+            data = path.read_bytes()
+            torn = bool(data) and not data.endswith(b"\n")
+            for line in data.decode("utf-8", "replace").splitlines():
                 try:
                     rec = json.loads(line)
                     self.done[rec["key"]] = rec
-                except (json.JSONDecodeError, KeyError):
+                except (json.JSONDecodeError, KeyError, TypeError):
                     continue
         self._f = open(path, "a", encoding="utf-8")
+        if torn:  # a crash cut the last line: the next record starts on a line of its own
+            self._f.write("\n")
+            self._f.flush()
 
     def get(self, key: str) -> dict | None:
         return self.done.get(key)
