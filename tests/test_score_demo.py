@@ -96,3 +96,24 @@ def test_bundled_model_loads_and_matches_its_calibrator():
     preds = scorer.predict_heads(ds.images, ds.captions)
     assert (np.diff(preds["chained_ci"].quantiles, axis=1) >= 0).all()
     assert (bundled_model_dir() / "MODEL_CARD.md").exists()
+
+
+def test_score_resumes_from_its_journal(tmp_path):
+    """An interrupted run's journal is reused: the rows it holds are not scored again and the
+    output equals an uninterrupted run's."""
+    from scoreband.scorers.scoring import score_table
+    from scoreband.world import make_dataset
+
+    ds = make_dataset(12, 4)
+    df = ds.to_frame(tmp_path / "img")
+    df["image"] = [str(p) for p in df["image"]]
+    journal = tmp_path / "out.partial.jsonl"
+    full, bad, _ = score_table(df, batch_size=5, journal=journal)
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 12
+    # as after a kill during the second batch: the first batch journaled, a torn line
+    journal.write_text("\n".join(lines[:5]) + "\n" + lines[5][:20])
+    again, bad2, _ = score_table(df, batch_size=5, journal=journal)
+    assert again.attrs["reused_rows"] == 5 and bad2 == bad
+    for c in ("band_median", "band_lo", "band_hi"):
+        np.testing.assert_array_equal(again[c].to_numpy(), full[c].to_numpy())

@@ -747,16 +747,20 @@ def score(
         if backbone != "embedded:default" and model is None:
             _fail(f"--backbone {backbone}: bands need a model trained on it (scoreband train "
                   "TABLE --backbone ... --out DIR, then --model DIR), or use --scorer clip-s")
+        journal = Path(str(out) + ".partial.jsonl")
         res, n_bad, comps = score_table(df, image_col=image_col, text_col=text_col,
                                         model=str(model) if model else backbone,
                                         batch_size=batch_size, progress=console,
-                                        base_dir=base)
+                                        base_dir=base, journal=journal)
         from scoreband.scorers.model import bundled_model_dir
 
         files["calibrator"] = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
         err_col = "band_error"
     write_table(res, out)
     write_provenance(out, comps, files=files)
+    Path(str(out) + ".partial.jsonl").unlink(missing_ok=True)  # the table is complete
+    if res.attrs.get("reused_rows"):
+        console.print(f"{res.attrs['reused_rows']} rows resumed from {out}.partial.jsonl")
     bad = _report_error_column(res, err_col, "not scored")
     n_trunc = int(res.get("band_truncated", res.get("truncated", 0)).sum()) if len(res) else 0
     if n_trunc:

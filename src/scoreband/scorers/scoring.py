@@ -6,15 +6,17 @@ and the reason in ``band_error``; the batch carries on.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import cell_text, row_progress
+from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
 from scoreband.conformal import load_calibrator
 from scoreband.errors import InputError
+from scoreband.files import file_sha256
 from scoreband.images import MAX_PIXELS, load_image  # noqa: F401  (re-exported)
 from scoreband.scorers.model import QuantileScorer
 
@@ -24,25 +26,46 @@ __all__ = ["load_image", "score_table", "MAX_PIXELS"]
 
 
 
+def _score_key(fingerprint: str, cal_sha: str, head: str, image, image_file, text) -> str:
+    """A journal key: the scorer, its calibrator and head, the image (path and bytes) and the
+    caption; a changed file or model never reuses an old row."""
+    h = hashlib.sha256()
+    img = b""
+    try:
+        if image_file is not None and image_file.is_file():
+            img = hashlib.sha256(image_file.read_bytes()).digest()
+    except OSError:
+        pass
+    for part in (fingerprint, cal_sha, head, str(image), img.hex(), str(text)):
+        h.update(str(part).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
                 model: str = "embedded:default", batch_size: int = 256,
-                progress=None, base_dir=None) -> tuple[pd.DataFrame, int, dict]:
+                progress=None, base_dir=None, journal=None) -> tuple[pd.DataFrame, int, dict]:
     """Score every row; returns ``(table with band columns, number of bad rows, provenance
     components)``.
 
     Bands are on [0, 1]: band_median, band_lo, band_hi; band_error names the problem of a
     row that could not be scored; band_truncated flags captions cut to the model's length.
+    ``journal`` (a path): every finished row is appended and flushed there as it is done, and
+    a rerun after an interruption reuses those rows (as ``judge`` and ``roundtrip`` do).
     """
     for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "
                              f"{', '.join(map(str, df.columns))}")
+    if batch_size < 1:
+        raise InputError(f"batch_size must be >= 1, got {batch_size}")
     scorer = QuantileScorer.load(model)
     cal_path = (scorer.path / "calibrator.json") if scorer.path else None
     if cal_path is None or not cal_path.exists():
         raise InputError(f"model {model!r} has no calibrator.json; run `scoreband train` (which "
                          "writes one) or calibrate it")
     cal, doc = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
+    cal_sha = file_sha256(cal_path)
     head = doc.get("inputs", {}).get("head", "chained_ci")
     size = scorer.model.cfg.image_size
     n = len(df)
@@ -51,21 +74,33 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     med = np.full(n, np.nan)
     lo = np.full(n, np.nan)
     hi = np.full(n, np.nan)
+    reused = 0
 
-    def rows_iter():
+    with row_progress(progress, "scoring", n) as update, RowJournal(journal) as jr:
         for s in range(0, n, batch_size):
-            yield s, min(n, s + batch_size)
-
-    with row_progress(progress, "scoring", n) as update:
-        for s, e in rows_iter():
-            imgs, texts, pos = [], [], []
+            e = min(n, s + batch_size)
+            imgs, texts, pos, keys = [], [], [], {}
             for i in range(s, e):
                 text = cell_text(df, text_col, i)
+                image = df[image_col].iloc[i]
+                key = None
+                if journal is not None:
+                    f = None if cell_text(df, image_col, i) is None else resolve_path(image,
+                                                                                    base_dir)
+                    key = _score_key(scorer.fingerprint, cal_sha, head, image, f, text)
+                    rec = jr.get(key)
+                    if rec is not None:
+                        med[i], lo[i], hi[i] = (np.nan if rec[k] is None else rec[k]
+                                                for k in ("median", "lo", "hi"))
+                        errors[i], truncated[i] = rec["error"], rec["truncated"]
+                        reused += 1
+                        continue
+                keys[i] = key
                 if text is None:
                     errors[i] = f"{text_col}: empty caption"
                     continue
                 try:
-                    imgs.append(load_image(df[image_col].iloc[i], size, base_dir))
+                    imgs.append(load_image(image, size, base_dir))
                 except ValueError as err:
                     errors[i] = f"{image_col}: {err}"
                     continue
@@ -77,6 +112,9 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                 pred = scorer.predict(np.stack(imgs), texts, head=head)
                 band = cal.predict(pred)
                 med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
+            for i, key in keys.items():
+                jr.add({"key": key, "median": _num(med[i]), "lo": _num(lo[i]),
+                        "hi": _num(hi[i]), "error": errors[i], "truncated": bool(truncated[i])})
             update(e)
     out = df.copy()
     out["band_median"] = med
@@ -85,10 +123,15 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     out["band_error"] = errors
     out["band_truncated"] = truncated
     out["scorer_fingerprint"] = scorer.fingerprint
+    out.attrs["reused_rows"] = reused
     comps = {"backbone": {"backbone": model, "weights_sha256": scorer.fingerprint,
                           "preprocessing": {"size": size, "interpolation": "bicubic",
                                             "range": [-1, 1]}, "dtype": "float32"}}
     return out, int((errors != "").sum()), comps
+
+
+def _num(v) -> float | None:
+    return None if np.isnan(v) else float(v)
 
 
 def _row_batches(df, image_col, text_col, base_dir, batch_size, errors):
