@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+
+from scoreband.progress import row_progress  # noqa: F401  (re-exported)
 
 __all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress"]
 
@@ -75,21 +75,3 @@ class RowJournal:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-@contextmanager
-def row_progress(console, description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on ``console`` (none when it is None); yields
-    ``update(completed)``."""
-    if console is None:
-        yield lambda completed: None
-        return
-    from rich.progress import Progress
-
-    prog = Progress(console=console)
-    prog.start()
-    task = prog.add_task(description, total=total)
-    try:
-        yield lambda completed: prog.update(task, completed=completed)
-    finally:
-        prog.stop()

@@ -788,10 +788,11 @@ def demo(
     splits. Writes results.json, results.md, widths.png and examples.png to --out.
     """
     from scoreband.demo import METRICS, ROWS, TEST_SETS, run_demo
+    from scoreband.progress import step_status
 
-    with console.status("demo ...") as st:
+    with step_status(err, "demo: scoring the three test sets ...") as step:
         doc = run_demo(out, n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes,
-                       on_step=lambda m: st.update(m))
+                       on_step=step)
     def cell(v):
         return "-" if v["mean"] is None or np.isnan(v["mean"]) else f"{v['mean']:.3f}"
 
@@ -992,12 +993,14 @@ def judge_study(
         tasks = (np.full(len(inp.y01), "all") if inp.groups is None
                  else inp.groups.astype(str))
         y01, nr = inp.y01, inp.n_ratings
-    with console.status("judge study ...") as st:
-        if map_method not in ("split", "r2ccp"):
-            _fail(f"--map-method {map_method!r}: choose split or r2ccp")
+    if map_method not in ("split", "r2ccp"):
+        _fail(f"--map-method {map_method!r}: choose split or r2ccp")
+    from scoreband.progress import step_status
+
+    with step_status(err, "judge study ...") as step:
         run_judge_study(judges, y01, tasks, nr, scale=sc, seeds=seeds, alpha=alpha,
                         threshold=threshold, out_dir=out, simulated=simulated,
-                        on_step=lambda m: st.update(m), map_method=map_method)
+                        on_step=step, map_method=map_method)
     console.print((Path(out) / "judge_study.md").read_text())
 
 
@@ -1271,7 +1274,9 @@ def roundtrip_study(
         ref = make_dataset(n, 11, n_annotators=3, name="roundtrip-ref", p_corrupt=0.0)
         ims = [Image.fromarray(a) for a in ref.images]
         perm = derangement(len(ims))
-        with console.status("round trip: matched and shuffled captions ..."):
+        from scoreband.progress import step_status
+
+        with step_status(err, "round trip: matched and shuffled captions ..."):
             m, _, _ = roundtrip_scores(ims, ref.captions, gen, enc, n_gen=n_gen)
             mm, _, _ = roundtrip_scores(ims, [ref.captions[j] for j in perm], gen, enc,
                                         n_gen=n_gen)
@@ -1284,7 +1289,7 @@ def roundtrip_study(
             v = validation_study(m[k], mm[k], n_boot=200)
             doc["per_task"][str(t)] = {"n": v["n"], "gap": v["gap"], "auroc": v["auroc"]}
         cal = make_dataset(4 * n, 12, n_annotators=3, name="roundtrip-cal")
-        with console.status("round trip: calibration set ..."):
+        with step_status(err, "round trip: calibration set ..."):
             s, sd, _ = roundtrip_scores([Image.fromarray(a) for a in cal.images],
                                         cal.captions, gen, enc, n_gen=n_gen)
         doc["calibration"] = calibration_study(s, sd, cal.y01, scale=LIKERT,

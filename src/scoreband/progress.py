@@ -1,0 +1,75 @@
+"""Progress for long jobs, the same everywhere: in a terminal a rich bar with percentage,
+rate and ETA (or a spinner with the current step); piped to a file or a CI log, one plain
+line per few percent (or per step) with elapsed time and rows/s, so a silent job is never
+mistaken for a hung one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["row_progress", "step_status"]
+
+
+@contextmanager
+def row_progress(console, description: str, total: int,
+                 every: float = 0.05) -> Iterator[Callable[[int], None]]:
+    """Yields ``update(completed)``. ``console=None`` shows nothing; a console that is not a
+    terminal gets a line each time another ``every`` share of the rows is done."""
+    if console is None:
+        yield lambda completed: None
+        return
+    if not console.is_terminal:
+        t0 = time.perf_counter()
+        state = {"next": every}
+
+        def update(completed: int) -> None:
+            frac = completed / total if total else 1.0
+            if frac + 1e-12 < state["next"] and completed < total:
+                return
+            dt = time.perf_counter() - t0
+            rate = completed / dt if dt > 0 else float("inf")
+            eta = (total - completed) / rate if rate > 0 else 0.0
+            console.print(f"{description}: {completed:,}/{total:,} rows ({frac:.0%}), "
+                          f"{rate:,.1f} rows/s, {dt:.0f} s elapsed, ~{eta:.0f} s left",
+                          soft_wrap=True)
+            while state["next"] <= frac + 1e-12:
+                state["next"] += every
+
+        yield update
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                    MofNCompleteColumn(), TimeRemainingColumn(), console=console)
+    prog.start()
+    task = prog.add_task(description, total=total)
+    try:
+        yield lambda completed: prog.update(task, completed=completed)
+    finally:
+        prog.stop()
+
+
+@contextmanager
+def step_status(console, description: str) -> Iterator[Callable[[str], None]]:
+    """Yields ``step(message)`` for jobs made of named steps (demo, studies): a spinner in a
+    terminal, a timestamped line per step otherwise."""
+    t0 = time.perf_counter()
+    if console is None:
+        yield lambda msg: None
+        return
+    if not console.is_terminal:
+        console.print(f"[{0:>4.0f} s] {description}", soft_wrap=True)
+        yield lambda msg: console.print(f"[{time.perf_counter() - t0:>4.0f} s] {msg}",
+                                        soft_wrap=True)
+        return
+    with console.status(description) as st:
+        yield lambda msg: st.update(f"{msg} ({time.perf_counter() - t0:.0f} s)")
