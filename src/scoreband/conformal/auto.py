@@ -26,7 +26,6 @@ from scoreband.conformal.base import (
     _jsonable,
     _unjson,
     calibrator_from_state,
-    check_targets,
     register,
 )
 from scoreband.conformal.boundary import adjust_band
@@ -197,14 +196,6 @@ class Auto(Calibrator):
         if self.winner_ is None:
             raise InputError("auto: fit the candidates first (call fit)")
         return self.winner_._conformal_params(pred, y01, self.choice_["chosen_params"])
-
-    def fit(self, pred: Predictions, y01, groups=None) -> Auto:
-        y = check_targets(y01, len(pred))
-        if len(pred) == 0:
-            raise InputError("cannot calibrate on an empty set of predictions")
-        idx = self.fit_model_part(pred, y)
-        self.params_ = self._fit_params(pred.take(idx), y[idx])
-        return self
 
     # --- applying -----------------------------------------------------------------------------
     def _require_fitted(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.conformal.base import Calibrator, _jsonable, _unjson, check_targets, register
+from scoreband.conformal.base import Calibrator, _jsonable, _unjson, register
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
@@ -137,15 +137,6 @@ class Mapped(Calibrator):
         self.map.fit(pred.median[mp], y[mp])
         idx = self.base.fit_model_part(self.mapped(pred.take(rest)), y[rest])
         return rest[idx]
-
-    def fit(self, pred: Predictions, y01, groups=None) -> Mapped:
-        self._check_pred(pred)
-        y = check_targets(y01, len(pred))
-        if len(pred) == 0:
-            raise InputError("cannot calibrate on an empty set of predictions")
-        idx = self.fit_model_part(pred, y)
-        self.params_ = self._fit_params(pred.take(idx), y[idx])
-        return self
 
     def _check_pred(self, pred):
         self.base._check_pred(pred)
