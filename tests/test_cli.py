@@ -153,3 +153,29 @@ def test_train_refuses_a_finished_run_unless_asked(tmp_path):
     assert res.exit_code == 2 and "no checkpoint" in " ".join(res.output.split())
     res = run("train", "--out", out, "--resume", "--overwrite")
     assert res.exit_code == 2 and "not both" in res.output
+
+
+def test_more_bad_options_are_clear_errors(tmp_path):
+    (tmp_path / "f").write_text("x")
+    table = tmp_path / "t.csv"
+    pd.DataFrame({"image": ["a.png"], "caption": ["a red circle"],
+                  "instruction": ["x"], "response": ["y"]}).to_csv(table, index=False)
+    cases = [
+        (["train", "--out", tmp_path / "m", "--n-train", 0, "--n-val", 0], "--n-train"),
+        (["score", table, "--batch-size", 0, "--out", tmp_path / "o.csv"], "--batch-size"),
+        (["score", table, "--batch-size", -5, "--out", tmp_path / "o.csv"], "--batch-size"),
+        (["roundtrip", table, "--keep-images", tmp_path / "f", "--out", tmp_path / "r.csv"],
+         "is a file"),
+        (["judge", table, "--judge", "openai:m", "--base-url", "file:///etc",
+          "--out", tmp_path / "j.csv"], "http"),
+        (["judge", table, "--judge", "hf:./no/such/model", "--out", tmp_path / "j.csv"],
+         "no such folder"),
+        (["judge", table, "--judge", "openai:m", "--template", "Rate {foo}",
+          "--out", tmp_path / "j.csv"], "unknown field"),
+    ]
+    for args, msg in cases:
+        res = run(*args)
+        out = " ".join(res.output.split())
+        assert res.exit_code == 2 and msg in out, (args, res.output)
+    assert not (tmp_path / "m" / "checkpoint").exists()
+    assert not list(tmp_path.glob("*.partial.jsonl"))

@@ -523,9 +523,10 @@ def train(
         "--image-size", help="beit3: input size (224 / 384; position embeddings are "
                              "interpolated bicubically).")] = None,
     alpha: AlphaOpt = 0.1,
-    n_train: Annotated[int, typer.Option("--n-train", help="Embedded-world training items.")]
+    n_train: Annotated[int, typer.Option("--n-train", min=10,
+                                         help="Embedded-world training items.")]
     = 8000,
-    n_val: Annotated[int, typer.Option("--n-val", help="Validation items.")] = 1000,
+    n_val: Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")] = 1000,
     annotators: Annotated[int, typer.Option("--annotators", help="Annotators per training "
                                                                  "item.")] = 3,
     epochs: Annotated[int, typer.Option("--epochs", help="Max epochs of the point stage.")] = 30,
@@ -1188,6 +1189,8 @@ def roundtrip(
             df = caption_table(df, cap, image_col=image_col, base_dir=base)
         text_col = "generated_caption"
         components["captioner"] = cap.describe()
+    if keep_images is not None and keep_images.exists() and not keep_images.is_dir():
+        _fail(f"--keep-images {str(keep_images)!r} is a file; give a folder for the images")
     journal = Path(str(out) + ".partial.jsonl")
     res, bad = roundtrip_table(df, gen, enc, n_gen=n_gen, seed=seed, image_col=image_col,
                                text_col=text_col, base_dir=base, keep_dir=keep_images,

@@ -46,6 +46,22 @@ class JudgePrompt:
     rubric: str = DEFAULT_RUBRIC
     delimiter: str = "Score:"
 
+    def __post_init__(self) -> None:
+        from scoreband.errors import InputError
+
+        fields = "{instruction}, {response}, {rubric}, {delimiter}, {lo}, {hi}"
+        for name, text in (("template", self.template), ("rubric", self.rubric)):
+            try:
+                self.render("i", "r") if name == "template" else text.format(
+                    lo=self.lo, hi=self.hi, delimiter=self.delimiter)
+            except KeyError as e:
+                raise InputError(f"the judge {name} names an unknown field {{{e.args[0]}}}; "
+                                 f"it may use {fields} (write {{{{ and }}}} for literal "
+                                 "braces)") from None
+            except (IndexError, ValueError) as e:
+                raise InputError(f"the judge {name} is not a valid format string ({e}); it "
+                                 f"may use {fields}") from None
+
     def render(self, instruction: str, response: str) -> str:
         fill = {"lo": self.lo, "hi": self.hi, "delimiter": self.delimiter}
         return self.template.format(instruction=instruction, response=response,
