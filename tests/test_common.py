@@ -91,6 +91,7 @@ CASES = {
     "mondrian-chr": ("chr", {"mondrian": "given"}, FEATURES + ["--mondrian", "--groups",
                                                                "task"]),
     "difficulty-crc": ("crc", {"mondrian": "difficulty"}, INTERVAL + ["--mondrian"]),
+    "weighted-split": ("weighted-split", {}, PRED + ["--embedding", "emb_*"]),
     "isotonic-split": ("split", {"map": "isotonic"}, ["--median", "clip_score", "--map",
                                                       "isotonic"]),
     "linear-auto": ("auto", {"map": "linear"}, ["--median", "clip_score", "--features",

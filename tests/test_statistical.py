@@ -337,3 +337,55 @@ def test_randomized_tie_breaking_reaches_1_minus_alpha(method):
     _assert_in_band(rnd.mean(), rnd.std(ddof=1) / np.sqrt(len(rnd)), lo, hi)
     det = np.array(covs["det"])
     assert det.mean() >= rnd.mean() - 1e-9
+
+
+# ------------------------------------------------------------------ covariate shift
+def test_weighted_thresholds_equal_plain_split_with_equal_weights():
+    from scoreband.conformal import conformal_quantile
+    from scoreband.conformal.weighted import weighted_thresholds
+
+    rng = np.random.default_rng(71)
+    for _ in range(500):
+        n = int(rng.integers(1, 300))
+        alpha = float(rng.choice([0.05, 0.1, 0.2, 0.3, 0.7]))
+        s = rng.exponential(size=n)
+        q = weighted_thresholds(s, np.full(n, 2.5), np.full(3, 2.5), alpha)
+        assert (q == conformal_quantile(s, alpha)).all(), (n, alpha)
+
+
+def _shifted(rng, n, mean):
+    x = rng.normal(mean, 1.0, (n, 2))
+    m = np.full(n, 0.5)
+    sd = 0.02 + 0.08 / (1 + np.exp(-2 * x[:, 0]))  # noisier where the test items are
+    return Predictions(m, embedding=x), 0.5 + rng.normal(0, 1, n) * sd
+
+
+def test_weighted_conformal_restores_coverage_under_covariate_shift():
+    from scoreband.conformal import WeightedSplit
+
+    rng = np.random.default_rng(72)
+    plain, weighted = [], []
+    for _ in range(500):
+        pc, yc = _shifted(rng, 400, 0.0)
+        pt, yt = _shifted(rng, 200, 1.0)
+        b = SplitConformal(0.1).fit(pc, yc).predict(pt)
+        plain.append(covered(b.lo01, b.hi01, yt).mean())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bw = WeightedSplit(0.1).fit(pc, yc).predict(pt)
+        weighted.append(covered(bw.lo01, bw.hi01, yt).mean())
+    plain, weighted = np.array(plain), np.array(weighted)
+    se = weighted.std(ddof=1) / np.sqrt(len(weighted))
+    assert plain.mean() < 0.87, plain.mean()                 # the shift breaks plain CP
+    assert weighted.mean() >= 0.9 - 0.01 - Z * se, weighted.mean()  # estimated weights
+    assert weighted.mean() <= 0.95, weighted.mean()
+
+
+def test_shift_alarm():
+    from scoreband.conformal import shift_test
+
+    rng = np.random.default_rng(73)
+    same = shift_test(rng.normal(size=(300, 3)), rng.normal(size=(300, 3)))
+    moved = shift_test(rng.normal(size=(300, 3)), rng.normal(0.5, 1, size=(300, 3)))
+    assert same["p_value"] > 0.01 and abs(same["auc"] - 0.5) < 0.1
+    assert moved["p_value"] < 1e-6 and moved["auc"] > 0.6

@@ -79,9 +79,11 @@ GroupsOpt = Annotated[str | None, typer.Option("--groups", help="Column of group
                                                                  "labels.")]
 MethodOpt = Annotated[str, typer.Option(
     "--method", help="split | crc | crc-exact | crc-same | crc-cluster | crc-cluster-mondrian "
-                     "| cqr | chr | r2ccp | marginal | auto. cqr, chr and r2ccp learn on "
-                     "--features; auto picks the narrowest on a share of the calibration "
-                     "items and conformalizes it on another.")]
+                     "| cqr | chr | r2ccp | marginal | auto | weighted-split. cqr, chr and "
+                     "r2ccp learn on --features; auto picks the narrowest on a share of the "
+                     "calibration items and conformalizes it on another; weighted-split "
+                     "reweights for covariate shift between calibration and applied rows "
+                     "(needs --embedding).")]
 MapOpt = Annotated[str, typer.Option(
     "--map", help="isotonic | linear | none: map a raw point metric (any scale) onto the "
                   "target's scale, fitted on its own share of the calibration items.")]
@@ -446,6 +448,13 @@ def apply(
     _report_rows(inp.errors, len(df), action="left without a band")
     with _warnings_to_console():
         band = cal.predict(inp.pred, groups=inp.groups)
+    shift = getattr(cal, "last_shift_", None)
+    if shift and "p_value" in shift:
+        alarm = ("[yellow]shift alarm:[/] these rows look unlike the calibration items"
+                 if shift["p_value"] < 0.01 else "no shift detected")
+        err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g}); "
+                  f"effective sample of the weights {shift['effective_sample_size']:.0f} of "
+                  f"{shift['n_cal']}")
     if inputs.get("adjust_boundary"):
         band = adjust_band(band, n_ratings or inputs.get("n_ratings") or 1)
     res = df.copy()

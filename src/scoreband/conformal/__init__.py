@@ -29,10 +29,11 @@ from scoreband.conformal.mapping import MAP_KINDS, Mapped, MonotoneMap
 from scoreband.conformal.mondrian import ClusterConservative, Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
 from scoreband.conformal.split import SplitConformal, absolute_residual_interval
+from scoreband.conformal.weighted import WeightedSplit, shift_test
 
 __all__ = [
     "Calibrator", "SplitConformal", "CRC", "CQR", "R2CCP", "CHR", "Marginal", "Auto",
-    "Mapped", "MonotoneMap", "MAP_KINDS", "Mondrian", "ClusterConservative", "n_conformal",
+    "Mapped", "MonotoneMap", "MAP_KINDS", "WeightedSplit", "shift_test", "Mondrian", "ClusterConservative", "n_conformal",
     "absolute_residual_interval", "crc_residuals", "crc_interval", "crc_select",
     "quantiles_crossed", "boundary_adjust", "adjust_band", "conformal_rank",
     "conformal_quantile", "min_calibration_size", "coverage_bounds", "expected_coverage",
@@ -42,7 +43,7 @@ __all__ = [
 
 #: Method names accepted by :func:`make_calibrator` and the CLI's ``--method``.
 METHODS = ("split", "crc", "crc-exact", "crc-same", "crc-cluster", "crc-cluster-mondrian",
-           "cqr", "chr", "r2ccp", "marginal", "auto")
+           "cqr", "chr", "r2ccp", "marginal", "auto", "weighted-split")
 
 
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
@@ -87,6 +88,8 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
         cal = CHR(alpha, scale=scale, seed=seed, **rnd)
     elif method == "auto":
         cal = Auto(alpha, scale=scale, seed=seed, adjust_boundary=adjust_boundary, **rnd)
+    elif method == "weighted-split":
+        cal = WeightedSplit(alpha, scale=scale)
     elif method == "r2ccp":  # continuous density scores: no ties to break
         cal = R2CCP(alpha, scale=scale, seed=seed)
     else:

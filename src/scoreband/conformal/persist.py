@@ -79,6 +79,14 @@ def _check_params(method: str, params, where: str) -> None:
         _number(params["omega"], f"{where}.omega", lo=0.0, inf_ok=False)
         _number(params["beta"], f"{where}.beta")
         return
+    if method == "weighted-split":
+        scores, emb = params.get("scores"), params.get("embedding")
+        if not isinstance(scores, list) or not isinstance(emb, list) or len(scores) != len(emb):
+            raise CalibratorMismatch(f"{where} needs 'scores' and 'embedding' lists of equal "
+                                     "length")
+        for i, v in enumerate(scores):
+            _number(v, f"{where}.scores[{i}]", lo=0.0, inf_ok=False)
+        return
     if "q" not in params:
         raise CalibratorMismatch(f"{where} has no 'q' (the conformal quantile)")
     # split's q is a quantile of absolute residuals; the others' scores can be negative
