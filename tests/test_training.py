@@ -64,3 +64,32 @@ def test_quantile_head_training_lowers_the_loss(tmp_path, data):
         after = float(centered_interval_loss(model.heads["chained_ci"](h), y))
     assert after < before
     assert rep["heads"]["chained_ci"]["val_crossings"] == 0
+
+
+def test_a_run_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, data):
+    from safetensors.torch import load_file
+
+    from scoreband.errors import InputError
+
+    train, val = data
+    cfg = TrainConfig(epochs=3, head_epochs=3, clusters=2, patience=5)
+    train_scorer(train, val, tmp_path / "whole", cfg)
+
+    class Killed(Exception):
+        pass
+
+    def kill(stage, epoch, *_):
+        if stage == "point" and epoch == 2:  # after epoch 2 was checkpointed
+            raise Killed
+
+    with pytest.raises(Killed):
+        train_scorer(train, val, tmp_path / "cut", cfg, on_epoch=kill)
+    with pytest.raises(InputError, match="lr: 0.001 there, 0.002 now"):
+        train_scorer(train, val, tmp_path / "cut", TrainConfig(epochs=3, head_epochs=3,
+                                                               clusters=2, patience=5, lr=2e-3))
+    train_scorer(train, val, tmp_path / "cut", cfg)
+    a = load_file(str(tmp_path / "whole" / "model.safetensors"))
+    b = load_file(str(tmp_path / "cut" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k

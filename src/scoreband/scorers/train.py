@@ -193,16 +193,28 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
     # ---- stage 1: backbone + point head, group batching --------------------------------
     opt = torch.optim.AdamW(list(model.backbone.parameters()) + list(model.point.parameters()),
                             lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # what must match for a resumed run to continue this one (more epochs are allowed)
+    train_keys = {k: v for k, v in asdict(cfg).items()
+                  if k not in ("epochs", "head_epochs", "patience")}
     if state.get("stage1"):
-        if state.get("backbone") != bcfg.to_dict():
-            from scoreband.errors import InputError
+        from scoreband.errors import InputError
 
+        if state.get("backbone") != bcfg.to_dict():
             raise InputError(
                 f"{ck.dir} holds a checkpoint of another model configuration "
                 f"({state.get('backbone')}); delete it to start afresh, or use another --out"
             )
+        old = state.get("train", train_keys)
+        diff = sorted(k for k in train_keys if old.get(k) != train_keys[k])
+        if diff:
+            raise InputError(
+                f"{ck.dir} holds a checkpoint trained with other settings ("
+                + ", ".join(f"{k}: {old.get(k)!r} there, {train_keys[k]!r} now" for k in diff)
+                + "); rerun with the same settings to resume, or --overwrite")
         model.load_state_dict(ck.tensors("last"), strict=False)
         opt.load_state_dict(ck.optimizer())
+        if (ck.dir / "rng.safetensors").exists():  # dropout continues where it stopped
+            torch.set_rng_state(ck.tensors("rng")["torch"])
         s1 = state["stage1"]
     else:
         emb = model.backbone.image_embedding(px_tr).numpy()
@@ -236,7 +248,9 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
             s1["bad"] += 1
             if s1["bad"] >= cfg.patience:
                 s1["done"] = True
-        ck.save({**state, "backbone": bcfg.to_dict(), "stage1": s1}, tensors, opt)
+        tensors["rng"] = {"torch": torch.get_rng_state()}
+        ck.save({**state, "backbone": bcfg.to_dict(), "train": train_keys, "stage1": s1},
+                tensors, opt)
         if on_epoch:
             on_epoch("point", ep + 1, tot / cnt, val_loss)
     s1["done"] = True
