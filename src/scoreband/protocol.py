@@ -73,7 +73,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
                               "n_conformal": [], "n_test": [], "worst_group_coverage": [],
                               "set_coverage": [], "set_length": []}
     per_group: dict[str, dict[str, list]] = {}
-    method = None
+    methods: dict[str, int] = {}
     alpha = None
     caught: list[str] = []
     for s in range(seeds):
@@ -91,7 +91,8 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         caught.extend(str(x.message) for x in w)
         if adjust_boundary:
             band = adjust_band(band, nr[test])
-        method, alpha = band.method, cal_obj.alpha
+        methods[band.method] = methods.get(band.method, 0) + 1
+        alpha = cal_obj.alpha
         yt = y01[test]
         if pred.lo is not None:
             for k, v in M.interval_metrics(pt.median, pt.lo, pt.hi, yt).items():
@@ -113,6 +114,9 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
                 d = per_group.setdefault(g, {"n": [], "coverage": [], "sharpness": []})
                 for k in d:
                     d[k].append(v[k])
+    # auto can choose differently per split: say how often it chose what
+    method = (next(iter(methods)) if len(methods) == 1 else
+              ", ".join(f"{m} x{c}" for m, c in sorted(methods.items(), key=lambda kv: -kv[1])))
     out = {
         "method": method,
         "alpha": alpha,
