@@ -191,6 +191,7 @@ def _guard(fn):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("default")
+                warnings.showwarning = _show_warning_once
                 return fn(*a, **kw)
         except ScorebandError as e:
             _fail(str(e))
@@ -209,6 +210,17 @@ def _guard(fn):
                   f"{fn.__name__.replace('_', '-')} ...` for the traceback)", code=1)
 
     return wrapper
+
+
+_SHOWN: set[str] = set()
+
+
+def _show_warning_once(message, category, filename, lineno, file=None, line=None) -> None:
+    """Library warnings as one line each (no file path or source line), each shown once."""
+    text = " ".join(str(message).split())
+    if text not in _SHOWN:
+        _SHOWN.add(text)
+        err.print(f"[yellow]warning:[/] {text}", soft_wrap=True)
 
 
 def _print_warnings(messages) -> None:
