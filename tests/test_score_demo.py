@@ -117,3 +117,19 @@ def test_score_resumes_from_its_journal(tmp_path):
     assert again.attrs["reused_rows"] == 5 and bad2 == bad
     for c in ("band_median", "band_lo", "band_hi"):
         np.testing.assert_array_equal(again[c].to_numpy(), full[c].to_numpy())
+
+
+def test_captions_outside_the_models_vocabulary_are_flagged(tmp_path):
+    from scoreband.scorers.scoring import score_table
+    from scoreband.world import make_dataset
+
+    ds = make_dataset(3, 5)
+    df = ds.to_frame(tmp_path / "img")
+    df["image"] = [str(p) for p in df["image"]]
+    df.loc[1, "caption"] = "a dog playing frisbee on the beach"
+    df.loc[2, "caption"] = "123 !!"
+    out, bad, _ = score_table(df)
+    assert out.loc[0, "band_ood"] == ""
+    assert "'dog'" in out.loc[1, "band_ood"] and "'frisbee'" in out.loc[1, "band_ood"]
+    assert "no words" in out.loc[2, "band_ood"]
+    assert bad == 0  # flagged, still scored

@@ -788,6 +788,10 @@ def score(
     if n_trunc:
         err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
                   "(flagged per row)[/]")
+    n_ood = int((res["band_ood"] != "").sum()) if "band_ood" in res else 0
+    if n_ood:
+        err.print(f"[yellow]{n_ood} of {len(res)} rows are outside what the model knows "
+                  "(band_ood says why): their bands are guesses[/]")
     console.print(f"scored {len(res) - bad} of {len(res)} rows -> {out}")
     if bad == len(res):  # as judge and roundtrip: a run that scored nothing is a failure
         raise typer.Exit(1)

@@ -58,6 +58,20 @@ class WordTokenizer:
         ids = ids[: self.max_len]
         return ids + [0] * (self.max_len - len(ids)), truncated, n
 
+    def out_of_vocabulary(self, text: str) -> str:
+        """Why the model cannot read this caption, or "" when it knows every word: the
+        embedded model was trained on the world's grammar only, so its band for "a dog on the
+        beach" is a confident guess about nothing it has seen."""
+        w = self.words(text)
+        if not w:
+            return "caption: no words (only digits, symbols or emoji)"
+        unknown = list(dict.fromkeys(t for t in w if t not in self.index))
+        if unknown:
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            return ("caption: words the model does not know: "
+                    + ", ".join(repr(t) for t in unknown[:5]) + more)
+        return ""
+
     def batch(self, texts) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
         enc = [self.encode(t) for t in texts]
         ids = torch.tensor([e[0] for e in enc], dtype=torch.long)

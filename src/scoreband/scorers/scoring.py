@@ -70,6 +70,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     size = scorer.model.cfg.image_size
     n = len(df)
     errors = np.full(n, "", dtype=object)
+    ood = np.full(n, "", dtype=object)
     truncated = np.zeros(n, dtype=bool)
     med = np.full(n, np.nan)
     lo = np.full(n, np.nan)
@@ -93,6 +94,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                         med[i], lo[i], hi[i] = (np.nan if rec[k] is None else rec[k]
                                                 for k in ("median", "lo", "hi"))
                         errors[i], truncated[i] = rec["error"], rec["truncated"]
+                        ood[i] = rec.get("ood", "")
                         reused += 1
                         continue
                 keys[i] = key
@@ -108,13 +110,15 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                 pos.append(i)
                 _, trunc, _ = scorer.tokenizer.encode(text)
                 truncated[i] = trunc
+                ood[i] = scorer.tokenizer.out_of_vocabulary(text)
             if pos:
                 pred = scorer.predict(np.stack(imgs), texts, head=head)
                 band = cal.predict(pred)
                 med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
             for i, key in keys.items():
                 jr.add({"key": key, "median": _num(med[i]), "lo": _num(lo[i]),
-                        "hi": _num(hi[i]), "error": errors[i], "truncated": bool(truncated[i])})
+                        "hi": _num(hi[i]), "error": errors[i], "truncated": bool(truncated[i]),
+                        "ood": ood[i]})
             update(e)
     out = df.copy()
     out["band_median"] = med
@@ -122,6 +126,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     out["band_hi"] = hi
     out["band_error"] = errors
     out["band_truncated"] = truncated
+    out["band_ood"] = ood  # why the band may not mean much for this row ("" when none)
     out["scorer_fingerprint"] = scorer.fingerprint
     out.attrs["reused_rows"] = reused
     comps = {"backbone": {"backbone": model, "weights_sha256": scorer.fingerprint,
