@@ -189,6 +189,7 @@ def _guard(fn):
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
+            _SHOWN.clear()  # once per command run
             with warnings.catch_warnings():
                 warnings.simplefilter("default")
                 warnings.showwarning = _show_warning_once
