@@ -133,3 +133,34 @@ def test_captions_outside_the_models_vocabulary_are_flagged(tmp_path):
     assert "'dog'" in out.loc[1, "band_ood"] and "'frisbee'" in out.loc[1, "band_ood"]
     assert "no words" in out.loc[2, "band_ood"]
     assert bad == 0  # flagged, still scored
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad header", "config not json",
+                                    "config empty"])
+def test_a_damaged_model_folder_is_a_clear_error(tmp_path, damage):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from scoreband.cli import app
+    from scoreband.scorers.model import bundled_model_dir
+    from scoreband.world import make_dataset
+
+    m = tmp_path / "model"
+    shutil.copytree(bundled_model_dir(), m, ignore=shutil.ignore_patterns("checkpoint"))
+    w, c = m / "model.safetensors", m / "config.json"
+    if damage == "truncated":
+        w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+    elif damage == "bad header":
+        w.write_bytes(b"\xff" * 8 + w.read_bytes()[8:])
+    elif damage == "config not json":
+        c.write_text("{not json")
+    else:
+        c.write_text("{}")
+    df = make_dataset(2, 1).to_frame(tmp_path / "img")
+    df.to_csv(tmp_path / "t.csv", index=False)
+    r = CliRunner().invoke(app, ["score", str(tmp_path / "t.csv"), "--model", str(m),
+                                 "--out", str(tmp_path / "o.csv")])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert ("safetensors" in r.output) if "header" in damage or damage == "truncated" \
+        else ("config" in r.output)

@@ -633,6 +633,19 @@ def train(
                                            if isinstance(v, float)))
 
 
+def _model_format(model) -> str | None:
+    """The ``format`` a model folder's config.json declares (None when unreadable: the loader
+    then reports what is wrong with the folder)."""
+    import json
+
+    f = Path(model) / "config.json"
+    try:
+        doc = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return doc.get("format") if isinstance(doc, dict) else None
+
+
 def _claim_model_folder(out: Path, *, resume: bool, overwrite: bool) -> None:
     """A finished run in ``out`` (its weights are there) is never silently continued or
     mixed with a new one: refused unless --resume (continue from its checkpoint) or
@@ -739,7 +752,6 @@ def score(
 
     Example: scoreband score pairs.csv --image-col image --text-col caption --out scored.csv
     """
-    import json
 
     from scoreband.io import read_table, write_table
     from scoreband.provenance import write_provenance
@@ -757,9 +769,7 @@ def score(
                                          batch_size=min(batch_size, 64), base_dir=base,
                                          device=device, dtype=dtype or "float32")
         err_col = "score_error"
-    elif model is not None and (Path(model) / "config.json").is_file() and json.loads(
-            (Path(model) / "config.json").read_text()).get("format") == \
-            "scoreband.backbone-scorer":
+    elif model is not None and _model_format(model) == "scoreband.backbone-scorer":
         res, n_bad, comps = score_table_backbone(df, model, image_col=image_col,
                                                  text_col=text_col,
                                                  batch_size=min(batch_size, 64),

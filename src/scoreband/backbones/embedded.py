@@ -215,10 +215,24 @@ def read_model_folder(path) -> dict:
         if not f.exists():
             raise InputError(f"model folder {str(path)!r} has no {f.name}; train one with "
                              "`scoreband train --out DIR`")
-    meta = json.loads(cfg_file.read_text())
-    cfg = EmbeddedConfig(**meta["backbone"])
-    return {"meta": meta, "config": cfg, "state": load_file(str(w_file)),
-            "tokenizer": WordTokenizer(meta["vocab"], cfg.max_len),
+    try:
+        meta = json.loads(cfg_file.read_text(encoding="utf-8"))
+        cfg = EmbeddedConfig(**meta["backbone"])
+        vocab = meta["vocab"]
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{cfg_file} is not valid JSON ({type(e).__name__}); the model folder "
+                         "is damaged: retrain it or restore the file") from None
+    except (KeyError, TypeError) as e:
+        raise InputError(f"{cfg_file} is not a scoreband model config (missing or wrong "
+                         f"entry {e}); retrain it with `scoreband train`") from None
+    try:
+        state = load_file(str(w_file))  # checks the header and the tensors' byte ranges
+    except Exception as e:  # safetensors raises its own error type for a damaged file
+        raise InputError(f"{w_file} cannot be read as safetensors weights ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:120]}); the file is truncated or "
+                         "damaged: retrain or restore it") from None
+    return {"meta": meta, "config": cfg, "state": state,
+            "tokenizer": WordTokenizer(vocab, cfg.max_len),
             "fingerprint": "sha256:" + hashlib.sha256(w_file.read_bytes()).hexdigest()[:16],
             "path": path, "weights_file": w_file}
 
