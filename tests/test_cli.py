@@ -179,3 +179,14 @@ def test_more_bad_options_are_clear_errors(tmp_path):
         assert res.exit_code == 2 and msg in out, (args, res.output)
     assert not (tmp_path / "m" / "checkpoint").exists()
     assert not list(tmp_path.glob("*.partial.jsonl"))
+
+
+def test_example_prints_a_copy_pasteable_command_and_provenance(tmp_path):
+    out = tmp_path / "ex.csv"
+    res = run("example", "--out", out)
+    assert res.exit_code == 0
+    cmd = next(ln for ln in res.output.splitlines() if ln.startswith("scoreband evaluate"))
+    assert cmd.endswith("--groups task")  # the whole command on one line
+    assert (tmp_path / "ex.csv.provenance.json").is_file()
+    res = run(*cmd.split()[1:], "--seeds", 1)
+    assert res.exit_code == 0, res.output

@@ -1057,8 +1057,14 @@ def example(
     out.parent.mkdir(parents=True, exist_ok=True)
     with resources.as_file(src) as p:
         shutil.copyfile(p, out)
-    console.print(f"wrote {out}; try:\n  scoreband evaluate {out} --ratings ratings --scale 1,5 "
-                  "--median median --lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task")
+    from scoreband.provenance import write_provenance
+
+    write_provenance(out, {"table": "the bundled example predictions (embedded world, seeded)"})
+    console.print(f"wrote {out}; try:")
+    # one physical line, never wrapped, so that copy-paste runs the whole command
+    console.print(f"scoreband evaluate {out} --ratings ratings --scale 1,5 --median median "
+                  "--lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task",
+                  soft_wrap=True)
 
 
 # ------------------------------------------------------------------ datasets
