@@ -1104,6 +1104,10 @@ def datasets_prepare(
 
     df, b = load_benchmark(name, root, split, image_dir)
     write_table(df, out)
+    from scoreband.provenance import write_provenance
+
+    write_provenance(out, {"benchmark": {"name": b.name, "root": str(root), "split": split,
+                                         "scale": [b.scale.lo, b.scale.hi]}})
     missing = int((~df["image"].map(lambda p: Path(p).is_file())).sum())
     console.print(f"wrote {out}: {len(df)} rows of {b.name} ({df['split'].iloc[0] if len(df) else ''}),"
                   f" scale {b.scale.lo:g}-{b.scale.hi:g}" + (
@@ -1146,6 +1150,11 @@ def world(
     df["instruction"] = "Describe the picture in one sentence."
     df["response"] = df["caption"]
     write_table(df, Path(out) / "world.csv")
+    from scoreband.provenance import write_provenance
+
+    write_provenance(Path(out) / "world.csv", {"world": {
+        "n": n, "seed": seed, "style": style, "annotators": annotators,
+        "p_corrupt": p_corrupt}})
     console.print(f"wrote {Path(out) / 'world.csv'} ({n} items, images in "
                   f"{Path(out) / 'images'})")
 
