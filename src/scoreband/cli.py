@@ -833,16 +833,25 @@ def demo(
     def cell(v):
         return "-" if v["mean"] is None or np.isnan(v["mean"]) else f"{v['mean']:.3f}"
 
+    # short names so the tables fit 80 columns; the legend below says what they stand for
+    short = {"mc_dropout": "mc-drop", "unconstrained_pinball": "pin", "chained_pinball":
+             "ch-pin", "chained_ci": "ch-ci", "chained_ci_clusters": "ch-ci-k"}
+    heads = {"kendall_tau_c": "tau-c", "ups": "UPS", "sharpness": "width", "coverage": "cover"}
     for s in TEST_SETS:
         t = Table(title=f"{s}: before -> after calibration (alpha={alpha}, {seeds} seeds, "
                         f"n={n_test})")
-        t.add_column("row")
+        t.add_column("head")
         for m in METRICS:
-            t.add_column(m, justify="right")
+            t.add_column(heads.get(m, m), justify="right")
         for row in ROWS:
-            t.add_row(row, *[f"{cell(doc[s][row]['before'][m])} -> "
-                             f"{cell(doc[s][row]['after'][m])}" for m in METRICS])
+            t.add_row(short.get(row, row), *[f"{cell(doc[s][row]['before'][m])} -> "
+                                             f"{cell(doc[s][row]['after'][m])}"
+                                             for m in METRICS])
         console.print(t)
+    console.print("heads: mc-drop = MC dropout of the point head, pin = unconstrained pinball, "
+                  "ch-pin = chained pinball, ch-ci = chained with the centred interval loss "
+                  "(CRC), ch-ci-k = ch-ci with the cluster-conservative rule; width = "
+                  "sharpness on [0, 1], cover = coverage, UPS = width-error correlation")
     for f in doc["_meta"]["findings"]:
         mark = "[green]yes[/]" if f["holds"] else "[red]no[/]"
         console.print(f"  {mark}  {f['claim']} ({f['value']:.3f})")
