@@ -3,6 +3,7 @@ resume journal and the progress bar, shared so every job behaves the same."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -11,7 +12,7 @@ import pandas as pd
 
 from scoreband.progress import row_progress  # noqa: F401  (re-exported)
 
-__all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress"]
+__all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress", "row_key", "file_digest"]
 
 
 def cell_text(df: pd.DataFrame, col: str, i: int) -> str | None:
@@ -29,6 +30,26 @@ def resolve_path(value, base_dir=None) -> Path:
     if not p.is_absolute() and not p.exists() and base_dir is not None:
         p = Path(base_dir) / p
     return p
+
+
+def file_digest(path) -> str:
+    """SHA-256 (hex) of a file's bytes, or "" when there is no readable file."""
+    try:
+        if path is not None and Path(path).is_file():
+            return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        pass
+    return ""
+
+
+def row_key(*parts) -> str:
+    """A journal key: SHA-256 over the parts (each as text, NUL-terminated), so a row is
+    reused only when everything that made it is the same."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(str(part).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 class RowJournal:

@@ -13,14 +13,20 @@ journal is removed once the table is written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
+from scoreband.batch import (
+    RowJournal,
+    cell_text,
+    file_digest,
+    resolve_path,
+    row_key,
+    row_progress,
+)
 from scoreband.errors import InputError
 from scoreband.judges.base import (  # noqa: F401  (re-exported)
     DEFAULT_RUBRIC,
@@ -57,16 +63,9 @@ def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
 
 def _row_key(judge: Judge, image: str | None, instruction: str | None, response: str | None,
              image_file: Path | None) -> str:
-    h = hashlib.sha256()
-    img_hash = ""
-    if image_file is not None and image_file.is_file():
-        img_hash = hashlib.sha256(image_file.read_bytes()).hexdigest()
-    for part in (json.dumps(judge.describe(), sort_keys=True), str(image), img_hash,
-                 str(instruction), str(response), judge.prompt.template, judge.prompt.rubric,
-                 judge.prompt.delimiter):
-        h.update(part.encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
+    return row_key(json.dumps(judge.describe(), sort_keys=True), image, file_digest(image_file),
+                   instruction, response, judge.prompt.template, judge.prompt.rubric,
+                   judge.prompt.delimiter)
 
 
 def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",

@@ -6,14 +6,20 @@ and the reason in ``band_error``; the batch carries on.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
+from scoreband.batch import (
+    RowJournal,
+    cell_text,
+    file_digest,
+    resolve_path,
+    row_key,
+    row_progress,
+)
 from scoreband.conformal import load_calibrator
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
@@ -24,22 +30,6 @@ __all__ = ["load_image", "score_table", "MAX_PIXELS"]
 
 
 
-
-
-def _score_key(fingerprint: str, cal_sha: str, head: str, image, image_file, text) -> str:
-    """A journal key: the scorer, its calibrator and head, the image (path and bytes) and the
-    caption; a changed file or model never reuses an old row."""
-    h = hashlib.sha256()
-    img = b""
-    try:
-        if image_file is not None and image_file.is_file():
-            img = hashlib.sha256(image_file.read_bytes()).digest()
-    except OSError:
-        pass
-    for part in (fingerprint, cal_sha, head, str(image), img.hex(), str(text)):
-        h.update(str(part).encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
@@ -88,7 +78,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                 if journal is not None:
                     f = None if cell_text(df, image_col, i) is None else resolve_path(image,
                                                                                     base_dir)
-                    key = _score_key(scorer.fingerprint, cal_sha, head, image, f, text)
+                    key = row_key(scorer.fingerprint, cal_sha, head, image, file_digest(f), text)
                     rec = jr.get(key)
                     if rec is not None:
                         med[i], lo[i], hi[i] = (np.nan if rec[k] is None else rec[k]
