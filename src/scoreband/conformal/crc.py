@@ -219,7 +219,6 @@ class CRC(Calibrator):
             raise InputError(f"selection must be one of {', '.join(SELECTIONS)}, "
                              f"got {selection!r}")
         self.selection = selection
-        self.exact = selection == "split"
         self.select_frac = select_frac
         self.seed = seed
 
