@@ -60,7 +60,7 @@ def test_registry_lists_and_refuses():
         resolve_backbone("beit3:")
     with pytest.raises(InputError, match="open_clip is not installed|torchvision"):
         load_backbone("open_clip:ViT-B-32:laion2b")
-    with pytest.raises(InputError, match="--dtype"):
+    with pytest.raises(InputError, match="`dtype`"):
         load_backbone("embedded:default", dtype="int8")
 
 

@@ -61,6 +61,6 @@ def test_wrong_grid_refused():
     try:
         check_on_grid(y01, scale, 1)
     except InputError as e:
-        assert "--ratings" in str(e)
+        assert "`ratings`" in str(e)
     else:
         raise AssertionError("expected InputError")

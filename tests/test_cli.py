@@ -92,10 +92,10 @@ def test_apply_refuses_other_scorer(tmp_path):
 @pytest.mark.parametrize("args,msg", [
     (["--target", "nope", *COMMON], "available: id, image, task"),
     (["--target", "human", *COMMON, "--alpha", "1.5"], "alpha must lie strictly between"),
-    (["--target", "human", *COMMON, "--method", "magic"], "unknown method 'magic'; choose"),
+    (["--target", "human", *COMMON, "--method", "magic"], "unknown calibration method 'magic'; choose one of split, crc"),
     (["--target", "human", "--scale", "5,1", "--median", "median"], "A < B"),
     (["--target", "human", *COMMON, "--lo", "q05"], "both --lo and --hi"),
-    (["--target", "human", *COMMON, "--method", "crc"], "--lo COL --hi COL"),
+    (["--target", "human", *COMMON, "--method", "crc"], "pass --lo and --hi columns"),
 ])
 def test_bad_input_is_a_clear_error(args, msg):
     res = run("evaluate", EXAMPLE, *args, "--seeds", 1)

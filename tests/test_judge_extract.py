@@ -385,6 +385,6 @@ def test_roundtrip_calibration_refuses_the_wrong_grid():
 
     rng = np.random.default_rng(0)
     y = rng.integers(3, 16, 300) / 3  # means of 3 ratings on 1-5
-    with pytest.raises(InputError, match="--n-ratings"):
+    with pytest.raises(InputError, match="`n_ratings`"):
         calibration_study(rng.uniform(size=300), rng.uniform(0.01, 0.05, 300),
                           (y - 1) / 4, scale=Scale(1, 5, integer=True))

@@ -85,7 +85,7 @@ def test_fit_predict_and_persist(tmp_path, judged):
 
 
 def test_learned_methods_need_features():
-    with pytest.raises(InputError, match="--features"):
+    with pytest.raises(InputError, match="`features`"):
         CQR().fit(Predictions(np.full(50, 0.5)), np.full(50, 0.5))
     cal = CQR(0.1).fit(Predictions(np.zeros(60), features=np.random.default_rng(0).normal(
         size=(60, 3))), np.random.default_rng(1).uniform(size=60))

@@ -68,7 +68,7 @@ def test_predict_before_fit_names_the_step():
 def test_crc_needs_interval():
     from scoreband.errors import InputError
 
-    with pytest.raises(InputError, match="--lo COL --hi COL"):
+    with pytest.raises(InputError, match="pass `lo` and `hi` columns"):
         CRC().fit(Predictions([0.5] * 20), np.full(20, 0.5))
 
 

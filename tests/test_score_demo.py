@@ -86,7 +86,7 @@ def test_bundled_model_loads_and_matches_its_calibrator():
     assert "embedded:default" in list_backbones()
     with pytest.raises(InputError, match="available: embedded:default"):
         resolve_backbone("embedded:nope")
-    with pytest.raises(InputError, match="known prefix"):
+    with pytest.raises(InputError, match="unknown backbone .foo.; choose one of"):
         resolve_backbone("foo")
     scorer = QuantileScorer.load("embedded:default")
     _, doc = load_calibrator(bundled_model_dir() / "calibrator.json",

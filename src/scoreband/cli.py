@@ -182,6 +182,26 @@ def _int(v, flag):
         _fail(f"{flag} expects an integer or 'auto', got {v!r}")
 
 
+def as_flags(message: str) -> str:
+    """The library names parameters in backticks (`image_col`); on the command line they
+    are the current command's options (--image-col)."""
+    import re
+
+    try:  # typer >= 0.24 runs on its own copy of click
+        from typer._click.globals import get_current_context
+    except ImportError:
+        from click import get_current_context
+
+    ctx = get_current_context(silent=True)
+    flags = {}
+    if ctx is not None:
+        for p in ctx.command.params:
+            opts = [o for o in p.opts if o.startswith("--")]
+            if opts:
+                flags[p.name.rstrip("_")] = opts[0]
+    return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(0)), message)
+
+
 def _guard(fn):
     """Turn scoreband errors into a clean message and exit code 2."""
     import functools
@@ -195,7 +215,7 @@ def _guard(fn):
                 warnings.showwarning = _show_warning_once
                 return fn(*a, **kw)
         except ScorebandError as e:
-            _fail(str(e))
+            _fail(as_flags(str(e)))
         except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
             raise
         except OSError as e:  # a path the user gave: a folder, no permission, a full disk
@@ -987,7 +1007,7 @@ def judge_study(
                              "score: can its absolute scores be used?) or r2ccp (a model "
                              "re-learned on its log-probs). Both are computed.")] = "split",
 ):
-    """The source-002 protocol: split CP, CQR and R2CCP, Mondrian by task on/off, boundary
+    """The judge-uncertainty protocol: split CP, CQR and R2CCP, Mondrian by task on/off, boundary
     adjustment on/off, judge fusion, over --seeds random 50/50 splits; per-task reliability
     map with RSG and a recommendation. Writes judge_study.json, judge_study.md and
     reliability_map.png.
@@ -1305,7 +1325,7 @@ def roundtrip_study(
     dtype: Annotated[str, typer.Option("--dtype")] = "float32",
     base_url: Annotated[str, typer.Option("--base-url")] = "https://api.openai.com/v1",
 ):
-    """Source 001's validation study (matched vs shuffled captions: mean gap and AUROC with
+    """The round-trip validation study (matched vs shuffled captions: mean gap and AUROC with
     bootstrap 95 % intervals), plus a calibrated band around the round-trip score where human
     ratings exist (split CP on an isotonic map of the score, CRC with the seed spread as the
     raw interval; --seeds random splits). Writes roundtrip_study.json / .md and

@@ -1,4 +1,4 @@
-"""``scoreband demo``: the source-000 Table 1 analogue on the embedded world.
+"""``scoreband demo``: the BEiTScore++ table (heads x test sets, before and after calibration) on the embedded world.
 
 Generates three test sets (multi-annotator "clean", single-annotator "noisy", painting-style
 "ood_painting"), scores them with the bundled quantile scorer (and its MC-dropout baseline),
@@ -138,7 +138,7 @@ def _shift(pred_in, y_in, pred_out, y_out, alpha, seeds) -> dict:
 
 
 def findings(doc: dict) -> list[dict]:
-    """The source-000 findings issue 3 asks the demo to show, each checked on the numbers."""
+    """The BEiTScore++ findings the demo checks, each checked on the numbers."""
     def m(s, row, part, k):
         return doc[s][row][part][k]["mean"]
 
@@ -196,7 +196,7 @@ def results_markdown(doc: dict) -> str:
                   f"{k} {v:.3f}" for k, v in meta["point_kendall_tau_c"].items()),
               "", "Unconstrained head, items with crossed quantiles: " + ", ".join(
                   f"{k} {v}" for k, v in meta["crossings"].items()), "",
-              "## Findings of source 000, checked on these numbers", ""]
+              "## Findings of the BEiTScore++ paper, checked on these numbers", ""]
     lines += [f"- [{'x' if f['holds'] else ' '}] {f['claim']} ({f['value']:.3f})"
               for f in meta["findings"]]
     lines.append("")

@@ -46,7 +46,7 @@ def check_base_url(url: str) -> str:
     """An endpoint root must be http(s) with a host; returns it without a trailing slash."""
     u = urllib.parse.urlsplit(str(url))
     if u.scheme not in ("http", "https") or not u.netloc:
-        raise InputError(f"--base-url {redact(url)!r}: give an http(s) URL such as "
+        raise InputError(f"`base_url` {redact(url)!r}: give an http(s) URL such as "
                          "https://api.openai.com/v1")
     return str(url).rstrip("/")
 

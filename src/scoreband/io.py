@@ -354,20 +354,20 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     features = expand_columns(spec.features, df.columns)
     embedding = expand_columns(spec.embedding, df.columns)
     if require_target and not (spec.target or spec.ratings):
-        raise InputError("give the human target: --target COL (mean rating) or --ratings COL")
+        raise InputError("give the human target: `target` (a column of mean ratings) or `ratings`")
     if spec.target and spec.ratings:
-        raise InputError("give either --target or --ratings, not both")
+        raise InputError("give either `target` or `ratings`, not both")
     if require_median and not spec.median and not features:
-        raise InputError("give the scorer's point prediction: --median COL (or --features for "
+        raise InputError("give the scorer's point prediction: `median` (or `features` for "
                          "a learned calibrator)")
-    _check_columns(df, [("--target", spec.target), ("--ratings", spec.ratings),
-                        ("--median", spec.median), ("--lo", spec.lo), ("--hi", spec.hi),
-                        ("--groups", spec.groups), ("--split-by", spec.split_by),
-                        ("--id-col", spec.id_col)]
-                   + [("--features", c) for c in features]
-                   + [("--embedding", c) for c in embedding])
+    _check_columns(df, [("`target`", spec.target), ("`ratings`", spec.ratings),
+                        ("`median`", spec.median), ("`lo`", spec.lo), ("`hi`", spec.hi),
+                        ("`groups`", spec.groups), ("`split_by`", spec.split_by),
+                        ("`id_col`", spec.id_col)]
+                   + [("`features`", c) for c in features]
+                   + [("`embedding`", c) for c in embedding])
     if (spec.lo is None) != (spec.hi is None):
-        raise InputError("give both --lo and --hi (the uncalibrated 90 % interval), or neither")
+        raise InputError("give both `lo` and `hi` (the uncalibrated 90 % interval), or neither")
 
     n = len(df)
     if spec.id_col:
@@ -383,8 +383,8 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     # targets
     y = None
     if n_ratings is not None and (n_ratings < 1 or spec.ratings):
-        raise InputError("--n-ratings must be >= 1 and is only used with --target "
-                         "(--ratings gives the count per row)")
+        raise InputError("`n_ratings` must be >= 1 and is only used with `target` "
+                         "(`ratings` gives the count per row)")
     n_ratings = np.full(n, float(n_ratings or 1))
     if spec.ratings:
         y = np.full(n, np.nan)
@@ -398,7 +398,7 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
             if bad:
                 errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
                                               f"rating {bad[0]:g} outside the scale "
-                                              f"[{scale.lo:g}, {scale.hi:g}]; check --scale"))
+                                              f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
                 continue
             if scale.integer and any(v != int(v) for v in r):
                 errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
@@ -412,7 +412,7 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
         for i in np.flatnonzero(out):
             errors.setdefault(i, _row_error(i, ids[i], spec.target,
                                           f"target {y[i]:g} outside the scale "
-                                          f"[{scale.lo:g}, {scale.hi:g}]; check --scale"))
+                                          f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
 
     def pcol(col):
         if col is None:
@@ -426,7 +426,7 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
             errors.setdefault(i, _row_error(
                 i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
                 f"[{pscale.lo:g}, {pscale.hi:g}]; give the scale the scorer writes "
-                "(--pred-scale A,B) or map a raw metric onto the target (--map isotonic)"))
+                "(`pred_scale` A,B) or map a raw metric onto the target (`map` isotonic)"))
         return pscale.to01(v)
 
     median = pcol(spec.median)

@@ -1,4 +1,4 @@
-"""Evaluation metrics: pure functions on arrays (SPEC section 6).
+"""Evaluation metrics: pure functions on arrays.
 
 Each docstring says which direction is better. All take per-item arrays; none prints.
 """

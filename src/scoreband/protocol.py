@@ -1,5 +1,5 @@
 """The evaluation protocol: repeated random calibration/test splits, before and after
-calibration, mean and std over seeds (SPEC section 6)."""
+calibration, mean and std over seeds."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def split_indices(n: int, cal_frac: float, rng: np.random.Generator,
                   keys=None) -> tuple[np.ndarray, np.ndarray]:
     """Random calibration/test split; rows sharing a ``keys`` value stay on one side."""
     if not 0 < cal_frac < 1:
-        raise InputError(f"--cal-frac must be in (0, 1), got {cal_frac}")
+        raise InputError(f"`cal_frac` must be in (0, 1), got {cal_frac}")
     if keys is None:
         perm = rng.permutation(n)
         cut = int(round(cal_frac * n))
@@ -62,7 +62,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     y01 = np.asarray(y01, dtype=float)
     n = len(y01)
     if seeds < 1:
-        raise InputError(f"--seeds must be >= 1, got {seeds}")
+        raise InputError(f"`seeds` must be >= 1, got {seeds}")
     g_all = None if groups is None else np.asarray(groups).astype(str)
     nr = np.ones(n) if n_ratings is None else np.asarray(n_ratings, dtype=float)
     if adjust_boundary:
@@ -81,7 +81,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         cal, test = split_indices(n, cal_frac, rng, split_keys)
         if len(cal) == 0 or len(test) == 0:
             raise InputError(f"split {s} left an empty calibration or test set (n={n}); "
-                             "use more rows or another --cal-frac")
+                             "use more rows or another `cal_frac`")
         cal_obj = make_calibrator()
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")

@@ -24,7 +24,7 @@ __all__ = [
     "INTERVAL_ALPHAS",
 ]
 
-#: Quantile levels of the 11-output head (SPEC section 2): central intervals for
+#: Quantile levels of the 11-output head: central intervals for
 #: alpha in {0.10, 0.15, 0.20, 0.25, 0.30} around the median.
 QUANTILE_LEVELS: tuple[float, ...] = (
     0.05, 0.075, 0.10, 0.125, 0.15, 0.50, 0.85, 0.875, 0.90, 0.925, 0.95,
@@ -54,7 +54,7 @@ class Scale:
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)) or self.hi <= self.lo:
             raise InputError(
                 f"scale must be two finite numbers A < B, got A={self.lo}, B={self.hi}; "
-                "pass e.g. --scale 1,5"
+                "pass e.g. `scale` 1,5"
             )
         if self.integer and (self.lo != int(self.lo) or self.hi != int(self.hi)):
             raise InputError(f"an integer scale needs integer ends, got [{self.lo}, {self.hi}]")
@@ -70,13 +70,13 @@ class Scale:
         """
         parts = [p.strip() for p in str(text).split(",")]
         if len(parts) != 2:
-            raise InputError(f"--scale expects 'A,B' (e.g. 1,5 or 0,1), got {text!r}")
+            raise InputError(f"`scale` expects 'A,B' (e.g. 1,5 or 0,1), got {text!r}")
         try:
             lo, hi = float(parts[0]), float(parts[1])
         except ValueError:
-            raise InputError(f"--scale expects two numbers 'A,B', got {text!r}") from None
+            raise InputError(f"`scale` expects two numbers 'A,B', got {text!r}") from None
         if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise InputError(f"--scale expects two finite numbers 'A,B' (e.g. 1,5), got {text!r}")
+            raise InputError(f"`scale` expects two finite numbers 'A,B' (e.g. 1,5), got {text!r}")
         if integer is None:
             # A [0, 1] scale is taken as continuous; other integer-ended scales as Likert.
             integer = lo == int(lo) and hi == int(hi) and (hi - lo) >= 2

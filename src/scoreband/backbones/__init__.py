@@ -9,77 +9,91 @@ and ``trainable()`` (the module to fine-tune).
 
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from scoreband.errors import InputError
+from scoreband.registry import Registry
 
-__all__ = ["BACKBONES", "PREFIXES", "list_backbones", "resolve_backbone", "load_backbone"]
+__all__ = ["BACKBONES", "Backbone", "list_backbones", "resolve_backbone", "load_backbone"]
 
-#: named entries (no weights to find) -> description
-BACKBONES: dict[str, dict] = {
-    "embedded:default": {
-        "kind": "cross-encoder",
-        "description": "tiny joint-attention transformer trained on the embedded world "
-                       "(ships with scoreband; no download)",
-    },
-}
-#: prefix -> what follows it
-PREFIXES = {
-    "embedded:": "NAME of a bundled model (embedded:default)",
-    "beit3:": "PATH to an official BEiT-3 checkpoint (.pth) with beit3.spm beside it, or a "
-              "folder holding both",
-    "hf:": "MODEL_ID_OR_DIR of a transformers dual encoder (CLIP, SigLIP ...)",
-    "open_clip:": "ARCH:PRETRAINED_OR_PATH (needs open_clip_torch)",
-}
+
+@runtime_checkable
+class Backbone(Protocol):
+    """What a quantile head needs from a vision-language model (see the module docstring)."""
+
+    name: str
+    kind: str  #: "cross-encoder" or "dual-encoder"
+    dim: int
+    fingerprint: str
+
+    def describe(self) -> dict: ...
+
+    def preprocess(self, images): ...
+
+    def encode_text(self, texts): ...
+
+    def represent(self, pixels, batch): ...
+
+    def image_embedding(self, pixels): ...
+
+    def trainable(self): ...
+
+
+#: every backbone a scorer can sit on; ``BACKBONES.create(name, device=..., dtype=...)``
+BACKBONES = Registry("backbone")
+
+
+@BACKBONES.register("embedded:default", kind="cross-encoder",
+                    help="tiny joint-attention transformer trained on the embedded world "
+                         "(ships with scoreband; no download)")
+def _embedded():
+    from scoreband.backbones.embedded import EmbeddedBackbone
+
+    return EmbeddedBackbone("embedded:default")
+
+
+@BACKBONES.register("beit3:", argument="PATH", kind="cross-encoder",
+                    help="an official BEiT-3 checkpoint (.pth) with beit3.spm beside it, or a "
+                         "folder holding both")
+def _beit3(path, *, device="cpu", dtype="float32", image_size=None):
+    from scoreband.backbones.beit3 import BEiT3Backbone
+
+    return BEiT3Backbone(path, image_size=image_size, device=device, dtype=dtype)
+
+
+@BACKBONES.register("hf:", argument="MODEL_ID_OR_DIR", kind="dual-encoder",
+                    help="a transformers dual encoder (CLIP, SigLIP ...)")
+def _hf(path, *, device="cpu", dtype="float32"):
+    from scoreband.backbones.dual import HFDualEncoder
+
+    return HFDualEncoder(path, device=device, dtype=dtype)
+
+
+@BACKBONES.register("open_clip:", argument="ARCH:PRETRAINED_OR_PATH", kind="dual-encoder",
+                    help="an open_clip model (needs open_clip_torch)")
+def _open_clip(rest, *, device="cpu", dtype="float32"):
+    arch, _, pre = rest.partition(":")
+    if not arch or not pre:
+        raise InputError(f"open_clip:{rest!r}: expected open_clip:ARCH:PRETRAINED_OR_PATH")
+    from scoreband.backbones.dual import OpenCLIPDualEncoder
+
+    return OpenCLIPDualEncoder(arch, pre, device=device, dtype=dtype)
 
 
 def list_backbones() -> list[str]:
     """The named backbones and the addressable kinds (``beit3:PATH`` ...)."""
-    return sorted(BACKBONES) + [p + v.split(" ")[0] for p, v in PREFIXES.items()
-                                if p != "embedded:"]
-
-
-def _choices() -> str:
-    return "; ".join(f"{p}{d}" for p, d in PREFIXES.items())
+    return BACKBONES.names()
 
 
 def resolve_backbone(name: str) -> dict:
-    """Look a backbone up; errors list the choices."""
-    if name in BACKBONES:
-        return {"name": name, **BACKBONES[name]}
-    prefix = next((p for p in PREFIXES if name.startswith(p)), None)
-    if prefix is None:
-        raise InputError(f"backbone {name!r} has no known prefix; choices: {_choices()}")
-    if prefix == "embedded:":
-        raise InputError(f"unknown backbone {name!r}; available: "
-                         f"{', '.join(sorted(BACKBONES))}")
-    if not name[len(prefix):]:
-        raise InputError(f"backbone {name!r} names nothing after {prefix!r}; choices: "
-                         f"{_choices()}")
-    return {"name": name, "kind": "dual-encoder" if prefix in ("hf:", "open_clip:")
-            else "cross-encoder", "description": PREFIXES[prefix]}
+    """Look a backbone up without loading it; errors list the choices."""
+    entry, _ = BACKBONES.resolve(name)
+    return {"name": name, "kind": entry.info["kind"], "description": entry.help}
 
 
 def load_backbone(name: str, *, device: str = "cpu", dtype: str = "float32",
                   image_size: int | None = None):
-    """Instantiate a backbone from its address (see ``PREFIXES``)."""
+    """Instantiate a backbone from its address (see ``BACKBONES``)."""
     if dtype not in ("float32", "bfloat16", "float16"):
-        raise InputError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
-    resolve_backbone(name)
-    if name.startswith("embedded:"):
-        from scoreband.backbones.embedded import EmbeddedBackbone
-
-        return EmbeddedBackbone(name)
-    if name.startswith("beit3:"):
-        from scoreband.backbones.beit3 import BEiT3Backbone
-
-        return BEiT3Backbone(name[len("beit3:"):], image_size=image_size, device=device,
-                             dtype=dtype)
-    if name.startswith("hf:"):
-        from scoreband.backbones.dual import HFDualEncoder
-
-        return HFDualEncoder(name[3:], device=device, dtype=dtype)
-    arch, _, pre = name[len("open_clip:"):].partition(":")
-    if not arch or not pre:
-        raise InputError(f"{name!r}: expected open_clip:ARCH:PRETRAINED_OR_PATH")
-    from scoreband.backbones.dual import OpenCLIPDualEncoder
-
-    return OpenCLIPDualEncoder(arch, pre, device=device, dtype=dtype)
+        raise InputError(f"`dtype` {dtype!r}: choose float32, bfloat16 or float16")
+    return BACKBONES.create(name, device=device, dtype=dtype, image_size=image_size)

@@ -24,23 +24,27 @@ from scoreband.conformal._core import check_alpha
 from scoreband.errors import InputError, NotFittedError
 from scoreband.files import to_jsonable as _jsonable
 from scoreband.records import Band, Predictions, Scale
+from scoreband.registry import Registry
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets"]
 
 log = logging.getLogger(__name__)
 
-_REGISTRY: dict[str, type[Calibrator]] = {}
+#: calibrator classes by the ``method`` name their saved state carries (loading saved files);
+#: the names a user builds from are :data:`scoreband.conformal.METHODS`
+SAVED = Registry("saved calibration method")
 
 
 def register(cls):
     """Class decorator: make a calibrator loadable from its saved state by ``method`` name."""
-    _REGISTRY[cls.method] = cls
+    SAVED.register(cls.method, help=(cls.__doc__ or cls.method).strip().split("\n")[0],
+                   factory=cls._from_state)
     return cls
 
 
 def list_methods() -> list[str]:
-    """Names of the registered calibration methods."""
-    return sorted(_REGISTRY)
+    """Names of the calibration classes a saved calibrator can name."""
+    return sorted(SAVED.names())
 
 
 def check_targets(y01, n: int) -> np.ndarray:
@@ -60,7 +64,7 @@ def check_targets(y01, n: int) -> np.ndarray:
         i = int(np.flatnonzero((y < -1e-9) | (y > 1 + 1e-9))[0])
         raise InputError(
             f"target at position {i} is {y[i]:.4g} on the normalised scale, outside [0, 1]; "
-            "check --scale"
+            "check `scale`"
         )
     return np.clip(y, 0.0, 1.0) if (lo < 0 or hi > 1) else y
 
@@ -111,8 +115,8 @@ class Calibrator(ABC):
         if pred.lo is not None:
             return pred.hi - pred.lo
         raise InputError(
-            f"{self.method}: difficulty groups need an uncalibrated interval (--lo/--hi) "
-            "or judge features; pass a task column with --groups instead"
+            f"{self.method}: difficulty groups need an uncalibrated interval (`lo`/`hi`) "
+            "or judge features; pass a task column as `groups` instead"
         )
 
     # --- public API --------------------------------------------------------------------
@@ -213,9 +217,10 @@ class Calibrator(ABC):
 def calibrator_from_state(state: dict, scale: Scale | None = None) -> Calibrator:
     """Rebuild a fitted calibrator from :meth:`Calibrator.get_state` output."""
     method = state.get("method")
-    if method not in _REGISTRY:
-        raise InputError(f"unknown calibration method {method!r}; known: {', '.join(list_methods())}")
-    return _REGISTRY[method]._from_state(state, scale or Scale(0.0, 1.0))
+    if not isinstance(method, str) or method not in SAVED:
+        raise InputError(f"unknown calibration method {method!r}; known: "
+                         f"{', '.join(list_methods())}")
+    return SAVED.create(method, state, scale or Scale(0.0, 1.0))
 
 
 def _unjson(x):

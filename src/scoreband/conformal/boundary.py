@@ -1,4 +1,4 @@
-"""Boundary adjustment of intervals onto the achievable target grid (SPEC section 4)."""
+"""Boundary adjustment of intervals onto the achievable target grid."""
 
 from __future__ import annotations
 
@@ -83,6 +83,6 @@ def check_on_grid(y01, scale: Scale, n_ratings) -> None:
         raise InputError(
             f"target {float(scale.from01(y[i])):.4g} (item {i}) is not the mean of "
             f"{int(r[i])} integer rating(s) on [{scale.lo:g}, {scale.hi:g}], so boundary "
-            "adjustment would snap it to the wrong grid; pass --ratings COL (one item's "
-            "ratings, ';'-separated) or --n-ratings R"
+            "adjustment would snap it to the wrong grid; pass `ratings` (a column of each item's "
+            "ratings, ';'-separated) or `n_ratings`"
         )

@@ -1,4 +1,4 @@
-"""Conformal risk control of a quantile interval with (omega, beta) (SPEC section 3).
+"""Conformal risk control of a quantile interval with (omega, beta).
 
 For the 90 % pair ``(l, u)`` and median ``m`` of each item::
 
@@ -236,8 +236,8 @@ class CRC(Calibrator):
     def _check_pred(self, pred: Predictions) -> None:
         if pred.lo is None:
             raise InputError(
-                "CRC needs the uncalibrated 90 % interval of each item: pass --lo COL --hi COL "
-                "(or use --method split for a point scorer)"
+                "CRC needs the uncalibrated 90 % interval of each item: pass `lo` and `hi` columns "
+                "(or use `method` split for a point scorer)"
             )
 
     def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:

@@ -31,7 +31,7 @@ __all__ = ["CQR", "R2CCP", "CHR", "Marginal", "density_sets", "fit_softmax", "so
 def _features(pred: Predictions, method: str) -> np.ndarray:
     if pred.features is None:
         raise InputError(f"{method} needs feature columns (e.g. judge log-probs): pass "
-                         "--features COL1,COL2,... or a glob such as 'logp_*'")
+                         "`features` COL1,COL2,... or a glob such as 'logp_*'")
     X = np.asarray(pred.features, dtype=float)
     if not np.isfinite(X).all():
         raise InputError(f"{method}: features contain NaN/inf; fix or drop those rows")
@@ -94,7 +94,7 @@ class CQR(_Learned):
     1 - alpha/2 on the features (scikit-learn), conformity ``max(q_lo - y, y - q_hi)``.
 
     Linear models keep the calibrator a small JSON file; on a handful of log-prob features
-    they are what source 002 describes.
+    they are what the LLM-as-a-judge uncertainty study uses.
     """
 
     method = "cqr"
@@ -112,7 +112,7 @@ class CQR(_Learned):
             r = QuantileRegressor(quantile=q, alpha=0.0, solver="highs").fit(Z, y)
             if r.coef_ is None or not np.isfinite(r.coef_).all():
                 raise InputError(f"cqr: the {q:g}-quantile regression did not converge on "
-                                 "these features; try --method r2ccp or split")
+                                 "these features; try `method` r2ccp or split")
             coefs[name] = {"coef": r.coef_.tolist(), "intercept": float(r.intercept_)}
         self.model_ = {"n_features": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(), **coefs}
 

@@ -34,7 +34,7 @@ class SmallGroupWarning(UserWarning):
 
 def _labels(groups, n: int) -> np.ndarray:
     if groups is None:
-        raise InputError("group-conditional calibration needs a group label per item (--groups COL)")
+        raise InputError("group-conditional calibration needs a group label per item (`groups`)")
     g = np.asarray(groups).astype(str)
     if g.shape != (n,):
         raise InputError(f"expected {n} group labels, got shape {g.shape}")
@@ -225,7 +225,7 @@ class Mondrian(_Grouped):
 
 @register
 class ClusterConservative(_Grouped):
-    """The cluster-conservative rule of source 000, and true Mondrian application.
+    """The cluster-conservative rule of BEiTScore++, and true Mondrian application.
 
     The calibration items are clustered (k-means on ``pred.embedding``, or a given group
     label); the base method is fitted in every cluster; each cluster's parameters are
@@ -258,7 +258,7 @@ class ClusterConservative(_Grouped):
             return _labels(groups, len(pred)), None
         if pred.embedding is None:
             raise InputError("the cluster rule needs image embeddings (pred.embedding) or a "
-                             "group label per item (--groups COL)")
+                             "group label per item (`groups`)")
         k = self.n_clusters
         if k == "auto":
             k = choose_k(pred.embedding, seed=self.seed).k

@@ -161,7 +161,7 @@ class WeightedSplit(Calibrator):
     def _check_pred(self, pred: Predictions) -> None:
         if pred.embedding is None:
             raise InputError("weighted conformal needs an embedding per item to estimate the "
-                             "shift (embedding columns, e.g. --embedding 'emb_*')")
+                             "shift (embedding columns, e.g. `embedding` 'emb_*')")
         if not np.isfinite(pred.median).all():
             raise InputError("weighted split conformal needs a point prediction (median)")
 

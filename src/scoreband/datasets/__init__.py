@@ -1,5 +1,5 @@
-"""Loaders for the public human-rating benchmarks of source 000 (and the MLLM-as-a-Judge
-benchmark of source 002), each turning the files of a local copy into one standard table:
+"""Loaders for the public human-rating benchmarks BEiTScore++ reports on (and the MLLM-as-a-Judge
+benchmark), each turning the files of a local copy into one standard table:
 
 ``id, image, caption, target, target01, n_ratings, ratings, references, task, split``
 

@@ -10,8 +10,9 @@ from typing import Protocol
 
 import numpy as np
 
+
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "DEFAULT_TEMPLATE",
-           "DEFAULT_RUBRIC", "JUDGE_KINDS"]
+           "DEFAULT_RUBRIC"]
 
 DEFAULT_TEMPLATE = (
     "You are an impartial judge of how well a response fits an image.\n"
@@ -22,14 +23,6 @@ DEFAULT_TEMPLATE = (
 )
 DEFAULT_RUBRIC = ("{lo} = the response does not fit the image at all; {hi} = it fits the image "
                   "completely and correctly.")
-
-JUDGE_KINDS = {
-    "hf": "a local transformers vision-language model: hf:DIR or hf:HUB_ID "
-          "(AutoProcessor + AutoModelForImageTextToText)",
-    "openai": "an OpenAI-compatible chat-completions endpoint with logprobs: openai:MODEL "
-              "(--base-url, key from $OPENAI_API_KEY)",
-}
-
 
 class JudgeError(Exception):
     """One row could not be judged; the message goes into ``judge_error``."""

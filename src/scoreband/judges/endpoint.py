@@ -114,7 +114,7 @@ class OpenAIJudge:
             pos, where = first, "first-token"
         if pos >= len(content):
             raise JudgeError("the answer ends at the score delimiter (cut by max_tokens?); "
-                             "raise --max-tokens")
+                             "raise `max_tokens`")
         nxt = texts[pos + 1] if pos + 1 < len(texts) else ""
         if nxt[:1].isdigit() and canonical_token(texts[pos])[-1:].isdigit():
             raise JudgeError(f"the score was spelled with several tokens ({texts[pos]!r} + "

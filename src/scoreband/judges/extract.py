@@ -31,34 +31,21 @@ from scoreband.errors import InputError
 from scoreband.judges.base import (  # noqa: F401  (re-exported)
     DEFAULT_RUBRIC,
     DEFAULT_TEMPLATE,
-    JUDGE_KINDS,
     Judge,
     JudgeError,
     JudgePrompt,
     JudgeResult,
 )
+from scoreband.judges.registry import JUDGES
 from scoreband.logprobs import entropy, expected_score, max_prob
 
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "make_judge",
-           "extract_judge_table", "DEFAULT_TEMPLATE", "JUDGE_KINDS"]
+           "extract_judge_table", "DEFAULT_TEMPLATE", "JUDGES"]
 
 def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
-    """``hf:DIR_OR_ID`` or ``openai:MODEL``; keyword arguments go to the judge class."""
-    kind, _, rest = spec.partition(":")
-    if kind == "hf" and rest:
-        from scoreband.judges.local import LocalVLMJudge
-
-        keep = {k: v for k, v in kw.items() if k in ("max_new_tokens", "device", "dtype")}
-        return LocalVLMJudge(rest, prompt, **keep)
-    if kind == "openai" and rest:
-        from scoreband.judges.endpoint import OpenAIJudge
-
-        keep = {k: v for k, v in kw.items() if k in (
-            "base_url", "api_key", "top_logprobs", "max_tokens", "timeout", "retries",
-            "backoff", "cache_dir")}
-        return OpenAIJudge(rest, prompt, **keep)
-    raise InputError(f"unknown judge {spec!r}; choices: " + "; ".join(
-        f"{k}: {v}" for k, v in JUDGE_KINDS.items()))
+    """``hf:DIR_OR_ID`` or ``openai:MODEL`` (see ``JUDGES``); options a judge does not take
+    are ignored."""
+    return JUDGES.create(spec, prompt, **kw)
 
 
 def _row_key(judge: Judge, image: str | None, instruction: str | None, response: str | None,
@@ -81,8 +68,8 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
     """
     from scoreband.images import load_image
 
-    for flag, col in (("--image-col", image_col), ("--instruction-col", instruction_col),
-                      ("--response-col", response_col)):
+    for flag, col in (("`image_col`", image_col), ("`instruction_col`", instruction_col),
+                      ("`response_col`", response_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "
                              f"{', '.join(map(str, df.columns))}")

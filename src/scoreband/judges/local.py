@@ -35,7 +35,7 @@ class LocalVLMJudge:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         if dtype not in _DTYPES:
-            raise InputError(f"--dtype {dtype!r}: choose one of {', '.join(_DTYPES)}")
+            raise InputError(f"`dtype` {dtype!r}: choose one of {', '.join(_DTYPES)}")
         self.name = f"hf:{model}"
         self.prompt = prompt
         self.max_new_tokens = int(max_new_tokens)
@@ -113,6 +113,6 @@ class LocalVLMJudge:
         logp = torch.log_softmax(logits, dim=-1).cpu().numpy().astype(np.float64)
         if not np.isfinite(logp).all():
             raise JudgeError("the model's logits at the score position are not finite "
-                             "(overflow in a low-precision dtype? try --dtype float32)")
+                             "(overflow in a low-precision dtype? try `dtype` float32)")
         lp, missing = fold_full_logprobs(logp, self.label_ids)
         return JudgeResult(lp, missing, position, reasoning)

@@ -1,4 +1,4 @@
-"""The source-002 protocol on judge log-probs: methods x Mondrian x boundary adjustment x
+"""The judge-uncertainty protocol (Sheng et al., analysing the uncertainty of LLM-as-a-judge) on judge log-probs: methods x Mondrian x boundary adjustment x
 fusion over repeated 50/50 splits, and the per-task reliability map."""
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def scale_labels(lo: int, hi: int) -> list[str]:
     """
     if int(lo) != lo or int(hi) != hi or hi <= lo:
         raise InputError(f"judge scales are integer label sets; got {lo},{hi}. Fix: pass "
-                         "--scale A,B with integers A < B (e.g. 1,5)")
+                         "`scale` A,B with integers A < B (e.g. 1,5)")
     return [str(v) for v in range(int(lo), int(hi) + 1)]
 
 

@@ -1,4 +1,4 @@
-"""The captioning model under test (source 001's first module): a local transformers
+"""The captioning model under test (the round trip's first module): a local transformers
 image-to-text model (BLIP-style, or any ``AutoModelForImageTextToText``) captions the images,
 and the round-trip metric then scores those captions."""
 

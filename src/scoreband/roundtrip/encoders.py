@@ -22,14 +22,12 @@ from PIL import Image
 from scoreband.errors import InputError
 from scoreband.files import model_source
 from scoreband.provenance import plain_settings, weights_fingerprint
+from scoreband.registry import Registry
 
 __all__ = ["ENCODERS", "make_encoder", "cosine", "EmbeddedEncoder", "HFImageEncoder"]
 
-ENCODERS = {
-    "embedded:default": "the bundled embedded model's image side (bag of objects)",
-    "hf:PATH_OR_ID": "a transformers vision model: CLIP/SigLIP vision tower, ViT, DINOv2, "
-                     "ResNet ... (local directory or hub id)",
-}
+#: the image encoders of the round trip; ``ENCODERS.create(spec, **options)``
+ENCODERS = Registry("encoder")
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -96,7 +94,7 @@ class HFImageEncoder:
         from transformers import AutoConfig, AutoImageProcessor, AutoModel
 
         if dtype not in ("float32", "bfloat16", "float16"):
-            raise InputError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
+            raise InputError(f"`dtype` {dtype!r}: choose float32, bfloat16 or float16")
         self.name = f"hf:{source}"
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
         try:
@@ -141,15 +139,13 @@ class HFImageEncoder:
         return _unit(np.concatenate(outs))
 
 
+ENCODERS.register("embedded:default", factory=lambda: EmbeddedEncoder("embedded:default"),
+                  help="the bundled embedded model's image side (bag of objects)")
+ENCODERS.register("hf:", argument="PATH_OR_ID", factory=HFImageEncoder,
+                  help="a transformers vision model: CLIP/SigLIP vision tower, ViT, DINOv2, "
+                       "ResNet ... (local directory or hub id)")
+
+
 def make_encoder(spec: str, **kw):
-    """``embedded:default`` or ``hf:PATH_OR_ID``."""
-    if spec.startswith("embedded:"):
-        if spec != "embedded:default":
-            raise InputError(f"unknown embedded encoder {spec!r}; available: embedded:default")
-        return EmbeddedEncoder(spec)
-    kind, _, rest = spec.partition(":")
-    if kind == "hf" and rest:
-        return HFImageEncoder(rest, **{k: v for k, v in kw.items()
-                                       if k in ("device", "dtype", "batch_size")})
-    raise InputError(f"unknown encoder {spec!r}; choices: " + "; ".join(
-        f"{k} ({v})" for k, v in ENCODERS.items()))
+    """Build an encoder by address (see ``ENCODERS``); unused options are ignored."""
+    return ENCODERS.create(spec, **kw)

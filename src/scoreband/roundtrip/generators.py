@@ -29,17 +29,14 @@ from PIL import Image
 from scoreband.errors import InputError
 from scoreband.files import model_source
 from scoreband.http import check_base_url, public_url
+from scoreband.registry import Registry
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, render
 
 __all__ = ["GENERATORS", "make_generator", "parse_caption", "EmbeddedRenderer",
            "DiffusersGenerator", "OpenAIImageGenerator", "GenerationError"]
 
-GENERATORS = {
-    "embedded:renderer": "draws the scene a caption of the embedded world describes "
-                         "(no model; ships with scoreband)",
-    "diffusers:PATH_OR_ID": "a diffusers text-to-image pipeline (local directory or hub id)",
-    "openai:MODEL": "an OpenAI-compatible /images/generations endpoint ($OPENAI_API_KEY)",
-}
+#: the text-to-image generators; ``GENERATORS.create(spec, **options)``
+GENERATORS = Registry("generator")
 
 
 class GenerationError(Exception):
@@ -160,7 +157,7 @@ class DiffusersGenerator:
         from diffusers import AutoPipelineForText2Image
 
         if dtype not in ("float32", "bfloat16", "float16"):
-            raise InputError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
+            raise InputError(f"`dtype` {dtype!r}: choose float32, bfloat16 or float16")
         self.name = f"diffusers:{source}"
         self.steps, self.size, self.guidance = int(steps), int(size), float(guidance)
         self.device, self.dtype = device, dtype
@@ -262,16 +259,16 @@ class OpenAIImageGenerator:
         return img
 
 
+GENERATORS.register("embedded:renderer", factory=lambda style="photo": EmbeddedRenderer(style=style),
+                    help="draws the scene a caption of the embedded world describes "
+                         "(no model; ships with scoreband)")
+GENERATORS.register("diffusers:", argument="PATH_OR_ID", factory=DiffusersGenerator,
+                    help="a diffusers text-to-image pipeline (local directory or hub id)")
+GENERATORS.register("openai:", argument="MODEL", factory=OpenAIImageGenerator,
+                    help="an OpenAI-compatible /images/generations endpoint "
+                         "($OPENAI_API_KEY)")
+
+
 def make_generator(spec: str, **kw):
-    """``embedded:renderer``, ``diffusers:PATH_OR_ID`` or ``openai:MODEL``."""
-    kind, _, rest = spec.partition(":")
-    if spec == "embedded:renderer":
-        return EmbeddedRenderer(**{k: v for k, v in kw.items() if k in ("style",)})
-    if kind == "diffusers" and rest:
-        return DiffusersGenerator(rest, **{k: v for k, v in kw.items() if k in (
-            "steps", "size", "guidance", "device", "dtype")})
-    if kind == "openai" and rest:
-        return OpenAIImageGenerator(rest, **{k: v for k, v in kw.items() if k in (
-            "base_url", "size", "timeout", "retries", "backoff", "cache_dir", "send_seed")})
-    raise InputError(f"unknown generator {spec!r}; choices: " + "; ".join(
-        f"{k} ({v})" for k, v in GENERATORS.items()))
+    """Build a generator by address (see ``GENERATORS``); unused options are ignored."""
+    return GENERATORS.create(spec, **kw)

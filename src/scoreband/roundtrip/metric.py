@@ -47,8 +47,8 @@ def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, see
     from scoreband.images import load_image
 
     if n_gen < 1:
-        raise InputError(f"--n-gen must be >= 1, got {n_gen}")
-    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+        raise InputError(f"`n_gen` must be >= 1, got {n_gen}")
+    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "
                              f"{', '.join(map(str, df.columns))}")

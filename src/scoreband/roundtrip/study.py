@@ -1,6 +1,6 @@
 """Validation study and calibrated band for the round-trip score.
 
-* Validation (source 001): matched captions vs mismatched (shuffled) ones on the same images:
+* Validation (as in the round-trip paper): matched captions vs mismatched (shuffled) ones on the same images:
   the mean gap and the AUROC, each with a paired bootstrap 95 % interval (scipy.stats.bootstrap,
   resampling images).
 * Calibrated band (beyond the source): :class:`ScoreMap` learns, on a training part, a

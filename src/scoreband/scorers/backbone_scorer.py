@@ -1,5 +1,5 @@
 """Quantile heads on any registered backbone (BEiT-3, CLIP, open_clip, embedded), trained on
-a user's table: the method of source 000 on real backbones.
+a user's table: the BEiTScore++ method on real backbones.
 
 Training (``train_backbone_scorer``):
 1. representations: with a frozen backbone they are computed once and cached on disk

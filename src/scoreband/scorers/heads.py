@@ -1,4 +1,4 @@
-"""Point and quantile heads (SPEC section 2).
+"""Point and quantile heads.
 
 The chained head has 11 outputs: a median node, 5 lower-delta and 5 upper-delta nodes.
 Quantiles are built outward from the median, so they cannot cross and stay in [0, 1].

@@ -50,7 +50,7 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
     from scoreband.images import load_image
     from scoreband.io import ColumnSpec, load_inputs
 
-    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "
                              f"{', '.join(map(str, df.columns))}")

@@ -43,7 +43,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     ``journal`` (a path): every finished row is appended and flushed there as it is done, and
     a rerun after an interruption reuses those rows (as ``judge`` and ``roundtrip`` do).
     """
-    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "
                              f"{', '.join(map(str, df.columns))}")
@@ -159,7 +159,7 @@ def score_table_backbone(df: pd.DataFrame, model_dir, *, image_col: str = "image
     Returns ``(table, bad rows, provenance components)``."""
     from scoreband.scorers.backbone_scorer import BackboneScorer
 
-    for flag, col in (("--image-col", image_col), ("--text-col", text_col)):
+    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "
                              f"{', '.join(map(str, df.columns))}")

@@ -202,7 +202,7 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
         if state.get("backbone") != bcfg.to_dict():
             raise InputError(
                 f"{ck.dir} holds a checkpoint of another model configuration "
-                f"({state.get('backbone')}); delete it to start afresh, or use another --out"
+                f"({state.get('backbone')}); delete it to start afresh, or use another `out`"
             )
         old = state.get("train", train_keys)
         diff = sorted(k for k in train_keys if old.get(k) != train_keys[k])
@@ -210,7 +210,7 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
             raise InputError(
                 f"{ck.dir} holds a checkpoint trained with other settings ("
                 + ", ".join(f"{k}: {old.get(k)!r} there, {train_keys[k]!r} now" for k in diff)
-                + "); rerun with the same settings to resume, or --overwrite")
+                + "); rerun with the same settings to resume, or `overwrite`")
         model.load_state_dict(ck.tensors("last"), strict=False)
         opt.load_state_dict(ck.optimizer())
         if (ck.dir / "rng.safetensors").exists():  # dropout continues where it stopped
