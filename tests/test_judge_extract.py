@@ -299,7 +299,7 @@ def test_judge_study_on_a_table(tmp_path):
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "2 of 400 rows skipped" in r.output
-    doc = json.loads((out / "judge_study.json").read_text())
+    doc = json.loads((out / "results.json").read_text())
     assert doc["simulated"] is False and doc["n"] == 398
     assert set(doc["methods"]) == {"a", "b", "fusion"}
     assert set(doc["reliability_map"]["a"]) == {"colour", "shape", "counting", "spatial",
@@ -370,18 +370,18 @@ def test_judge_study_refuses_the_wrong_grid_and_runs_without_tasks(tmp_path):
     # means of 3 ratings read as single ratings: snapping would destroy coverage -> refused
     r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s1")])
     assert r.exit_code == 2 and "--n-ratings" in " ".join(r.output.split()), r.output
-    assert not (tmp_path / "s1" / "judge_study.json").exists()
+    assert not (tmp_path / "s1" / "results.json").exists()
     # no --task-col: one task
     r = CliRunner().invoke(app, [*args, "--n-ratings", "3", "--out", str(tmp_path / "s2")])
     assert r.exit_code == 0, r.output
-    doc = json.loads((tmp_path / "s2" / "judge_study.json").read_text())
+    doc = json.loads((tmp_path / "s2" / "results.json").read_text())
     assert set(doc["reliability_map"]["a"]) == {"all"}
     assert "chr" in doc["methods"]["a"] and "chr+mondrian" in doc["methods"]["a"]
 
 
 def test_roundtrip_calibration_refuses_the_wrong_grid():
     from scoreband.records import Scale
-    from scoreband.roundtrip.study import calibration_study
+    from scoreband.studies.roundtrip import calibration_study
 
     rng = np.random.default_rng(0)
     y = rng.integers(3, 16, 300) / 3  # means of 3 ratings on 1-5

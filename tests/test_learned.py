@@ -96,13 +96,15 @@ def test_learned_methods_need_features():
 def test_judge_study_small(tmp_path):
     from PIL import Image
 
-    from scoreband.judges.study import run_judge_study
+    from scoreband.studies.judge import run
     from scoreband.world.dataset import LIKERT
 
     d = make_dataset(400, 9, n_annotators=3)
     judges = {j.name: judge_logprobs(j, d.true01, d.tasks) for j in SIMULATED_JUDGES}
-    doc = run_judge_study(judges, d.y01, d.tasks, d.n_ratings, scale=LIKERT, seeds=2,
-                          r2ccp_epochs=10, out_dir=tmp_path, simulated=True)
+    result = run(judges, d.y01, d.tasks, d.n_ratings, scale=LIKERT, seeds=2, r2ccp_epochs=10,
+                 simulated=True)
+    result.write(tmp_path)
+    doc = result.doc
     assert set(doc["methods"]) == {*judges, "fusion"}
     row = doc["methods"]["sim-strong"]["r2ccp+mondrian"]
     # boundary adjustment never widens and keeps the coverage of discrete targets
@@ -113,7 +115,7 @@ def test_judge_study_small(tmp_path):
     assert widths == sorted(widths)
     assert all(v["recommendation"] in ("use pairwise ranking", "absolute scores usable")
                for v in rmap.values())
-    assert doc["simulated"] and "SIMULATED" in (tmp_path / "judge_study.md").read_text()
+    assert doc["simulated"] and "SIMULATED" in (tmp_path / "results.md").read_text()
     with Image.open(tmp_path / "reliability_map.png") as im:
         im.load()
         assert im.size[0] > 500

@@ -28,7 +28,7 @@ from scoreband.roundtrip.generators import (
     scene_for,
 )
 from scoreband.roundtrip.metric import roundtrip_scores, roundtrip_table
-from scoreband.roundtrip.study import ScoreMap, calibration_study, validation_study
+from scoreband.studies.roundtrip import ScoreMap, calibration_study, validation_study
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
 from scoreband.world.scenes import _relation
@@ -189,7 +189,7 @@ def test_roundtrip_study_cli_small(tmp_path):
     r = runner.invoke(app, ["roundtrip-study", "--n", "40", "--seeds", "2", "--n-gen", "2",
                             "--out", str(tmp_path / "s")])
     assert r.exit_code == 0, r.output
-    doc = json.loads((tmp_path / "s" / "roundtrip_study.json").read_text())
+    doc = json.loads((tmp_path / "s" / "results.json").read_text())
     assert doc["simulated"] is True and set(doc["per_task"]) <= {
         "colour", "shape", "counting", "spatial", "long_description"}
     assert doc["calibration"]["n"] == 160
@@ -201,7 +201,7 @@ def test_roundtrip_study_on_a_table(world_table, tmp_path):
                             "--n-ratings", "3", "--seeds", "2", "--n-gen", "2",
                             "--out", str(tmp_path / "s")])
     assert r.exit_code == 0, r.output
-    doc = json.loads((tmp_path / "s" / "roundtrip_study.json").read_text())
+    doc = json.loads((tmp_path / "s" / "results.json").read_text())
     assert doc["simulated"] is False and doc["validation"]["n"] <= 37
     assert doc["calibration"]["n"] == 37
 
@@ -352,7 +352,7 @@ def test_resnet_and_dinov2_encoders(tmp_path):
 
 
 def test_derangement_has_no_fixed_point():
-    from scoreband.roundtrip.study import derangement
+    from scoreband.studies.roundtrip import derangement
 
     for n in range(2, 13):
         for seed in range(300):

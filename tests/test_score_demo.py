@@ -60,9 +60,12 @@ def test_score_keeps_every_row_and_flags_bad_ones(tmp_path, model_dir):
 
 
 def test_demo_end_to_end_small(tmp_path, model_dir):
-    from scoreband.demo import METRICS, ROWS, run_demo
+    from scoreband.studies.demo import METRICS, ROWS, run
 
-    doc = run_demo(tmp_path / "demo", n_test=60, seeds=2, model=str(model_dir), mc_passes=3)
+    result = run(n_test=60, seeds=2, model=str(model_dir), mc_passes=3)
+    result.write(tmp_path / "demo")
+    doc = result.doc
+    assert doc["study"] == "demo"
     saved = json.loads((tmp_path / "demo" / "results.json").read_text())
     for s in ("clean", "noisy", "ood_painting"):
         for row in ROWS:

@@ -59,17 +59,26 @@ def row_progress(console, description: str, total: int,
 
 
 @contextmanager
-def step_status(console, description: str) -> Iterator[Callable[[str], None]]:
-    """Yields ``step(message)`` for jobs made of named steps (demo, studies): a spinner in a
-    terminal, a timestamped line per step otherwise."""
+def step_status(console, description: str,
+                every_s: float = 0.0) -> Iterator[Callable[[str], None]]:
+    """Yields ``step(message)`` for jobs made of named steps (demo, studies, training): a
+    spinner in a terminal, a timestamped line per step otherwise (at most one per
+    ``every_s`` seconds, for steps as frequent as training epochs)."""
     t0 = time.perf_counter()
     if console is None:
         yield lambda msg: None
         return
     if not console.is_terminal:
         console.print(f"[{0:>4.0f} s] {description}", soft_wrap=True)
-        yield lambda msg: console.print(f"[{time.perf_counter() - t0:>4.0f} s] {msg}",
-                                        soft_wrap=True)
+        last = [-float("inf")]
+
+        def step(msg: str) -> None:
+            now = time.perf_counter()
+            if now - last[0] >= every_s:
+                last[0] = now
+                console.print(f"[{now - t0:>4.0f} s] {msg}", soft_wrap=True)
+
+        yield step
         return
     with console.status(description) as st:
         yield lambda msg: st.update(f"{msg} ({time.perf_counter() - t0:.0f} s)")

@@ -10,7 +10,6 @@ from typing import Protocol
 
 import numpy as np
 
-
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "DEFAULT_TEMPLATE",
            "DEFAULT_RUBRIC"]
 

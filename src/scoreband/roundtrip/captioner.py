@@ -83,3 +83,14 @@ def caption_table(df: pd.DataFrame, captioner: HFCaptioner, *, image_col: str = 
     out[out_col] = caps
     out["captioner"] = captioner.name
     return out
+
+
+def caption_with(spec: str, df: pd.DataFrame, *, image_col: str = "image", base_dir=None,
+                 device: str = "cpu") -> tuple[pd.DataFrame, str, dict]:
+    """Caption every image with the model under test (``hf:PATH_OR_ID``); returns the table
+    with a ``generated_caption`` column, that column's name and the captioner's provenance."""
+    if not spec.startswith("hf:") or not spec[3:]:
+        raise InputError(f"`captioner` {spec!r}: use hf:PATH_OR_ID")
+    cap = HFCaptioner(spec[3:], device=device)
+    return (caption_table(df, cap, image_col=image_col, base_dir=base_dir),
+            "generated_caption", cap.describe())

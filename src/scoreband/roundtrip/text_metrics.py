@@ -68,3 +68,16 @@ def text_metrics(candidates, references) -> tuple[dict, dict]:
     per["cider"][keep] = cs
     corpus["n"] = len(keep)
     return corpus, per
+
+
+def add_text_metrics(table, text_col: str, references: str) -> dict:
+    """Add BLEU-4, ROUGE-L and CIDEr-D per row of ``table`` (in place) against the
+    ';'-separated captions of column ``references``; returns the corpus-level scores."""
+    from scoreband.errors import InputError
+
+    if references not in table.columns:
+        raise InputError(f"`references` column {references!r} is not in the table")
+    corpus, per = text_metrics(table[text_col].tolist(), table[references].tolist())
+    for k, v in per.items():
+        table[k] = v
+    return corpus

@@ -38,7 +38,7 @@ from scoreband.scorers.heads import PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.model import HEAD_KINDS
 from scoreband.scorers.pairs import take_rows
-from scoreband.scorers.train import cluster_labels, fit_head, group_batches
+from scoreband.scorers.train import TrainConfig, cluster_labels, fit_head, group_batches
 
 __all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
            "FORMAT"]
@@ -47,16 +47,13 @@ FORMAT = "scoreband.backbone-scorer"
 
 
 @dataclass
-class BackboneTrainConfig:
-    epochs: int = 30
-    head_epochs: int = 200
+class BackboneTrainConfig(TrainConfig):
+    """:class:`~scoreband.scorers.train.TrainConfig` for heads on a registered backbone
+    (its own defaults, plus the backbone's learning rate when fine-tuned)."""
+
     batch_size: int = 32
-    lr: float = 1e-3
-    backbone_lr: float = 1e-5
-    weight_decay: float = 0.01
     patience: int = 10
-    clusters: int | str = "auto"
-    seed: int = 0
+    backbone_lr: float = 1e-5
     freeze_backbone: bool = True
     alpha: float = 0.1
     dropout: float = 0.1
@@ -352,3 +349,53 @@ class BackboneScorer:
         q = np.quantile(s, QUANTILE_LEVELS, axis=1).T
         return Predictions(median=np.median(s, axis=1), lo=q[:, 0], hi=q[:, 10], quantiles=q,
                            levels=QUANTILE_LEVELS)
+
+
+def split_holdout(data: dict, seed: int) -> tuple[dict, dict]:
+    """Hold out a fifth of the rows (at least 20) for early stopping and calibration."""
+    idx = np.random.default_rng(seed).permutation(len(data["texts"]))
+    cut = max(20, len(idx) // 5)
+    if len(idx) - cut < 10:
+        raise InputError(f"{len(idx)} usable rows are too few to hold out a validation part; "
+                         "give a validation table (`val`)")
+    return take_rows(data, np.sort(idx[cut:])), take_rows(data, np.sort(idx[:cut]))
+
+
+def train_on_table(table, out_dir, backbone: str, *, scale, target=None, ratings=None,
+                   val=None, image_col: str = "image", text_col: str = "caption",
+                   n_ratings=None, device: str = "cpu", dtype: str = "float32",
+                   image_size=None, cfg: BackboneTrainConfig | None = None, on_rows=None,
+                   on_epoch=None) -> dict:
+    """Train heads on ``backbone`` from a table of (image, caption, human target) rows and
+    write the model folder (heads, calibrator, model card, provenance). ``val``: a second
+    table (half early stopping, half CRC calibration); default 20 % of ``table`` held out.
+    ``on_rows(errors, total)`` hears about skipped rows."""
+    from scoreband.backbones import load_backbone
+    from scoreband.io import read_table
+    from scoreband.provenance import write_provenance
+    from scoreband.records import Scale
+    from scoreband.scorers.pairs import load_pairs
+
+    if scale is None:
+        raise InputError("give `scale` A,B (the native scale of the human target)")
+    if not (target or ratings):
+        raise InputError("give the human target: `target` (a column of mean ratings) or "
+                         "`ratings`")
+    cfg = cfg or BackboneTrainConfig()
+    kw = dict(scale=scale if isinstance(scale, Scale) else Scale.parse(scale),
+              image_col=image_col, text_col=text_col, target=target, ratings=ratings,
+              n_ratings=n_ratings)
+    tr, errs = load_pairs(read_table(table), base_dir=Path(table).parent, **kw)
+    if on_rows:
+        on_rows(errs, len(tr["texts"]) + len(errs))
+    if val is not None:
+        va, verrs = load_pairs(read_table(val), base_dir=Path(val).parent, **kw)
+        if on_rows:
+            on_rows(verrs, len(va["texts"]) + len(verrs))
+    else:
+        tr, va = split_holdout(tr, cfg.seed)
+    bb = load_backbone(backbone, device=device, dtype=dtype, image_size=image_size)
+    report = train_backbone_scorer(bb, tr, va, out_dir, cfg, on_epoch=on_epoch)
+    write_provenance(Path(out_dir) / "model", {"backbone": bb.describe()},
+                     files={"calibrator": Path(out_dir) / "calibrator.json"})
+    return report

@@ -227,3 +227,52 @@ def clip_s_table(df: pd.DataFrame, backbone: str, *, image_col: str = "image",
     comps = {"backbone": bb.describe(), "scorer": {"name": "clip-s", "w": CLIP_S_W,
                                                    "formula": "w * max(cos(e_img, e_txt), 0)"}}
     return out, int((errors != "").sum()), comps
+
+
+def model_format(model) -> str | None:
+    """The ``format`` a model folder's config.json declares (None when unreadable: the loader
+    then reports what is wrong with the folder)."""
+    import json
+
+    f = Path(model) / "config.json"
+    try:
+        doc = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return doc.get("format") if isinstance(doc, dict) else None
+
+
+def score_any(df: pd.DataFrame, *, model=None, backbone: str = "embedded:default",
+              scorer: str | None = None, image_col: str = "image", text_col: str = "caption",
+              batch_size: int = 256, base_dir=None, device: str = "cpu", dtype=None,
+              journal=None, progress=None) -> dict:
+    """Score a table with whatever was asked: a point scorer (``scorer="clip-s"`` on a dual
+    encoder), a model trained on a registered backbone, or a quantile scorer (the bundled one
+    by default). Returns ``{table, n_bad, components, files, error_column}``."""
+    from scoreband.scorers.model import bundled_model_dir
+
+    kw = dict(image_col=image_col, text_col=text_col, base_dir=base_dir)
+    if scorer is not None:
+        if scorer != "clip-s":
+            raise InputError(f"`scorer` {scorer!r}: the only point scorer is clip-s")
+        if model is not None:
+            raise InputError("`scorer` clip-s uses `backbone`, not `model`")
+        res, bad, comps = clip_s_table(df, backbone, batch_size=min(batch_size, 64),
+                                       device=device, dtype=dtype or "float32", **kw)
+        return dict(table=res, n_bad=bad, components=comps, files={},
+                    error_column="score_error")
+    if model is not None and model_format(model) == "scoreband.backbone-scorer":
+        res, bad, comps = score_table_backbone(df, model, batch_size=min(batch_size, 64),
+                                               device=device, dtype=dtype, **kw)
+        cal = Path(model) / "calibrator.json"
+    else:
+        if backbone != "embedded:default" and model is None:
+            raise InputError(f"`backbone` {backbone}: bands need a model trained on it "
+                             "(scoreband train TABLE --backbone ... --out DIR, then --model "
+                             "DIR), or use `scorer` clip-s")
+        res, bad, comps = score_table(df, model=str(model) if model else backbone,
+                                      batch_size=batch_size, progress=progress,
+                                      journal=journal, **kw)
+        cal = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
+    return dict(table=res, n_bad=bad, components=comps, files={"calibrator": cal},
+                error_column="band_error")

@@ -39,6 +39,16 @@ class TrainConfig:
     seed: int = 0
     aux_weight: float = 0.2
 
+    def __post_init__(self) -> None:
+        if self.clusters != "auto":
+            try:
+                self.clusters = int(self.clusters)
+            except (TypeError, ValueError):
+                from scoreband.errors import InputError
+
+                raise InputError(f"`clusters` expects an integer or 'auto', got "
+                                 f"{self.clusters!r}") from None
+
 
 def group_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator) -> list:
     """One epoch of mini-batches, each drawn from a single cluster.
@@ -368,3 +378,52 @@ def write_model_card(model_dir, command: str, report: dict, calib: dict, heldout
     path = Path(model_dir) / "MODEL_CARD.md"
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) -> None:
+    """A finished run in ``out`` (its weights are there) is never silently continued or
+    mixed with a new one: refused unless ``resume`` (continue from its checkpoint) or
+    ``overwrite`` (its files are removed first). An interrupted run (a checkpoint only)
+    resumes."""
+    import shutil
+
+    from scoreband.errors import InputError
+
+    out = Path(out)
+    if resume and overwrite:
+        raise InputError("give `resume` or `overwrite`, not both")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"`out` {str(out)!r} is a file; give a folder for the model")
+    finished = any((out / f).exists() for f in ("model.safetensors", "heads.safetensors",
+                                                 "MODEL_CARD.md"))
+    if finished and not (resume or overwrite):
+        raise InputError(f"{str(out)!r} holds a finished model; pass `overwrite` to replace "
+                         "it, `resume` to continue it from its checkpoint, or another `out`")
+    if overwrite and out.is_dir():
+        for name in ("model.safetensors", "heads.safetensors", "backbone.safetensors",
+                     "config.json", "calibrator.json", "MODEL_CARD.md", "checkpoint", "cache"):
+            f = out / name
+            shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
+    if resume and not (out / "checkpoint").is_dir():
+        raise InputError(f"`resume`: {str(out)!r} has no checkpoint folder to continue from")
+
+
+def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int = 1000,
+                   annotators: int = 3, command: str = "", on_epoch=None,
+                   on_step=None) -> dict:
+    """Train the embedded scorer from scratch on the embedded world, calibrate it on a fresh
+    in-domain set and write its model card. Returns ``{report, calibration, heldout}``."""
+    from scoreband.world import make_dataset
+
+    step = on_step or (lambda msg: None)
+    step("generating the embedded world ...")
+    tr = make_dataset(n_train, cfg.seed + 1, n_annotators=annotators, name="train")
+    va = make_dataset(n_val, cfg.seed + 2, n_annotators=annotators, name="val")
+    report = train_scorer(tr, va, out_dir, cfg, on_epoch=on_epoch)
+    step("calibrating on a fresh in-domain set ...")
+    calib = calibrate_model(out_dir, seed=cfg.seed + 7)
+    step("held-out evaluation ...")
+    held = heldout_metrics(out_dir, seed=cfg.seed + 9)
+    write_model_card(out_dir, command or f"scoreband train --out {out_dir}", report, calib,
+                     held)
+    return {"report": report, "calibration": calib, "heldout": held}

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from PIL import Image
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from scoreband.records import Record, Scale
 from scoreband.world.scenes import (
@@ -91,6 +94,8 @@ class WorldDataset:
                 p = image_dir / f"{i}.png"
                 Image.fromarray(im).save(p)
                 paths.append(str(p))
+        import pandas as pd
+
         return pd.DataFrame({
             "id": self.ids,
             "image": paths if paths is not None else [""] * len(self),

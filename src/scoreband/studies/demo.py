@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import CRC, ClusterConservative
-from scoreband.io import atomic_write_text, write_json
-from scoreband.protocol import evaluate_splits, split_indices, summarize
 from scoreband.records import Predictions
 from scoreband.scorers.model import QuantileScorer
+from scoreband.studies.base import StudyResult
+from scoreband.studies.protocol import evaluate_splits, split_indices, summarize
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
 
-__all__ = ["TEST_SETS", "ROWS", "METRICS", "run_demo", "make_test_sets"]
+__all__ = ["TEST_SETS", "ROWS", "METRICS", "run", "make_test_sets"]
 
 #: name -> (style, annotators, seed)
 TEST_SETS = {
@@ -62,12 +61,11 @@ def _pick(res: dict, part: str) -> dict:
     return {k: res[part][k] for k in METRICS}
 
 
-def run_demo(out_dir, *, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
-             model: str = "embedded:default", mc_passes: int = 25,
-             on_step: Callable[[str], None] | None = None) -> dict:
-    """Run the demo; returns the results dict also written to ``out_dir/results.json``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
+        model: str = "embedded:default", mc_passes: int = 25,
+        on_step: Callable[[str], None] | None = None) -> StudyResult:
+    """Run the demo (``.write(out_dir)`` writes results.json, results.md, widths.png and
+    examples.png)."""
     step = on_step or (lambda msg: None)
     t0 = time.perf_counter()
     scorer = QuantileScorer.load(model)
@@ -111,20 +109,16 @@ def run_demo(out_dir, *, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
         "weights": bundled_model_dir() / "model.safetensors",
         "calibrator": bundled_model_dir() / "calibrator.json"})
     doc = {**results, "_meta": extra}
-    write_json(out / "results.json", doc)
-    atomic_write_text(out / "results.md", results_markdown(doc))
-    step("drawing figures")
+    widths, bands = {}, {}
+    for name, ds in sets.items():
+        bands[name] = CRC(alpha, scale=LIKERT).fit(all_preds[name]["chained_ci"],
+                                                   ds.y01).predict(all_preds[name]["chained_ci"])
+        widths[name] = bands[name].width01 * LIKERT.width
     from scoreband.report.figures import examples_figure, width_figure
 
-    widths = {}
-    for name, ds in sets.items():
-        band = CRC(alpha, scale=LIKERT).fit(all_preds[name]["chained_ci"], ds.y01).predict(
-            all_preds[name]["chained_ci"])
-        widths[name] = band.width01 * LIKERT.width
-        if name == "clean":
-            examples_figure(out / "examples.png", ds, band, n=8)
-    width_figure(out / "widths.png", widths)
-    return doc
+    return StudyResult("demo", doc, results_markdown(doc), [
+        ("widths.png", lambda p: width_figure(p, widths)),
+        ("examples.png", lambda p: examples_figure(p, sets["clean"], bands["clean"], n=8))])
 
 
 def _shift(pred_in, y_in, pred_out, y_out, alpha, seeds) -> dict:

@@ -4,7 +4,6 @@ fusion over repeated 50/50 splits, and the per-task reliability map."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -12,12 +11,12 @@ from scipy import stats
 from scoreband import metrics as M
 from scoreband.conformal import CHR, CQR, R2CCP, Mondrian, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
-from scoreband.io import atomic_write_text, write_json
 from scoreband.judges.features import expected_score, max_prob
-from scoreband.protocol import split_indices, summarize
 from scoreband.records import Predictions, Scale
+from scoreband.studies.base import StudyResult
+from scoreband.studies.protocol import split_indices, summarize
 
-__all__ = ["run_judge_study", "reliability_map", "METHODS"]
+__all__ = ["run", "reliability_map", "METHODS", "judges_from_table", "simulated_judges"]
 
 METHODS = ("split", "cqr", "chr", "r2ccp")
 
@@ -47,11 +46,11 @@ def reliability_map(per_task: dict, k: int, threshold: float = 0.5) -> dict:
     return dict(sorted(out.items(), key=lambda kv: kv[1]["mean_width"]))
 
 
-def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
-                    n_ratings, *, scale: Scale, seeds: int = 10, alpha: float = 0.1,
-                    cal_frac: float = 0.5, r2ccp_epochs: int = 100, threshold: float = 0.5,
-                    out_dir=None, on_step: Callable[[str], None] | None = None,
-                    simulated: bool = False, map_method: str = "split") -> dict:
+def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
+        n_ratings, *, scale: Scale, seeds: int = 10, alpha: float = 0.1,
+        cal_frac: float = 0.5, r2ccp_epochs: int = 100, threshold: float = 0.5,
+        on_step: Callable[[str], None] | None = None,
+        simulated: bool = False, map_method: str = "split") -> StudyResult:
     """Run the protocol. ``judges`` maps a name to its (n, K) score-token log-probs; a
     ``fusion`` judge (concatenated features) is added when there are several.
 
@@ -60,7 +59,9 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
     re-learned on its log-probs); ``map_method`` picks the one reported as
     ``reliability_map`` and drawn, both are in ``reliability_maps``."""
     if map_method not in ("split", "r2ccp"):
-        raise ValueError(f"map_method must be split or r2ccp, got {map_method!r}")
+        from scoreband.errors import InputError
+
+        raise InputError(f"`map_method` {map_method!r}: choose split or r2ccp")
     step = on_step or (lambda m: None)
     # boundary adjustment onto the wrong grid destroys coverage: refuse it up front
     check_on_grid(y01, scale, n_ratings)
@@ -133,15 +134,59 @@ def run_judge_study(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.nd
            "reliability_map": tasks_map, "reliability_maps": maps,
            "task_order_spearman": agreement[map_method],
            "task_order_spearman_by_method": agreement}
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "judge_study.json", doc)
-        atomic_write_text(out / "judge_study.md", study_markdown(doc))
-        from scoreband.report.figures import reliability_figure
+    from scoreband.report.figures import reliability_figure
 
-        reliability_figure(out / "reliability_map.png", tasks_map, k)
-    return doc
+    return StudyResult("judge-study", doc, study_markdown(doc), [
+        ("reliability_map.png", lambda p: reliability_figure(p, tasks_map, k))])
+
+
+def simulated_judges(n: int = 2000, seed: int = 42) -> dict:
+    """The SIMULATED judges of the embedded world on ``n`` items: the inputs of :func:`run`
+    (``judges``, ``y01``, ``tasks``, ``n_ratings``, ``scale``)."""
+    from scoreband.world import make_dataset
+    from scoreband.world.dataset import LIKERT
+    from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
+
+    ds = make_dataset(n, seed, n_annotators=3, name="judged")
+    return {"judges": {j.name: judge_logprobs(j, ds.true01, ds.tasks) for j in SIMULATED_JUDGES},
+            "y01": ds.y01, "tasks": ds.tasks, "n_ratings": ds.n_ratings, "scale": LIKERT,
+            "errors": []}
+
+
+def judges_from_table(df, judges: list[str], *, scale: Scale, target=None, ratings=None,
+                      task_col=None, n_ratings=None) -> dict:
+    """Read judges' log-prob columns from a table. ``judges``: ``NAME=COLUMNS`` strings (a
+    comma list or glob, in label order), one per judge. Returns the inputs of :func:`run`
+    and the skipped rows (``errors``)."""
+    from scoreband.errors import InputError
+    from scoreband.io import ColumnSpec, expand_columns, load_inputs
+
+    if not judges:
+        raise InputError("give at least one judge as NAME=COLUMNS (e.g. llava='logp_*')")
+    parts = {}
+    for spec in judges:
+        name, eq, cols = spec.partition("=")
+        if not eq or not name or not cols:
+            raise InputError(f"judge {spec!r}: expected NAME=COLUMNS, e.g. llava='logp_*'")
+        parts[name] = expand_columns(cols, df.columns)
+    k = int(scale.hi - scale.lo + 1)
+    for name, cols in parts.items():
+        if len(cols) != k:
+            raise InputError(f"judge {name}: {len(cols)} columns ({', '.join(cols)}) but the "
+                             f"scale {scale.lo:g},{scale.hi:g} has K = {k} labels; give one "
+                             "log-prob column per label")
+    allcols = [c for cols in parts.values() for c in cols]
+    inp = load_inputs(df, ColumnSpec(scale=scale, target=target, ratings=ratings,
+                                     features=allcols, groups=task_col),
+                      require_median=False, n_ratings=n_ratings)
+    out, at = {}, 0
+    for name, cols in parts.items():
+        out[name] = inp.pred.features[:, at:at + len(cols)]
+        at += len(cols)
+    # without a task column the table is one task: Mondrian is then the marginal band
+    tasks = np.full(len(inp.y01), "all") if inp.groups is None else inp.groups.astype(str)
+    return {"judges": out, "y01": inp.y01, "tasks": tasks, "n_ratings": inp.n_ratings,
+            "scale": scale, "errors": inp.errors}
 
 
 def _order_agreement(maps: dict) -> dict:

@@ -23,10 +23,12 @@ from scoreband import metrics as M
 from scoreband.conformal import CRC, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.errors import InputError
-from scoreband.protocol import split_indices, summarize
 from scoreband.records import Predictions, Scale
+from scoreband.studies.base import StudyResult
+from scoreband.studies.protocol import split_indices, summarize
 
-__all__ = ["derangement", "validation_study", "ScoreMap", "calibration_study", "study_markdown"]
+__all__ = ["run", "derangement", "validation_study", "ScoreMap", "calibration_study",
+           "study_markdown"]
 
 
 def derangement(n: int, seed: int = 0) -> np.ndarray:
@@ -187,14 +189,90 @@ def study_markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def write_study(doc: dict, out_dir, matched=None, mismatched=None) -> None:
-    from scoreband.io import atomic_write_text, write_json
+def _world_study(gen, enc, *, n: int, n_gen: int, alpha: float, seeds: int, step) -> tuple:
+    from PIL import Image
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "roundtrip_study.json", doc)
-    atomic_write_text(out / "roundtrip_study.md", study_markdown(doc))
-    if matched is not None:
-        from scoreband.report.figures import roundtrip_figure
+    from scoreband.roundtrip.metric import roundtrip_scores
+    from scoreband.world import make_dataset
+    from scoreband.world.dataset import LIKERT
 
-        roundtrip_figure(out / "roundtrip_scores.png", matched, mismatched, doc["validation"])
+    doc: dict = {"simulated": True}
+    ref = make_dataset(n, 11, n_annotators=3, name="roundtrip-ref", p_corrupt=0.0)
+    ims = [Image.fromarray(a) for a in ref.images]
+    perm = derangement(len(ims))
+    step("round trip: matched and shuffled captions ...")
+    m, _, _ = roundtrip_scores(ims, ref.captions, gen, enc, n_gen=n_gen)
+    mm, _, _ = roundtrip_scores(ims, [ref.captions[j] for j in perm], gen, enc, n_gen=n_gen)
+    doc["validation"] = validation_study(m, mm)
+    doc["per_task"] = {}
+    for t in np.unique(ref.tasks):
+        k = ref.tasks == t
+        if k.sum() < 10:  # too few for an AUROC: left out of the per-task table
+            continue
+        v = validation_study(m[k], mm[k], n_boot=200)
+        doc["per_task"][str(t)] = {"n": v["n"], "gap": v["gap"], "auroc": v["auroc"]}
+    cal = make_dataset(4 * n, 12, n_annotators=3, name="roundtrip-cal")
+    step("round trip: calibration set ...")
+    s, sd, _ = roundtrip_scores([Image.fromarray(a) for a in cal.images], cal.captions, gen,
+                                enc, n_gen=n_gen)
+    doc["calibration"] = calibration_study(s, sd, cal.y01, scale=LIKERT,
+                                           n_ratings=cal.n_ratings, alpha=alpha, seeds=seeds)
+    return doc, m, mm
+
+
+def _table_study(df, gen, enc, *, n_gen, image_col, text_col, base_dir, target, scale,
+                 n_ratings, alpha, seeds, progress, on_rows) -> tuple:
+    from scoreband.io import ColumnSpec, load_inputs
+    from scoreband.roundtrip.metric import roundtrip_table
+
+    kw = dict(n_gen=n_gen, image_col=image_col, text_col=text_col, base_dir=base_dir,
+              progress=progress)
+    res, _ = roundtrip_table(df, gen, enc, **kw)
+    shuffled = df.copy()
+    shuffled[text_col] = df[text_col].to_numpy()[derangement(len(df))]
+    res2, _ = roundtrip_table(shuffled, gen, enc, **kw)
+    m, mm = res["roundtrip_score"].to_numpy(), res2["roundtrip_score"].to_numpy()
+    doc: dict = {"simulated": False, "validation": validation_study(m, mm)}
+    if target is not None:
+        ok = res["roundtrip_error"] == ""
+        good = res[ok].reset_index(drop=True)
+        inp = load_inputs(good, ColumnSpec(scale=scale, target=target, median="roundtrip_score",
+                                           pred_scale=Scale(-1, 1)), n_ratings=n_ratings)
+        if on_rows:
+            on_rows(inp.errors, int(ok.sum()))
+        rows = good.iloc[inp.rows]
+        doc["calibration"] = calibration_study(
+            rows["roundtrip_score"].to_numpy(), rows["roundtrip_spread"].to_numpy(), inp.y01,
+            scale=scale, n_ratings=inp.n_ratings, alpha=alpha, seeds=seeds)
+    return doc, m, mm
+
+
+def run(gen, enc, *, table=None, n: int = 500, n_gen: int = 4, image_col: str = "image",
+        text_col: str = "caption", target: str | None = None, scale: Scale | None = None,
+        n_ratings=None, alpha: float = 0.1, seeds: int = 10, on_step=None, progress=None,
+        on_rows=None) -> StudyResult:
+    """The round-trip validation study (matched vs shuffled captions: mean gap and AUROC
+    with bootstrap intervals) and, where human targets exist, a calibrated band around the
+    score. ``table``: a path of (image, caption[, target]) rows; None: the embedded world."""
+    step = on_step or (lambda msg: None)
+    head = {"generator": gen.name, "encoder": enc.name, "n_gen": n_gen,
+            "components": {"generator": gen.describe(), "encoder": enc.describe()}}
+    if table is None:
+        doc, m, mm = _world_study(gen, enc, n=n, n_gen=n_gen, alpha=alpha, seeds=seeds,
+                                  step=step)
+    else:
+        from scoreband.io import read_table
+
+        doc, m, mm = _table_study(read_table(table), gen, enc, n_gen=n_gen,
+                                  image_col=image_col, text_col=text_col,
+                                  base_dir=Path(table).parent, target=target,
+                                  scale=scale or Scale(1, 5), n_ratings=n_ratings,
+                                  alpha=alpha, seeds=seeds, progress=progress,
+                                  on_rows=on_rows)
+        doc["source"] = str(table)
+    doc = {**head, **doc}
+    from scoreband.report.figures import roundtrip_figure
+
+    return StudyResult("roundtrip-study", doc, study_markdown(doc), [
+        ("roundtrip_scores.png",
+         lambda p: roundtrip_figure(p, m, mm, doc["validation"]))])

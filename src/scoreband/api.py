@@ -1,0 +1,280 @@
+"""evaluate / calibrate / apply on a table: the Python face of the three table commands.
+
+Each function takes a table (a pandas DataFrame or a path), a :class:`~scoreband.io.ColumnSpec`
+(or a dict of its fields) saying which columns hold the target and the predictions, and a
+:class:`CalibrationConfig` (or a dict) saying how to calibrate. The CLI commands of the same
+names are these calls plus printing.
+
+>>> import scoreband.api as sb
+>>> df = sb.read_table(sb.example_table())
+>>> cols = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
+...             pred_scale="0,1", groups="task")
+>>> res = sb.evaluate(df, cols, {"method": "crc"}, seeds=2)
+>>> round(res["after"]["coverage"]["mean"], 2) >= 0.85
+True
+>>> fit = sb.calibrate(df.iloc[:1000], cols, {"method": "crc"})
+>>> out = sb.apply(df.iloc[1000:], fit)
+>>> list(out.table.columns[-3:])
+['band_hi01', 'band_flag', 'band_error']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scoreband.errors import InputError, RowError
+from scoreband.io import ColumnSpec, Inputs, load_inputs, read_table
+from scoreband.records import Band, Scale
+
+__all__ = ["CalibrationConfig", "Calibration", "Applied", "evaluate", "calibrate", "apply",
+           "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
+
+#: Every command that writes a table adds columns under one prefix and writes the reason a
+#: row failed in ``<prefix>_error`` (empty when the row is fine): apply and score -> band_,
+#: judge -> judge_, roundtrip -> roundtrip_, score --scorer clip-s -> score_. A table passed
+#: through several commands keeps each stage's reasons side by side.
+ERROR_COLUMN = {"apply": "band_error", "score": "band_error", "clip-s": "score_error",
+                "judge": "judge_error", "roundtrip": "roundtrip_error"}
+
+
+@dataclass
+class CalibrationConfig:
+    """How to calibrate (the options shared by evaluate and calibrate).
+
+    method : a name of :data:`scoreband.conformal.METHODS`
+    mondrian : group-conditional bands: per ``groups`` label when the columns name one,
+        else per Easy/Medium/Hard difficulty group
+    clusters : k for the cluster rules, or ``"auto"`` (elbow + silhouette)
+    map : ``"none"``, ``"isotonic"`` or ``"linear"`` (a raw metric mapped onto the target)
+    randomize : randomised tie-breaking; None = each method's default
+    """
+
+    method: str = "split"
+    alpha: float = 0.1
+    mondrian: bool = False
+    clusters: int | str = "auto"
+    small_group: str = "marginal"
+    map: str = "none"
+    randomize: bool | None = None
+    adjust_boundary: bool = False
+
+    @classmethod
+    def of(cls, value) -> CalibrationConfig:
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(value) - known)
+        if bad:
+            raise InputError(f"unknown calibration option(s) {', '.join(bad)}; known: "
+                             f"{', '.join(sorted(known))}")
+        return cls(**value)
+
+    def factory(self, scale: Scale, has_groups: bool):
+        """A function building a fresh, unfitted calibrator (validated once, here)."""
+        from scoreband.conformal import make_calibrator
+
+        k = self.clusters
+        if k != "auto":
+            try:
+                k = int(k)
+            except (TypeError, ValueError):
+                raise InputError(f"`clusters` expects an integer or 'auto', got {k!r}") from None
+        by = ("given" if has_groups else "difficulty") if self.mondrian else None
+
+        def make():
+            return make_calibrator(self.method, self.alpha, scale=scale, mondrian=by,
+                                   n_clusters=k, small_group=self.small_group, map=self.map,
+                                   randomize=self.randomize,
+                                   adjust_boundary=self.adjust_boundary)
+
+        make()
+        return make
+
+
+def _columns(value) -> ColumnSpec:
+    if isinstance(value, ColumnSpec):
+        return value
+    d = dict(value)
+    if "scale" not in d:
+        raise InputError("give the target's `scale`, e.g. '1,5'")
+    d["scale"] = d["scale"] if isinstance(d["scale"], Scale) else Scale.parse(str(d["scale"]))
+    ps = d.get("pred_scale")
+    if ps is not None and not isinstance(ps, Scale):
+        d["pred_scale"] = Scale.parse(str(ps), integer=False)
+    return ColumnSpec(**d)
+
+
+def _frame(table):
+    return read_table(table) if isinstance(table, (str, Path)) else table
+
+
+def example_table() -> Path:
+    """Path of the bundled example predictions (2,000 rows, 3 ratings each)."""
+    from importlib import resources
+
+    return Path(str(resources.files("scoreband") / "data" / "example_predictions.csv"))
+
+
+# ------------------------------------------------------------------ evaluate
+def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 0.5,
+             n_ratings: int | None = None) -> dict:
+    """Repeated calibration / test splits of ``table``: coverage, sharpness, UPS and tau-c
+    before and after calibration (mean and std over ``seeds``), per group when the columns
+    name groups, and the theoretical coverage band. Skipped rows are listed under
+    ``"skipped_rows"``."""
+    from scoreband.studies.protocol import evaluate_splits
+
+    spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
+    if cfg.map not in (None, "none"):
+        spec = replace(spec, raw_predictions=True)
+    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    make = cfg.factory(spec.scale, spec.groups is not None)
+    res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
+                          groups=inp.groups, split_keys=inp.split_keys,
+                          adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings)
+    res["scale"] = spec.scale.to_dict()
+    res["skipped_rows"] = [e.__dict__ for e in inp.errors]
+    return res
+
+
+# ------------------------------------------------------------------ calibrate
+@dataclass
+class Calibration:
+    """A calibrator fitted on a table, with what :func:`apply` needs to read new rows."""
+
+    calibrator: Any
+    inputs: dict  #: column names, boundary adjustment, annotator count ...
+    errors: list[RowError] = field(default_factory=list)
+    scorer_fingerprint: str | None = None
+
+    def save(self, path) -> Path:
+        from scoreband.conformal import save_calibrator
+
+        return save_calibrator(path, self.calibrator, scorer_fingerprint=self.scorer_fingerprint,
+                               inputs=self.inputs)
+
+
+def table_fingerprint(df) -> str | None:
+    """The scorer fingerprint a scored table carries (one value in ``scorer_fingerprint``)."""
+    if "scorer_fingerprint" in df.columns:
+        vals = df["scorer_fingerprint"].dropna().astype(str).unique()
+        if len(vals) == 1:
+            return vals[0]
+    return None
+
+
+def calibrate(table, columns, config=None, *, n_ratings: int | None = None,
+              scorer_id: str | None = None, on_warning=None) -> Calibration:
+    """Fit a calibrator on every usable row of ``table``; ``.save(path)`` writes it."""
+    import warnings
+
+    from scoreband.conformal.boundary import check_on_grid
+
+    spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
+    if cfg.map not in (None, "none"):
+        spec = replace(spec, raw_predictions=True)
+    spec = spec.resolved(df.columns)  # saved with the column names, not the patterns
+    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    if cfg.adjust_boundary:
+        check_on_grid(inp.y01, spec.scale, inp.n_ratings)
+    cal = cfg.factory(spec.scale, spec.groups is not None)()
+    with warnings.catch_warnings(record=on_warning is not None) as caught:
+        cal.fit(inp.pred, inp.y01, groups=inp.groups)
+    for w in dict.fromkeys(str(w.message) for w in caught or ()):
+        on_warning(w)
+    inputs = {"columns": spec.to_dict(), "adjust_boundary": cfg.adjust_boundary,
+              "n_ratings": float(np.median(inp.n_ratings)), "n_calibration": len(inp.pred),
+              "skipped_rows": len(inp.errors)}
+    return Calibration(cal, inputs, inp.errors, scorer_id or table_fingerprint(df))
+
+
+# ------------------------------------------------------------------ apply
+@dataclass
+class Applied:
+    """Every input row with its band columns (see :func:`band_columns`)."""
+
+    table: Any
+    band: Band
+    errors: list[RowError]
+    shift: dict | None = None  #: the shift test of a weighted calibrator
+
+
+def _load(calibrator, scorer_id):
+    from scoreband.conformal import load_calibrator
+
+    if isinstance(calibrator, Calibration):
+        return calibrator.calibrator, {"inputs": calibrator.inputs}
+    return load_calibrator(calibrator, scorer_fingerprint=scorer_id)
+
+
+def apply(table, calibrator, *, columns: dict | None = None, scorer_id: str | None = None,
+          n_ratings: int | None = None, on_warning=None) -> Applied:
+    """Add calibrated bands to every row of ``table``.
+
+    ``calibrator``: a :class:`Calibration` or the path of a saved one. The prediction columns
+    are those recorded at calibration; ``columns`` overrides some (``median``, ``lo``, ``hi``,
+    ``groups``). Rows that cannot be banded keep empty bands and the reason in band_error.
+    """
+    import warnings
+
+    df = _frame(table)
+    cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
+    inputs = doc.get("inputs", {})
+    cols = dict(inputs.get("columns") or {})
+    if not cols:
+        raise InputError("the calibrator records no input columns; recalibrate it with "
+                         "`scoreband calibrate` (or scoreband.api.calibrate)")
+    cols.update({k: v for k, v in (columns or {}).items() if v is not None})
+    spec = ColumnSpec.from_dict({**cols, "target": None, "ratings": None, "split_by": None})
+    inp = load_inputs(df, spec, require_target=False)
+    with warnings.catch_warnings(record=on_warning is not None) as caught:
+        band = cal.predict(inp.pred, groups=inp.groups)
+    for w in dict.fromkeys(str(w.message) for w in caught or ()):
+        on_warning(w)
+    if inputs.get("adjust_boundary"):
+        from scoreband.conformal import adjust_band
+
+        band = adjust_band(band, n_ratings or inputs.get("n_ratings") or 1)
+    res = df.copy()
+    for k, v in band_columns(band, inp, len(df)).items():
+        res[k] = v
+    return Applied(res, band, inp.errors, getattr(cal, "last_shift_", None))
+
+
+def band_columns(band: Band, inp: Inputs, n: int) -> dict[str, np.ndarray]:
+    """The columns ``apply`` adds for ``n`` table rows of which ``inp.rows`` were banded:
+    band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag
+    (full_range / group_fallback / the calibrator's note), band_sets (R2CCP's union of
+    intervals), band_group, band_error."""
+    out: dict[str, np.ndarray] = {}
+    for k, v in (("band_lo", band.lo), ("band_median", band.median), ("band_hi", band.hi),
+                 ("band_lo01", band.lo01), ("band_hi01", band.hi01)):
+        col = np.full(n, np.nan)
+        col[inp.rows] = v
+        out[k] = col
+    flags = np.full(n, "", dtype=object)
+    f = np.where(band.full_range, "full_range",
+                 np.where(band.fallback, "group_fallback", band.note or ""))
+    flags[inp.rows] = f
+    out["band_flag"] = flags
+    if band.sets01 is not None and all(v is not None for v in band.sets01):
+        sets = np.full(n, "", dtype=object)
+        sc = band.scale
+        sets[inp.rows] = [";".join(f"{sc.from01(a):.6g}..{sc.from01(b):.6g}" for a, b in v)
+                          for v in band.sets01]
+        out["band_sets"] = sets
+    if band.group is not None:
+        g = np.full(n, "", dtype=object)
+        g[inp.rows] = band.group
+        out["band_group"] = g
+    errs = np.full(n, "", dtype=object)
+    for e in inp.errors:
+        errs[e.position] = f"{e.column}: {e.reason}"
+    out[ERROR_COLUMN["apply"]] = errs
+    return out

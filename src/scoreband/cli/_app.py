@@ -1,0 +1,170 @@
+"""The ``scoreband`` application object and what every command shares: the error guard,
+row reports and warnings.
+
+Every command validates its input at the edge; bad rows are reported (row, column,
+reason) and skipped, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from scoreband import __version__
+from scoreband.errors import RowError, ScorebandError
+
+app = typer.Typer(
+    name="scoreband",
+    help="Calibrated uncertainty bands around image-text evaluation scores.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+
+def _version(value: bool):
+    if value:
+        console.print(f"scoreband {__version__}")
+        raise typer.Exit()
+
+
+_STATE = {"debug": False}
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
+    debug: Annotated[bool, typer.Option(
+        "--debug", help="Show the full traceback of an unexpected error.")] = False,
+):
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    _STATE["debug"] = debug
+
+
+def fail(msg: str, code: int = 2):
+    """Print an error (flags named as on this command line) and exit."""
+    err.print(f"[bold red]error:[/] {as_flags(msg)}")
+    raise typer.Exit(code)
+
+
+def text_or_file(value: str | None) -> str | None:
+    """An option's text, or the contents of the file it names with a leading @."""
+    if value is not None and value.startswith("@"):
+        f = Path(value[1:])
+        if not f.is_file():
+            fail(f"{value}: file not found")
+        return f.read_text(encoding="utf-8")
+    return value
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/] {message}")
+
+
+def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> None:
+    if not errors:
+        return
+    err.print(f"[yellow]{len(errors)} of {total} rows {action}:[/]")
+    for e in errors[:20]:
+        err.print(f"  {e}")
+    if len(errors) > 20:
+        err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
+
+
+def report_error_column(res, col: str, action: str) -> int:
+    """Print the rows of an output table whose ``col`` holds a reason (rows numbered from 1,
+    as in every other report); returns how many there are."""
+    bad = res.loc[res[col] != "", col]
+    if len(bad):
+        err.print(f"[yellow]{len(bad)} of {len(res)} rows {action}:[/]")
+        for i, e in list(bad.items())[:20]:
+            err.print(f"  row {i + 1}: {e}")
+    return len(bad)
+
+
+def as_flags(message: str) -> str:
+    """The library names parameters in backticks (`image_col`); on the command line they
+    are the current command's options (--image-col)."""
+    import re
+
+    try:  # typer >= 0.24 runs on its own copy of click
+        from typer._click.globals import get_current_context
+    except ImportError:
+        from click import get_current_context
+
+    ctx = get_current_context(silent=True)
+    flags = {}
+    if ctx is not None:
+        for p in ctx.command.params:
+            opts = [o for o in p.opts if o.startswith("--")]
+            if opts:
+                flags[p.name.rstrip("_")] = opts[0]
+    return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(0)), message)
+
+
+def guard(fn):
+    """Turn scoreband errors into a clean message and exit code 2."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            _SHOWN.clear()  # once per command run
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+                warnings.showwarning = _show_warning_once
+                return fn(*a, **kw)
+        except ScorebandError as e:
+            fail(str(e))
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
+            raise
+        except OSError as e:  # a path the user gave: a folder, no permission, a full disk
+            if _STATE["debug"]:
+                raise
+            where = f" {str(e.filename)!r}" if e.filename else ""
+            fail(f"cannot use{where}: {e.strerror or e}")
+        except Exception as e:  # anything else is a bug: one line, the traceback on request
+            if _STATE["debug"]:
+                raise
+            msg = " ".join(str(e).split())[:300]
+            fail(f"unexpected {type(e).__name__}: {msg} (rerun with `scoreband --debug "
+                  f"{fn.__name__.replace('_', '-')} ...` for the traceback)", code=1)
+
+    return wrapper
+
+
+_SHOWN: set[str] = set()
+
+
+def _show_warning_once(message, category, filename, lineno, file=None, line=None) -> None:
+    """Library warnings as one line each (no file path or source line), each shown once."""
+    text = " ".join(str(message).split())
+    if text not in _SHOWN:
+        _SHOWN.add(text)
+        err.print(f"[yellow]warning:[/] {text}", soft_wrap=True)
+
+
+def print_warnings(messages) -> None:
+    for m in messages:
+        err.print(f"[yellow]warning:[/] {m}")
+
+
+@contextmanager
+def warnings_to_console():
+    """Collect the library's warnings (too-small groups, crossed quantiles ...) and print
+    each once on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    print_warnings(dict.fromkeys(str(w.message) for w in caught))

@@ -1,0 +1,276 @@
+"""evaluate, calibrate, apply: conformal calibration of a table of predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from scoreband.cli._app import (
+    app,
+    console,
+    err,
+    guard,
+    print_warnings,
+    report_rows,
+    warn,
+)
+from scoreband.cli._options import (
+    AdjustOpt,
+    AlphaOpt,
+    EmbeddingOpt,
+    FeaturesOpt,
+    GroupsOpt,
+    HiOpt,
+    IdOpt,
+    KOpt,
+    LoOpt,
+    MapOpt,
+    MedianOpt,
+    MethodOpt,
+    MondrianOpt,
+    NRatingsOpt,
+    PredScaleOpt,
+    RandomizeOpt,
+    RatingsOpt,
+    ScaleOpt,
+    ScorerOpt,
+    SmallOpt,
+    Table_,
+    TargetOpt,
+)
+
+
+def _fmt(d) -> str:
+    if not isinstance(d, dict):
+        return "-"
+    m, s = d.get("mean"), d.get("std")
+    if m is None or (isinstance(m, float) and np.isnan(m)):
+        return "-"
+    return f"{m:.3f} ± {s:.3f}"
+
+
+def _columns(scale, target, ratings, median, lo, hi, features, embedding, groups, id_col,
+             pred_scale, split_by=None) -> dict:
+    return dict(scale=scale, target=target, ratings=ratings, median=median, lo=lo, hi=hi,
+                features=features or (), embedding=embedding or (), groups=groups,
+                split_by=split_by, id_col=id_col, pred_scale=pred_scale)
+
+
+def _config(method, alpha, mondrian, clusters, small_group, map_, randomize,
+            adjust_boundary) -> dict:
+    return dict(method=method, alpha=alpha, mondrian=mondrian, clusters=clusters,
+                small_group=small_group, map=map_, randomize=randomize,
+                adjust_boundary=adjust_boundary)
+
+
+def print_metrics_table(res: dict, title: str) -> None:
+    """The before/after table of ``evaluate`` (and per group), with the theoretical band."""
+    t = Table(title=title)
+    t.add_column("metric")
+    if "before" in res:
+        t.add_column("before calibration", justify="right")
+    t.add_column("after calibration", justify="right")
+    for k in ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman"):
+        row = [k]
+        if "before" in res:
+            row.append(_fmt(res["before"].get(k)))
+        row.append(_fmt(res["after"].get(k)))
+        t.add_row(*row)
+    after = res["after"]
+    if "set_coverage" in after:
+        t.add_row("set coverage", *([""] if "before" in res else []),
+                  _fmt(after["set_coverage"]))
+        t.add_row("set length", *([""] if "before" in res else []),
+                  _fmt(after["set_length"]))
+    console.print(t)
+    tc = res["theoretical_coverage"]
+    console.print(f"theoretical coverage band (n={tc['n_cal']} items in the conformal step): "
+                  f"[{tc['low']:.3f}, {tc['high']:.3f}]")
+    cov = after["coverage"]
+    if cov["mean"] > tc["high"] + 2 * cov["std"] / max(res["seeds"], 1) ** 0.5 + 0.005:
+        console.print("note: coverage is above the band: ties in the conformity scores "
+                      "(discrete targets: whole achievable values enter a band at once) or "
+                      "the hull of a union of intervals (r2ccp) make bands conservative; "
+                      "--method chr or auto with --randomize reach 1 - alpha in expectation")
+    if res.get("groups"):
+        g = Table(title="per group (after calibration)")
+        for c in ("group", "n (test)", "coverage", "sharpness"):
+            g.add_column(c)
+        for name, v in res["groups"].items():
+            g.add_row(name, str(v["n"]), _fmt(v["coverage"]), _fmt(v["sharpness"]))
+        console.print(g)
+
+
+
+# ------------------------------------------------------------------ evaluate
+@app.command()
+@guard
+def evaluate(
+    table: Table_,
+    scale: ScaleOpt = ...,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    features: FeaturesOpt = None,
+    embedding: EmbeddingOpt = None,
+    groups: GroupsOpt = None,
+    method: MethodOpt = "split",
+    alpha: AlphaOpt = 0.1,
+    seeds: Annotated[int, typer.Option("--seeds", help="Number of random splits.")] = 10,
+    cal_frac: Annotated[float, typer.Option("--cal-frac", help="Calibration share of each "
+                                                               "split.")] = 0.5,
+    mondrian: MondrianOpt = False,
+    adjust_boundary: AdjustOpt = False,
+    n_ratings: NRatingsOpt = None,
+    split_by: Annotated[str | None, typer.Option(
+        "--split-by", help="Rows sharing this column's value stay on one side of every "
+                           "split.")] = None,
+    pred_scale: PredScaleOpt = None,
+    clusters: KOpt = "auto",
+    small_group: SmallOpt = "marginal",
+    id_col: IdOpt = None,
+    map_: MapOpt = "none",
+    randomize: RandomizeOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
+):
+    """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
+
+    Example: scoreband evaluate preds.csv --target human --scale 1,5 --median score
+    --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
+    """
+    from scoreband import api
+    from scoreband.files import write_json
+    from scoreband.progress import step_status
+
+    df = api.read_table(table)
+    cols = _columns(scale, target, ratings, median, lo, hi, features, embedding, groups,
+                    id_col, pred_scale, split_by)
+    cfg = _config(method, alpha, mondrian, clusters, small_group, map_, randomize,
+                  adjust_boundary)
+    with step_status(err, f"calibrating over {seeds} splits ..."):
+        res = api.evaluate(df, cols, cfg, seeds=seeds, cal_frac=cal_frac, n_ratings=n_ratings)
+    report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
+    res["table"] = str(table)
+    print_warnings(res.get("warnings", []))
+    print_metrics_table(res, f"{res['method']} · alpha={alpha} · n={res['n']} · "
+                             f"{seeds} seeds")
+    if out:
+        from scoreband.provenance import provenance
+
+        res["provenance"] = provenance({"input_table": str(table)})
+        write_json(out, res)
+        console.print(f"wrote {out}")
+
+
+def _row_error(d: dict):
+    from scoreband.errors import RowError
+
+    return RowError(**d)
+
+
+# ------------------------------------------------------------------ calibrate
+@app.command()
+@guard
+def calibrate(
+    table: Table_,
+    out: Annotated[Path, typer.Option("--out", help="Calibrator JSON to write.")],
+    scale: ScaleOpt = ...,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    features: FeaturesOpt = None,
+    embedding: EmbeddingOpt = None,
+    groups: GroupsOpt = None,
+    method: MethodOpt = "split",
+    alpha: AlphaOpt = 0.1,
+    mondrian: MondrianOpt = False,
+    adjust_boundary: AdjustOpt = False,
+    n_ratings: NRatingsOpt = None,
+    pred_scale: PredScaleOpt = None,
+    clusters: KOpt = "auto",
+    small_group: SmallOpt = "marginal",
+    id_col: IdOpt = None,
+    map_: MapOpt = "none",
+    randomize: RandomizeOpt = None,
+    scorer_id: ScorerOpt = None,
+):
+    """Fit a calibrator on every usable row and save it as versioned JSON.
+
+    Example: scoreband calibrate preds.csv --target human --scale 1,5 --median score
+    --method split --out calibrator.json
+    """
+    from scoreband import api
+
+    df = api.read_table(table)
+    cols = _columns(scale, target, ratings, median, lo, hi, features, embedding, groups,
+                    id_col, pred_scale)
+    cfg = _config(method, alpha, mondrian, clusters, small_group, map_, randomize,
+                  adjust_boundary)
+    fit = api.calibrate(df, cols, cfg, n_ratings=n_ratings, scorer_id=scorer_id,
+                        on_warning=warn)
+    report_rows(fit.errors, len(df))
+    fit.save(out)
+    console.print(f"calibrated {fit.calibrator!r} on {fit.inputs['n_calibration']} rows -> "
+                  f"{out}")
+
+
+# ------------------------------------------------------------------ apply
+@app.command()
+@guard
+def apply(
+    table: Table_,
+    calibrator: Annotated[Path, typer.Option("--calibrator", help="Calibrator JSON from "
+                                                                  "`scoreband calibrate`.")],
+    out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
+                                                    "column kept).")],
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    groups: GroupsOpt = None,
+    scorer_id: ScorerOpt = None,
+    n_ratings: Annotated[int | None, typer.Option(
+        "--n-ratings", min=1, help="Annotators per target for boundary adjustment (default: "
+                                   "as in calibration).")] = None,
+):
+    """Add calibrated bands to every row of a table.
+
+    Adds band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag and
+    band_error (the reason when a row could not be banded; its band columns are left empty).
+    Prediction columns default to those used at calibration.
+
+    Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
+    """
+    from scoreband import api
+    from scoreband.io import write_table
+    from scoreband.provenance import write_provenance
+
+    df = api.read_table(table)
+    res = api.apply(df, calibrator, columns=dict(median=median, lo=lo, hi=hi, groups=groups),
+                    scorer_id=scorer_id, n_ratings=n_ratings, on_warning=warn)
+    report_rows(res.errors, len(df), action="left without a band")
+    _print_shift(res.shift)
+    write_table(res.table, out)
+    write_provenance(out, {"calibrator_method": res.band.method},
+                     files={"calibrator": calibrator})
+    console.print(f"banded {len(df) - len(res.errors)} of {len(df)} rows with "
+                  f"{res.band.method} (alpha={res.band.alpha}) -> {out}")
+
+
+def _print_shift(shift: dict | None) -> None:
+    """The shift alarm of a weighted calibrator: do these rows look like the calibration
+    items?"""
+    if not shift or "p_value" not in shift:
+        return
+    alarm = ("[yellow]shift alarm:[/] these rows look unlike the calibration items"
+             if shift["p_value"] < 0.01 else "no shift detected")
+    err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g}); "
+              f"effective sample of the weights {shift['effective_sample_size']:.0f} of "
+              f"{shift['n_cal']}")

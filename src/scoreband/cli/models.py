@@ -1,0 +1,191 @@
+"""train and score: quantile scorers on the embedded model or a registered backbone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from scoreband.backbones import BACKBONES
+from scoreband.cli._app import app, console, err, fail, guard, report_error_column, report_rows
+from scoreband.cli._options import AlphaOpt, KOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
+
+
+@app.command()
+@guard
+def train(
+    train_table: Annotated[Path | None, typer.Argument(
+        help="Training table of (image, caption, human target) rows. Omit to train the "
+             "embedded scorer from scratch on the embedded world.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Model folder to write (resumes from "
+                                                    "OUT/checkpoint after an interruption).")]
+    = Path("model"),
+    backbone: Annotated[str, typer.Option(
+        "--backbone", help=BACKBONES.help_text() + " (with TRAIN_TABLE).")]
+    = "embedded:default",
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    scale: Annotated[str | None, typer.Option("--scale", help="Native scale of the target, "
+                                                              "'A,B' (with TRAIN_TABLE).")]
+    = None,
+    val: Annotated[Path | None, typer.Option(
+        "--val", help="Validation table (half early stopping, half CRC calibration); default: "
+                      "20 % of TRAIN_TABLE held out.")] = None,
+    image_col: Annotated[str, typer.Option("--image-col")] = "image",
+    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    freeze_backbone: Annotated[bool, typer.Option(
+        "--freeze-backbone/--fine-tune", help="Frozen backbone with cached representations "
+                                              "(default), or full fine-tuning.")] = True,
+    n_ratings: NRatingsOpt = None,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="Backbone precision: float32 | "
+                                                       "bfloat16 | float16 (heads: float32).")]
+    = "float32",
+    image_size: Annotated[int | None, typer.Option(
+        "--image-size", help="beit3: input size (224 / 384; position embeddings are "
+                             "interpolated bicubically).")] = None,
+    alpha: AlphaOpt = 0.1,
+    n_train: Annotated[int, typer.Option("--n-train", min=10,
+                                         help="Embedded-world training items.")]
+    = 8000,
+    n_val: Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")] = 1000,
+    annotators: Annotated[int, typer.Option("--annotators", help="Annotators per training "
+                                                                 "item.")] = 3,
+    epochs: Annotated[int, typer.Option("--epochs", help="Max epochs of the point stage.")] = 30,
+    head_epochs: Annotated[int, typer.Option("--head-epochs", help="Max epochs per quantile "
+                                                                   "head.")] = 200,
+    patience: Annotated[int, typer.Option("--patience", help="Early-stopping patience.")] = 15,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
+    lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate (point stage).")] = 1e-3,
+    clusters: KOpt = "auto",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the finished run in --out from its checkpoint.")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace the finished run in --out.")] = False,
+):
+    """Train a quantile scorer and its CRC calibrator.
+
+    A point head first, then the quantile heads (chained with the centred interval loss;
+    unconstrained pinball as the baseline) initialised from it, then the calibrator.
+
+    With TRAIN_TABLE: heads on --backbone (frozen with cached representations, or
+    --fine-tune), early stopping on half of --val and CRC calibration on the other half.
+    Without: the embedded scorer from scratch on the embedded world.
+
+    Examples: scoreband train --out my-model --n-train 2000 --epochs 5;
+    scoreband train train.csv --backbone hf:clip-dir --target human --scale 1,5
+    --val val.csv --out clip-model
+    """
+    from scoreband.backbones import resolve_backbone
+    from scoreband.progress import step_status
+    from scoreband.scorers.backbone_scorer import BackboneTrainConfig, train_on_table
+    from scoreband.scorers.train import TrainConfig, claim_model_folder, train_embedded
+
+    resolve_backbone(backbone)
+    claim_model_folder(out, resume=resume, overwrite=overwrite)
+    common = dict(epochs=epochs, head_epochs=head_epochs, batch_size=batch_size, lr=lr,
+                  patience=patience, clusters=clusters, seed=seed)
+    if train_table is None and backbone != "embedded:default":
+        fail(f"--backbone {backbone}: give a TRAIN_TABLE of human ratings to train heads on it "
+             "(only the embedded scorer trains on the embedded world)")
+    with step_status(err, "training ...", every_s=5) as step:
+        def on_epoch(stage, ep, *losses):
+            step(f"{stage}: epoch {ep}, val {losses[-1]:.5f}")
+
+        if train_table is not None:
+            cfg = BackboneTrainConfig(**common, freeze_backbone=freeze_backbone, alpha=alpha)
+            report = train_on_table(train_table, out, backbone, scale=scale, target=target,
+                                    ratings=ratings, val=val, image_col=image_col,
+                                    text_col=text_col, n_ratings=n_ratings, device=device,
+                                    dtype=dtype, image_size=image_size, cfg=cfg,
+                                    on_rows=report_rows, on_epoch=on_epoch)
+            return _print_table_run(report, out)
+        command = "scoreband train " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+        run = train_embedded(out, TrainConfig(**common), n_train=n_train, n_val=n_val,
+                             annotators=annotators, command=command, on_epoch=on_epoch,
+                             on_step=step)
+    _print_world_run(run, out)
+
+
+def _print_world_run(run: dict, out) -> None:
+    report, calib, held = run["report"], run["calibration"], run["heldout"]
+    console.print(f"trained in {report['seconds']} s: point val loss "
+                  f"{report['stage1']['best']:.4f}; heads "
+                  + ", ".join(f"{k} {v['best_val']:.4f}" for k, v in report["heads"].items()))
+    console.print(f"calibrator: omega={calib['omega']:.2f} beta={calib['beta']:.4f} -> "
+                  f"{out}/calibrator.json")
+    console.print("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in held.items()
+                                           if isinstance(v, float)))
+
+
+def _print_table_run(report: dict, out) -> None:
+    console.print(f"trained on {report['n_train']} rows in {report['seconds']} s: point val "
+                  f"MSE {report['point']['best_val']:.5f}; heads " + ", ".join(
+                      f"{k} {v['best_val']:.4f}" for k, v in report["heads"].items()))
+    c = report["calibration"]
+    console.print(f"calibrator (CRC on {c['n']} held-out rows): omega {c['omega']:.2f}, beta "
+                  f"{c['beta']:.4f} -> {out}/calibrator.json")
+
+
+@app.command()
+@guard
+def score(
+    table: Table_,
+    out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
+                                                    "column kept).")],
+    image_col: Annotated[str, typer.Option("--image-col", help="Column of image paths.")]
+    = "image",
+    text_col: Annotated[str, typer.Option("--text-col", help="Column of captions.")] = "caption",
+    backbone: Annotated[str, typer.Option("--backbone", help="Scorer backbone.")]
+    = "embedded:default",
+    model: Annotated[Path | None, typer.Option("--model", help="A model folder from "
+                                                               "`scoreband train`.")] = None,
+    scorer: Annotated[str | None, typer.Option(
+        "--scorer", help="clip-s: the CLIP-S point score (w = 2.5, max(cos, 0); no band) with "
+                         "a dual-encoder --backbone.")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda (real backbones).")]
+    = "cpu",
+    dtype: Annotated[str | None, typer.Option(
+        "--dtype", help="Backbone precision: float32 | bfloat16 | float16 (default: the "
+                        "model's); heads and similarities run in float32.")] = None,
+):
+    """Score image/caption pairs: median and calibrated 90 % band per row, on [0, 1].
+
+    Adds band_median, band_lo, band_hi, band_error (empty when the row scored),
+    band_truncated and scorer_fingerprint. Bad images (missing, truncated, not an image,
+    huge) and empty captions are reported per row; they never stop the batch.
+
+    Example: scoreband score pairs.csv --image-col image --text-col caption --out scored.csv
+    """
+
+    from scoreband.io import read_table, write_table
+    from scoreband.provenance import write_provenance
+    from scoreband.scorers.scoring import score_any
+
+    df = read_table(table)
+    journal = Path(str(out) + ".partial.jsonl")
+    run = score_any(df, model=model, backbone=backbone, scorer=scorer, image_col=image_col,
+                    text_col=text_col, batch_size=batch_size, base_dir=Path(table).parent,
+                    device=device, dtype=dtype, journal=journal, progress=console)
+    res = run["table"]
+    write_table(res, out)
+    write_provenance(out, run["components"], files=run["files"])
+    journal.unlink(missing_ok=True)  # the table is complete
+    if res.attrs.get("reused_rows"):
+        console.print(f"{res.attrs['reused_rows']} rows resumed from {journal}")
+    bad = report_error_column(res, run["error_column"], "not scored")
+    n_trunc = int(res.get("band_truncated", res.get("truncated", 0)).sum()) if len(res) else 0
+    if n_trunc:
+        err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
+                  "(flagged per row)[/]")
+    n_ood = int((res["band_ood"] != "").sum()) if "band_ood" in res else 0
+    if n_ood:
+        err.print(f"[yellow]{n_ood} of {len(res)} rows are outside what the model knows "
+                  "(band_ood says why): their bands are guesses[/]")
+    console.print(f"scored {len(res) - bad} of {len(res)} rows -> {out}")
+    if bad == len(res):  # as judge and roundtrip: a run that scored nothing is a failure
+        raise typer.Exit(1)

@@ -1,0 +1,45 @@
+"""The result every study returns and writes the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scoreband.files import atomic_write_text, write_json
+
+__all__ = ["StudyResult"]
+
+
+@dataclass
+class StudyResult:
+    """A study's numbers and how to present them.
+
+    kind : which study (``demo``, ``judge-study``, ``roundtrip-study``, ``stress``); saved in
+        ``doc["study"]`` so a results file says what made it
+    doc : every number, JSON-ready
+    markdown : the same numbers as a short markdown report (fits 80 columns)
+    figures : ``(file name, draw(path))`` pairs
+    """
+
+    kind: str
+    doc: dict
+    markdown: str
+    figures: list[tuple[str, Callable[[Path], object]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.doc = {"study": self.kind, **self.doc}
+
+    def write(self, out_dir, *, on_step: Callable[[str], None] | None = None) -> list[Path]:
+        """Write ``results.json``, ``results.md`` and the figures into ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "results.json", self.doc)
+        atomic_write_text(out / "results.md", self.markdown)
+        paths = [out / "results.json", out / "results.md"]
+        if self.figures and on_step:
+            on_step("drawing figures")
+        for name, draw in self.figures:
+            draw(out / name)
+            paths.append(out / name)
+        return paths
