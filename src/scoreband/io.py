@@ -341,18 +341,11 @@ def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.nda
     return num
 
 
-def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = True,
-                require_median: bool = True, n_ratings: int | None = None) -> Inputs:
-    """Validate a table against ``spec`` and build normalised predictions and targets.
-
-    Every problem is a :class:`RowError` (row id, column, reason); those rows are left out
-    of ``Inputs.pred`` and listed in ``Inputs.errors``. Structural problems (unknown columns,
-    no good rows at all) raise :class:`InputError`.
-    """
+def _check_spec(df: pd.DataFrame, spec: ColumnSpec, features, embedding, *,
+                require_target: bool, require_median: bool) -> None:
+    """Structural problems of the column choice: raised before any row is read."""
     if len(df) == 0:
         raise InputError("the table has no rows")
-    features = expand_columns(spec.features, df.columns)
-    embedding = expand_columns(spec.embedding, df.columns)
     if require_target and not (spec.target or spec.ratings):
         raise InputError("give the human target: `target` (a column of mean ratings) or `ratings`")
     if spec.target and spec.ratings:
@@ -369,23 +362,24 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     if (spec.lo is None) != (spec.hi is None):
         raise InputError("give both `lo` and `hi` (the uncalibrated 90 % interval), or neither")
 
-    n = len(df)
-    if spec.id_col:
-        ids = [str(v) for v in df[spec.id_col].tolist()]
-    elif "id" in df.columns:
-        ids = [f"{i + 1} (id={v})" for i, v in enumerate(df["id"].tolist())]
-    else:
-        ids = [str(i + 1) for i in range(n)]
-    errors: dict[int, RowError] = {}
-    scale = spec.scale
-    pscale = spec.pred_scale or scale
 
-    # targets
-    y = None
+def _row_ids(df: pd.DataFrame, id_col: str | None) -> list[str]:
+    """How rows are named in error reports: the id column, else 1-based numbers."""
+    if id_col:
+        return [str(v) for v in df[id_col].tolist()]
+    if "id" in df.columns:
+        return [f"{i + 1} (id={v})" for i, v in enumerate(df["id"].tolist())]
+    return [str(i + 1) for i in range(len(df))]
+
+
+def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings) -> tuple:
+    """Native-scale targets (mean of the ratings, or the target column) and the annotator
+    count per row; bad cells become row errors."""
+    n, scale = len(df), spec.scale
     if n_ratings is not None and (n_ratings < 1 or spec.ratings):
         raise InputError("`n_ratings` must be >= 1 and is only used with `target` "
                          "(`ratings` gives the count per row)")
-    n_ratings = np.full(n, float(n_ratings or 1))
+    nr = np.full(n, float(n_ratings or 1))
     if spec.ratings:
         y = np.full(n, np.nan)
         for i, cell in enumerate(df[spec.ratings].tolist()):
@@ -405,47 +399,76 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
                                               "non-integer rating on an integer scale"))
                 continue
             y[i] = float(np.mean(r))
-            n_ratings[i] = len(r)
-    elif spec.target:
-        y = _numeric(df, spec.target, errors, ids)
-        out = np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
-        for i in np.flatnonzero(out):
-            errors.setdefault(i, _row_error(i, ids[i], spec.target,
-                                          f"target {y[i]:g} outside the scale "
-                                          f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
+            nr[i] = len(r)
+        return y, nr
+    if not spec.target:
+        return None, nr
+    y = _numeric(df, spec.target, errors, ids)
+    out = np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
+    for i in np.flatnonzero(out):
+        errors.setdefault(i, _row_error(i, ids[i], spec.target,
+                                      f"target {y[i]:g} outside the scale "
+                                      f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
+    return y, nr
 
-    def pcol(col):
-        if col is None:
-            return None
-        v = _numeric(df, col, errors, ids)
-        if spec.raw_predictions:
-            return v
-        tol = 1e-9 * pscale.width
-        out = np.isfinite(v) & ((v < pscale.lo - tol) | (v > pscale.hi + tol))
-        for i in np.flatnonzero(out):
-            errors.setdefault(i, _row_error(
-                i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
-                f"[{pscale.lo:g}, {pscale.hi:g}]; give the scale the scorer writes "
-                "(`pred_scale` A,B) or map a raw metric onto the target (`map` isotonic)"))
-        return pscale.to01(v)
 
-    median = pcol(spec.median)
-    lo, hi = pcol(spec.lo), pcol(spec.hi)
+def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
+    """A prediction column on [0, 1] (from ``pred_scale``); values outside it are row
+    errors, never a silent zero-width band (unless ``raw_predictions``)."""
+    if col is None:
+        return None
+    v = _numeric(df, col, errors, ids)
+    if spec.raw_predictions:
+        return v
+    pscale = spec.pred_scale or spec.scale
+    tol = 1e-9 * pscale.width
+    out = np.isfinite(v) & ((v < pscale.lo - tol) | (v > pscale.hi + tol))
+    for i in np.flatnonzero(out):
+        errors.setdefault(i, _row_error(
+            i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
+            f"[{pscale.lo:g}, {pscale.hi:g}]; give the scale the scorer writes "
+            "(`pred_scale` A,B) or map a raw metric onto the target (`map` isotonic)"))
+    return pscale.to01(v)
+
+
+def _matrix(df, cols, errors: dict, ids):
+    return np.column_stack([_numeric(df, c, errors, ids) for c in cols]) if cols else None
+
+
+def _groups(df, col, errors: dict, ids):
+    if not col:
+        return None
+    g = df[col]
+    for i in np.flatnonzero(g.isna().to_numpy()):
+        errors.setdefault(i, _row_error(i, ids[i], col, "missing group label"))
+    return g.astype(str).to_numpy()
+
+
+def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = True,
+                require_median: bool = True, n_ratings: int | None = None) -> Inputs:
+    """Validate a table against ``spec`` and build normalised predictions and targets.
+
+    Every problem is a :class:`RowError` (row id, column, reason); those rows are left out
+    of ``Inputs.pred`` and listed in ``Inputs.errors``. Structural problems (unknown columns,
+    no good rows at all) raise :class:`InputError`.
+    """
+    features = expand_columns(spec.features, df.columns)
+    embedding = expand_columns(spec.embedding, df.columns)
+    _check_spec(df, spec, features, embedding, require_target=require_target,
+                require_median=require_median)
+    n, ids = len(df), _row_ids(df, spec.id_col)
+    errors: dict[int, RowError] = {}
+    y, nr = _targets(df, spec, errors, ids, n_ratings)
+    median = _prediction(df, spec.median, spec, errors, ids)
+    lo, hi = _prediction(df, spec.lo, spec, errors, ids), _prediction(df, spec.hi, spec,
+                                                                      errors, ids)
     if lo is not None:
         for i in np.flatnonzero(np.isfinite(lo) & np.isfinite(hi) & (lo > hi + 1e-12)):
             errors.setdefault(i, _row_error(i, ids[i], spec.lo,
                                           f"lo ({df[spec.lo].iloc[i]}) > hi "
                                           f"({df[spec.hi].iloc[i]}); swap or fix the interval"))
-    feats = (np.column_stack([_numeric(df, c, errors, ids) for c in features])
-             if features else None)
-    emb = (np.column_stack([_numeric(df, c, errors, ids) for c in embedding])
-           if embedding else None)
-    groups = None
-    if spec.groups:
-        g = df[spec.groups]
-        for i in np.flatnonzero(g.isna().to_numpy()):
-            errors.setdefault(i, _row_error(i, ids[i], spec.groups, "missing group label"))
-        groups = g.astype(str).to_numpy()
+    feats, emb = _matrix(df, features, errors, ids), _matrix(df, embedding, errors, ids)
+    groups = _groups(df, spec.groups, errors, ids)
     split_keys = df[spec.split_by].astype(str).to_numpy() if spec.split_by else None
 
     keep = np.array(sorted(set(range(n)) - set(errors)), dtype=int)
@@ -455,19 +478,13 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     if median is None and (feats is not None or not require_median):
         # learned calibrators predict their own point; target-only loads have none
         median = np.full(n, np.nan)
-    pred = Predictions(
-        median=median[keep],
-        lo=None if lo is None else lo[keep], hi=None if hi is None else hi[keep],
-        features=None if feats is None else feats[keep],
-        embedding=None if emb is None else emb[keep],
-        n_ratings=n_ratings[keep],
-    )
-    return Inputs(
-        pred=pred,
-        y01=None if y is None else scale.to01(y[keep]),
-        rows=keep, row_ids=[ids[i] for i in keep],
-        groups=None if groups is None else groups[keep],
-        split_keys=None if split_keys is None else split_keys[keep],
-        n_ratings=n_ratings[keep],
-        errors=[errors[i] for i in sorted(errors)],
-    )
+
+    def take(a):
+        return None if a is None else a[keep]
+
+    pred = Predictions(median=median[keep], lo=take(lo), hi=take(hi), features=take(feats),
+                       embedding=take(emb), n_ratings=nr[keep])
+    return Inputs(pred=pred, y01=None if y is None else spec.scale.to01(y[keep]), rows=keep,
+                  row_ids=[ids[i] for i in keep], groups=take(groups),
+                  split_keys=take(split_keys), n_ratings=nr[keep],
+                  errors=[errors[i] for i in sorted(errors)])

@@ -55,6 +55,57 @@ def _row_key(judge: Judge, image: str | None, instruction: str | None, response:
                    judge.prompt.delimiter)
 
 
+def _judge_row(judge: Judge, key: str, img, ins, resp, img_file, cols) -> dict:
+    """Judge one row; the journal record (``error`` says why a row failed)."""
+    from scoreband.images import load_image
+
+    image_col, instruction_col, response_col = cols
+    rec = {"key": key, "logp": None, "missing": None, "position": "", "error": ""}
+    try:
+        for col, v in ((instruction_col, ins), (response_col, resp)):
+            if v is None:
+                raise JudgeError(f"{col}: empty cell")
+        if img is None:
+            raise JudgeError(f"{image_col}: no image path (empty cell)")
+        try:
+            load_image(img_file, None)  # validates: exists, decodes, not a bomb
+        except ValueError as e:
+            raise JudgeError(f"{image_col}: {e}") from None
+        res = judge.judge(img_file, judge.prompt.render(ins, resp))
+        if not np.isfinite(res.logp).any():
+            raise JudgeError(f"none of the score labels {judge.prompt.labels} is among the "
+                             "judge's tokens at the score position")
+        rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
+                   missing=res.missing_mass, position=res.position)
+    except JudgeError as e:
+        rec["error"] = str(e)
+    return rec
+
+
+def _feature_columns(raw: np.ndarray, ok: np.ndarray, labels) -> dict[str, np.ndarray]:
+    """logp_<label> (log-softmax over the labels) and the summaries of the distribution."""
+    n, k = raw.shape
+    norm = np.full((n, k), np.nan)
+    if ok.any():
+        from scipy.special import logsumexp
+
+        norm[ok] = raw[ok] - logsumexp(raw[ok], axis=1, keepdims=True)
+    out = {}
+    for j, lab in enumerate(labels):
+        # -inf (a label the judge gave no mass in its top-k) is kept out of tables as a
+        # large negative number: CSV and Parquet readers treat it alike
+        out[f"logp_{lab}"] = np.where(np.isneginf(norm[:, j]), -1e4, norm[:, j])
+    values = np.array([float(x) for x in labels])
+    summaries = {k2: np.full(n, np.nan) for k2 in ("judge_expected", "judge_argmax",
+                                                   "judge_entropy", "judge_max_prob")}
+    if ok.any():
+        summaries["judge_expected"][ok] = expected_score(norm[ok], values)
+        summaries["judge_argmax"][ok] = values[np.argmax(norm[ok], axis=1)]
+        summaries["judge_entropy"][ok] = entropy(norm[ok])
+        summaries["judge_max_prob"][ok] = max_prob(norm[ok])
+    return {**out, **summaries}
+
+
 def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",
                         instruction_col: str = "instruction", response_col: str = "response",
                         base_dir=None, journal: Path | None = None,
@@ -66,8 +117,6 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
     ``judge_max_prob``, ``judge_missing_mass``, ``judge_position``, ``judge_error``,
     ``judge_model``.
     """
-    from scoreband.images import load_image
-
     for flag, col in (("`image_col`", image_col), ("`instruction_col`", instruction_col),
                       ("`response_col`", response_col)):
         if col not in df.columns:
@@ -89,26 +138,8 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
             key = _row_key(judge, img, ins, resp, img_file)
             rec = jr.get(key)
             if rec is None:
-                rec = {"key": key, "logp": None, "missing": None, "position": "", "error": ""}
-                try:
-                    for col, v in ((instruction_col, ins), (response_col, resp)):
-                        if v is None:
-                            raise JudgeError(f"{col}: empty cell")
-                    if img is None:
-                        raise JudgeError(f"{image_col}: no image path (empty cell)")
-                    try:
-                        load_image(img_file, None)  # validates: exists, decodes, not a bomb
-                    except ValueError as e:
-                        raise JudgeError(f"{image_col}: {e}") from None
-                    res = judge.judge(img_file, judge.prompt.render(ins, resp))
-                    if not np.isfinite(res.logp).any():
-                        raise JudgeError("none of the score labels "
-                                         f"{labels} is among the judge's tokens at the score "
-                                         "position")
-                    rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
-                               missing=res.missing_mass, position=res.position)
-                except JudgeError as e:
-                    rec["error"] = str(e)
+                rec = _judge_row(judge, key, img, ins, resp, img_file,
+                                 (image_col, instruction_col, response_col))
                 jr.add(rec)
             else:
                 reused += 1
@@ -119,29 +150,8 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
             update(i + 1)
     ok = errors == ""
     out = df.copy()
-    norm = np.full((n, k), np.nan)
-    if ok.any():
-        from scipy.special import logsumexp
-
-        norm[ok] = raw[ok] - logsumexp(raw[ok], axis=1, keepdims=True)
-    for j, lab in enumerate(labels):
-        # -inf (a label the judge gave no mass in its top-k) is kept out of tables as a
-        # large negative number: CSV and Parquet readers treat it alike
-        out[f"logp_{lab}"] = np.where(np.isneginf(norm[:, j]), -1e4, norm[:, j])
-    values = np.array([float(x) for x in labels])
-    ev = np.full(n, np.nan)
-    am = np.full(n, np.nan)
-    ent = np.full(n, np.nan)
-    mp = np.full(n, np.nan)
-    if ok.any():
-        ev[ok] = expected_score(norm[ok], values)
-        am[ok] = values[np.argmax(norm[ok], axis=1)]
-        ent[ok] = entropy(norm[ok])
-        mp[ok] = max_prob(norm[ok])
-    out["judge_expected"] = ev
-    out["judge_argmax"] = am
-    out["judge_entropy"] = ent
-    out["judge_max_prob"] = mp
+    for col, v in _feature_columns(raw, ok, labels).items():
+        out[col] = v
     out["judge_missing_mass"] = missing
     out["judge_position"] = position
     out["judge_error"] = errors

@@ -121,13 +121,91 @@ def _head_kw(cfg: BackboneTrainConfig, on_epoch, tag: str) -> dict:
                 on_epoch=(lambda ep, vl: on_epoch(tag, ep, vl)) if on_epoch else None)
 
 
+def _fine_tune_point(backbone, heads, train, va, y_tr, y_va, cfg, on_epoch, report):
+    """Full fine-tuning: backbone + point head on mini-batches of images and texts, early
+    stopping on ``va``; the best state is loaded back. Returns (cluster labels, cluster
+    info, truncated-caption flags of the training rows)."""
+    module = backbone.trainable()
+    _, e_tr, tr_trunc, _ = _represent(backbone, train["images"], train["texts"], cfg.batch_size)
+    labels, cinfo = cluster_labels(e_tr.numpy(), cfg.clusters, cfg.seed)
+    opt = torch.optim.AdamW([
+        {"params": heads.point.parameters(), "lr": cfg.lr},
+        {"params": module.parameters(), "lr": cfg.backbone_lr}],
+        weight_decay=cfg.weight_decay)
+    best, bad, best_state, hist = float("inf"), 0, None, []
+    dev = getattr(backbone, "device", "cpu")
+    heads.point.to(dev)  # the point head trains beside the backbone, then returns
+    for ep in range(cfg.epochs):
+        module.train()
+        heads.train()
+        for b in group_batches(labels, cfg.batch_size, np.random.default_rng(ep)):
+            bi = torch.as_tensor(b)
+            px = backbone.preprocess(train["images"][list(b)])
+            tb, _, _ = backbone.encode_text([train["texts"][i] for i in b])
+            rep = backbone.represent(px, tb)
+            loss = nn.functional.mse_loss(heads.point(rep), y_tr[bi].to(rep.device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        module.eval()
+        heads.eval()
+        h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
+        with torch.no_grad():
+            vl = float(nn.functional.mse_loss(heads.point(h_va.to(dev)), y_va.to(dev)))
+        hist.append(vl)
+        if on_epoch:
+            on_epoch("point+backbone", ep + 1, vl)
+        if vl < best - 1e-7:
+            best, bad = vl, 0
+            best_state = ({k: v.detach().clone() for k, v in module.state_dict().items()},
+                          {k: v.clone() for k, v in heads.point.state_dict().items()})
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+    module.load_state_dict(best_state[0])
+    heads.point.load_state_dict(best_state[1])
+    heads.point.cpu()
+    module.eval()
+    report["point"] = {"epochs": len(hist), "best_val": best, "fine_tuned": True}
+    return labels, cinfo, tr_trunc
+
+
+def _fit_quantile_heads(heads, h_tr, y_tr, h_va, y_va, labels, cfg, on_epoch) -> dict:
+    """Each quantile head initialised from the point head and fitted with its loss."""
+    out = {}
+    for name, (_, loss_name) in HEAD_KINDS.items():
+        head = heads.heads[name]
+        head.init_from_point(heads.point)
+        fn = centered_interval_loss if loss_name == "ci" else pinball_loss
+        r = fit_head(head, fn, h_tr, y_tr, h_va, y_va, labels, epochs=cfg.head_epochs,
+                     **_head_kw(cfg, on_epoch, name))
+        with torch.no_grad():
+            r["val_crossings"] = count_crossings(head(h_va))
+        out[name] = {"loss": loss_name, **r}
+    return out
+
+
+def _calibrate_heads(out: Path, backbone, ca: dict, alpha: float) -> dict:
+    """CRC of the saved model's chained head on the calibration half, saved beside it."""
+    from scoreband.conformal import CRC, save_calibrator
+
+    scorer = BackboneScorer.load(out, backbone=backbone)
+    pred = scorer.predict(ca["images"], ca["texts"])
+    c = CRC(alpha, scale=ca["scale"]).fit(pred, ca["y01"])
+    n = len(ca["texts"])
+    save_calibrator(out / "calibrator.json", c, scorer_fingerprint=scorer.fingerprint,
+                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
+                            "calibration_set": {"n": n, "source": "validation table "
+                                                "(the half not used for early stopping)"}})
+    return {"omega": c.params_["omega"], "beta": c.params_["beta"], "n": n}
+
+
 def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfig | None = None,
                           on_epoch=None) -> dict:
     """Train heads (and optionally the backbone) on ``train`` and ``val`` dicts with
     ``images`` (PIL), ``texts``, ``y01``, ``image_ids`` and ``scale`` (records.Scale), and
     ``n_ratings`` (per-row counts or a number) on ``val``; write the model to ``out_dir``."""
-    from scoreband.conformal import CRC, save_calibrator
-
     cfg = cfg or BackboneTrainConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -158,79 +236,20 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
                                    y_va, labels, epochs=cfg.epochs, **_head_kw(cfg, on_epoch,
                                                                                "point"))
     else:
-        # full fine-tuning: backbone + point head on mini-batches of images and texts
-        module = backbone.trainable()
-        _, e_tr, tr_trunc, _ = _represent(backbone, train["images"], train["texts"],
-                                          cfg.batch_size)
-        labels, cinfo = cluster_labels(e_tr.numpy(), cfg.clusters, cfg.seed)
-        opt = torch.optim.AdamW([
-            {"params": heads.point.parameters(), "lr": cfg.lr},
-            {"params": module.parameters(), "lr": cfg.backbone_lr}],
-            weight_decay=cfg.weight_decay)
-        best, bad, best_state, hist = float("inf"), 0, None, []
-        dev = getattr(backbone, "device", "cpu")
-        heads.point.to(dev)  # the point head trains beside the backbone, then returns
-        for ep in range(cfg.epochs):
-            module.train()
-            heads.train()
-            for b in group_batches(labels, cfg.batch_size, np.random.default_rng(ep)):
-                bi = torch.as_tensor(b)
-                px = backbone.preprocess(train["images"][list(b)])
-                tb, _, _ = backbone.encode_text([train["texts"][i] for i in b])
-                rep = backbone.represent(px, tb)
-                loss = nn.functional.mse_loss(heads.point(rep), y_tr[bi].to(rep.device))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            module.eval()
-            heads.eval()
-            h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
-            with torch.no_grad():
-                vl = float(nn.functional.mse_loss(heads.point(h_va.to(dev)), y_va.to(dev)))
-            hist.append(vl)
-            if on_epoch:
-                on_epoch("point+backbone", ep + 1, vl)
-            if vl < best - 1e-7:
-                best, bad = vl, 0
-                best_state = ({k: v.detach().clone() for k, v in module.state_dict().items()},
-                              {k: v.clone() for k, v in heads.point.state_dict().items()})
-            else:
-                bad += 1
-                if bad >= cfg.patience:
-                    break
-        module.load_state_dict(best_state[0])
-        heads.point.load_state_dict(best_state[1])
-        heads.point.cpu()
-        module.eval()
-        report["point"] = {"epochs": len(hist), "best_val": best, "fine_tuned": True}
+        labels, cinfo, tr_trunc = _fine_tune_point(backbone, heads, train, va, y_tr, y_va,
+                                                   cfg, on_epoch, report)
         h_tr, _, _, _ = _represent(backbone, train["images"], train["texts"], cfg.batch_size)
         h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
     report["clusters"] = cinfo
     report["train_truncated"] = int(tr_trunc.sum())
     heads.eval()
-    report["heads"] = {}
-    for name, (_, loss_name) in HEAD_KINDS.items():
-        head = heads.heads[name]
-        head.init_from_point(heads.point)
-        fn = centered_interval_loss if loss_name == "ci" else pinball_loss
-        r = fit_head(head, fn, h_tr, y_tr, h_va, y_va, labels, epochs=cfg.head_epochs,
-                     **_head_kw(cfg, on_epoch, name))
-        with torch.no_grad():
-            r["val_crossings"] = count_crossings(head(h_va))
-        report["heads"][name] = {"loss": loss_name, **r}
+    report["heads"] = _fit_quantile_heads(heads, h_tr, y_tr, h_va, y_va, labels, cfg,
+                                          on_epoch)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     BackboneScorer.save(out, backbone, heads, report,
                         backbone_state=None if cfg.freeze_backbone else
                         backbone.trainable().state_dict())
-    scorer = BackboneScorer.load(out, backbone=backbone)
-    pred = scorer.predict(ca["images"], ca["texts"])
-    c = CRC(cfg.alpha, scale=ca["scale"]).fit(pred, ca["y01"])
-    save_calibrator(out / "calibrator.json", c, scorer_fingerprint=scorer.fingerprint,
-                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
-                            "calibration_set": {"n": len(cal), "source": "validation table "
-                                                "(the half not used for early stopping)"}})
-    report["calibration"] = {"omega": c.params_["omega"], "beta": c.params_["beta"],
-                             "n": len(cal)}
+    report["calibration"] = _calibrate_heads(out, backbone, ca, cfg.alpha)
     _write_card(out, report)
     return report
 

@@ -170,6 +170,71 @@ def _eval_point(model, px, ids, y, bs=512):
     return tot / len(y)
 
 
+def _check_resumable(ck: _Checkpoint, state: dict, bcfg, train_keys: dict) -> None:
+    """A checkpoint continues only the run that wrote it (more epochs are allowed)."""
+    from scoreband.errors import InputError
+
+    if state.get("backbone") != bcfg.to_dict():
+        raise InputError(
+            f"{ck.dir} holds a checkpoint of another model configuration "
+            f"({state.get('backbone')}); delete it to start afresh, or use another `out`"
+        )
+    old = state.get("train", train_keys)
+    diff = sorted(k for k in train_keys if old.get(k) != train_keys[k])
+    if diff:
+        raise InputError(
+            f"{ck.dir} holds a checkpoint trained with other settings ("
+            + ", ".join(f"{k}: {old.get(k)!r} there, {train_keys[k]!r} now" for k in diff)
+            + "); rerun with the same settings to resume, or `overwrite`")
+
+
+def _point_epoch(model, opt, px, ids, y, labels, cfg: TrainConfig, rng, cells) -> float:
+    """One epoch of the backbone + point head over group batches; the mean training loss.
+    ``cells``: the embedded world's per-patch (colour, shape) targets for the auxiliary
+    loss, or None."""
+    model.train()
+    tot, cnt = 0.0, 0
+    for b in group_batches(labels, cfg.batch_size, rng):
+        bi = torch.as_tensor(b)
+        loss = _point_loss(model, px[bi], ids[bi], y[bi])
+        if cells is not None:
+            loss = loss + cfg.aux_weight * _cell_loss(model, px[bi], cells[0][bi],
+                                                      cells[1][bi])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        tot += float(loss.detach()) * len(b)
+        cnt += len(b)
+    return tot / cnt
+
+
+def _fit_heads(model, train, val, cfg: TrainConfig, on_epoch) -> tuple[dict, dict]:
+    """Every quantile head on cached representations of the frozen backbone, initialised
+    from the point head; returns (per-head report, the clusters used for batching)."""
+    (px_tr, ids_tr, y_tr), (px_va, ids_va, y_va) = train, val
+    with torch.no_grad():
+        h_tr = torch.cat([model.represent(px_tr[s:s + 512], ids_tr[s:s + 512])
+                          for s in range(0, len(y_tr), 512)])
+        h_va = torch.cat([model.represent(px_va[s:s + 512], ids_va[s:s + 512])
+                          for s in range(0, len(y_va), 512)])
+        emb = model.backbone.image_embedding(px_tr).numpy()
+    hlabels, hinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
+    report_heads = {}
+    for name, (_, loss_name) in HEAD_KINDS.items():
+        head = model.heads[name]
+        head.init_from_point(model.point)
+        loss_fn = centered_interval_loss if loss_name == "ci" else pinball_loss
+        r = fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, hlabels, lr=cfg.head_lr,
+                     epochs=cfg.head_epochs, batch_size=cfg.batch_size,
+                     weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
+                     on_epoch=(lambda ep, vl, name=name: on_epoch(name, ep, float("nan"), vl))
+                     if on_epoch else None)
+        with torch.no_grad():
+            crossings = count_crossings(head(h_va))
+        report_heads[name] = {"loss": loss_name, **r, "val_crossings": crossings}
+    return report_heads, hinfo
+
+
 def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
                  backbone_cfg: EmbeddedConfig | None = None,
                  on_epoch: Callable[[str, int, float, float], None] | None = None) -> dict:
@@ -196,9 +261,8 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
     # auxiliary per-patch targets when the data come from the embedded world (4x4 cells)
     n_patch = (bcfg.image_size // bcfg.patch) ** 2
     aux = getattr(train, "cell_colour", None) is not None and n_patch == 16 and cfg.aux_weight > 0
-    if aux:
-        cc_tr = torch.as_tensor(train.cell_colour)
-        cs_tr = torch.as_tensor(train.cell_shape)
+    cc_tr = torch.as_tensor(train.cell_colour) if aux else None
+    cs_tr = torch.as_tensor(train.cell_shape) if aux else None
 
     # ---- stage 1: backbone + point head, group batching --------------------------------
     opt = torch.optim.AdamW(list(model.backbone.parameters()) + list(model.point.parameters()),
@@ -207,20 +271,7 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
     train_keys = {k: v for k, v in asdict(cfg).items()
                   if k not in ("epochs", "head_epochs", "patience")}
     if state.get("stage1"):
-        from scoreband.errors import InputError
-
-        if state.get("backbone") != bcfg.to_dict():
-            raise InputError(
-                f"{ck.dir} holds a checkpoint of another model configuration "
-                f"({state.get('backbone')}); delete it to start afresh, or use another `out`"
-            )
-        old = state.get("train", train_keys)
-        diff = sorted(k for k in train_keys if old.get(k) != train_keys[k])
-        if diff:
-            raise InputError(
-                f"{ck.dir} holds a checkpoint trained with other settings ("
-                + ", ".join(f"{k}: {old.get(k)!r} there, {train_keys[k]!r} now" for k in diff)
-                + "); rerun with the same settings to resume, or `overwrite`")
+        _check_resumable(ck, state, bcfg, train_keys)
         model.load_state_dict(ck.tensors("last"), strict=False)
         opt.load_state_dict(ck.optimizer())
         if (ck.dir / "rng.safetensors").exists():  # dropout continues where it stopped
@@ -235,21 +286,11 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
     while not s1["done"] and s1["epoch"] < cfg.epochs:
         ep = s1["epoch"]
         rng = np.random.default_rng(cfg.seed * 1000 + ep)
-        model.train()
-        tot, cnt = 0.0, 0
-        for b in group_batches(labels, cfg.batch_size, rng):
-            bi = torch.as_tensor(b)
-            loss = _point_loss(model, px_tr[bi], ids_tr[bi], y_tr[bi])
-            if aux:
-                loss = loss + cfg.aux_weight * _cell_loss(model, px_tr[bi], cc_tr[bi], cs_tr[bi])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            tot += float(loss.detach()) * len(b)
-            cnt += len(b)
+        mean_loss = _point_epoch(model, opt, px_tr, ids_tr, y_tr, labels, cfg, rng,
+                                 (cc_tr, cs_tr) if aux else None)
         val_loss = _eval_point(model, px_va, ids_va, y_va)
         s1["epoch"] = ep + 1
-        s1["history"].append({"epoch": ep + 1, "train": tot / cnt, "val": val_loss})
+        s1["history"].append({"epoch": ep + 1, "train": mean_loss, "val": val_loss})
         tensors = {"last": model.state_dict()}
         if val_loss < s1["best"]:
             s1["best"], s1["bad"] = val_loss, 0
@@ -262,33 +303,15 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
         ck.save({**state, "backbone": bcfg.to_dict(), "train": train_keys, "stage1": s1},
                 tensors, opt)
         if on_epoch:
-            on_epoch("point", ep + 1, tot / cnt, val_loss)
+            on_epoch("point", ep + 1, mean_loss, val_loss)
     s1["done"] = True
     state["stage1"] = s1
     model.load_state_dict(ck.tensors("best"), strict=False)
     model.eval()
 
     # ---- stage 2: quantile heads on the frozen backbone (cached representations) -------
-    with torch.no_grad():
-        h_tr = torch.cat([model.represent(px_tr[s:s + 512], ids_tr[s:s + 512])
-                          for s in range(0, len(y_tr), 512)])
-        h_va = torch.cat([model.represent(px_va[s:s + 512], ids_va[s:s + 512])
-                          for s in range(0, len(y_va), 512)])
-        emb = model.backbone.image_embedding(px_tr).numpy()
-    hlabels, hinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
-    report_heads = {}
-    for name, (_, loss_name) in HEAD_KINDS.items():
-        head = model.heads[name]
-        head.init_from_point(model.point)
-        loss_fn = centered_interval_loss if loss_name == "ci" else pinball_loss
-        r = fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, hlabels, lr=cfg.head_lr,
-                     epochs=cfg.head_epochs, batch_size=cfg.batch_size,
-                     weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
-                     on_epoch=(lambda ep, vl, name=name: on_epoch(name, ep, float("nan"), vl))
-                     if on_epoch else None)
-        with torch.no_grad():
-            crossings = count_crossings(head(h_va))
-        report_heads[name] = {"loss": loss_name, **r, "val_crossings": crossings}
+    report_heads, hinfo = _fit_heads(model, (px_tr, ids_tr, y_tr), (px_va, ids_va, y_va), cfg,
+                                     on_epoch)
     report = {
         "train_config": asdict(cfg), "n_train": len(y_tr), "n_val": len(y_va),
         "stage1": {k: s1[k] for k in ("epoch", "best", "history", "clusters")},

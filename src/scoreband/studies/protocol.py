@@ -46,6 +46,63 @@ def summarize(values) -> dict:
     return {"mean": float(ok.mean()), "std": float(ok.std())}
 
 
+class _Record:
+    """What the splits measured, appended split by split."""
+
+    def __init__(self):
+        self.before: dict[str, list] = {k: [] for k in BAND_METRICS}
+        self.after: dict[str, list] = {k: [] for k in BAND_METRICS}
+        self.extra: dict[str, list] = {k: [] for k in (
+            "full_range_rate", "fallback_rate", "n_cal", "n_conformal", "n_test",
+            "worst_group_coverage", "set_coverage", "set_length")}
+        self.per_group: dict[str, dict[str, list]] = {}
+        self.methods: dict[str, int] = {}
+        self.warnings: list[str] = []
+        self.alpha = None
+
+    def add(self, cal_obj, band, pt, yt, n_cal: int, groups=None) -> None:
+        self.methods[band.method] = self.methods.get(band.method, 0) + 1
+        self.alpha = cal_obj.alpha
+        if pt.lo is not None:
+            for k, v in M.interval_metrics(pt.median, pt.lo, pt.hi, yt).items():
+                self.before[k].append(v)
+        for k, v in M.interval_metrics(band.median01, band.lo01, band.hi01, yt).items():
+            self.after[k].append(v)
+        ex = self.extra
+        ex["full_range_rate"].append(float(np.mean(band.full_range)))
+        ex["fallback_rate"].append(float(np.mean(band.fallback)))
+        ex["n_cal"].append(n_cal)
+        ex["n_conformal"].append(n_conformal(cal_obj) or n_cal)
+        if band.sets01 is not None and all(v is not None for v in band.sets01):
+            ex["set_coverage"].append(M.set_coverage(band.sets01, yt))
+            ex["set_length"].append(M.set_length(band.sets01))
+        ex["n_test"].append(len(yt))
+        if groups is not None:
+            gc = M.group_coverage(band.lo01, band.hi01, yt, groups)
+            ex["worst_group_coverage"].append(min(v["coverage"] for v in gc.values()))
+            for g, v in gc.items():
+                d = self.per_group.setdefault(g, {"n": [], "coverage": [], "sharpness": []})
+                for k in d:
+                    d[k].append(v[k])
+
+    def method(self) -> str:
+        # auto can choose differently per split: say how often it chose what
+        m = self.methods
+        return (next(iter(m)) if len(m) == 1 else
+                ", ".join(f"{k} x{c}" for k, c in sorted(m.items(), key=lambda kv: -kv[1])))
+
+
+def _fit_predict(make_calibrator, pred, y01, cal, test, g_all, caught: list):
+    cal_obj = make_calibrator()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cal_obj.fit(pred.take(cal), y01[cal], groups=None if g_all is None else g_all[cal])
+        pt = pred.take(test)
+        band = cal_obj.predict(pt, groups=None if g_all is None else g_all[test])
+    caught.extend(str(x.message) for x in w)
+    return cal_obj, band, pt
+
+
 def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibrator], *,
                     seeds: int = 10, cal_frac: float = 0.5, groups=None, split_keys=None,
                     adjust_boundary: bool = False, n_ratings=None, seed0: int = 0) -> dict:
@@ -67,93 +124,55 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     nr = np.ones(n) if n_ratings is None else np.asarray(n_ratings, dtype=float)
     if adjust_boundary:
         check_on_grid(y01, make_calibrator().scale, nr)
-    before: dict[str, list] = {k: [] for k in BAND_METRICS}
-    after: dict[str, list] = {k: [] for k in BAND_METRICS}
-    extra: dict[str, list] = {"full_range_rate": [], "fallback_rate": [], "n_cal": [],
-                              "n_conformal": [], "n_test": [], "worst_group_coverage": [],
-                              "set_coverage": [], "set_length": []}
-    per_group: dict[str, dict[str, list]] = {}
-    methods: dict[str, int] = {}
-    alpha = None
-    caught: list[str] = []
+    rec = _Record()
     for s in range(seeds):
         rng = np.random.default_rng(seed0 + s)
         cal, test = split_indices(n, cal_frac, rng, split_keys)
         if len(cal) == 0 or len(test) == 0:
             raise InputError(f"split {s} left an empty calibration or test set (n={n}); "
                              "use more rows or another `cal_frac`")
-        cal_obj = make_calibrator()
-        with warnings.catch_warnings(record=True) as w:
-            warnings.simplefilter("always")
-            cal_obj.fit(pred.take(cal), y01[cal], groups=None if g_all is None else g_all[cal])
-            pt = pred.take(test)
-            band = cal_obj.predict(pt, groups=None if g_all is None else g_all[test])
-        caught.extend(str(x.message) for x in w)
+        cal_obj, band, pt = _fit_predict(make_calibrator, pred, y01, cal, test, g_all,
+                                         rec.warnings)
         if adjust_boundary:
             band = adjust_band(band, nr[test])
-        methods[band.method] = methods.get(band.method, 0) + 1
-        alpha = cal_obj.alpha
-        yt = y01[test]
-        if pred.lo is not None:
-            for k, v in M.interval_metrics(pt.median, pt.lo, pt.hi, yt).items():
-                before[k].append(v)
-        for k, v in M.interval_metrics(band.median01, band.lo01, band.hi01, yt).items():
-            after[k].append(v)
-        extra["full_range_rate"].append(float(np.mean(band.full_range)))
-        extra["fallback_rate"].append(float(np.mean(band.fallback)))
-        extra["n_cal"].append(len(cal))
-        extra["n_conformal"].append(n_conformal(cal_obj) or len(cal))
-        if band.sets01 is not None and all(v is not None for v in band.sets01):
-            extra["set_coverage"].append(M.set_coverage(band.sets01, yt))
-            extra["set_length"].append(M.set_length(band.sets01))
-        extra["n_test"].append(len(test))
-        if g_all is not None:
-            gc = M.group_coverage(band.lo01, band.hi01, yt, g_all[test])
-            extra["worst_group_coverage"].append(min(v["coverage"] for v in gc.values()))
-            for g, v in gc.items():
-                d = per_group.setdefault(g, {"n": [], "coverage": [], "sharpness": []})
-                for k in d:
-                    d[k].append(v[k])
-    # auto can choose differently per split: say how often it chose what
-    method = (next(iter(methods)) if len(methods) == 1 else
-              ", ".join(f"{m} x{c}" for m, c in sorted(methods.items(), key=lambda kv: -kv[1])))
+        rec.add(cal_obj, band, pt, y01[test], len(cal),
+                None if g_all is None else g_all[test])
     out = {
-        "method": method,
-        "alpha": alpha,
-        "n": n,
-        "seeds": seeds,
-        "cal_frac": cal_frac,
-        "adjust_boundary": adjust_boundary,
+        "method": rec.method(), "alpha": rec.alpha, "n": n, "seeds": seeds,
+        "cal_frac": cal_frac, "adjust_boundary": adjust_boundary,
         # the guarantee's n: the items the conformal step used (learned methods train on a
         # share of the calibration half first)
-        "theoretical_coverage": M.theoretical_coverage(int(np.mean(extra["n_conformal"])),
-                                                       alpha),
-        "n_cal": int(np.mean(extra["n_cal"])),
-        "after": {k: summarize(v) for k, v in after.items()},
+        "theoretical_coverage": M.theoretical_coverage(int(np.mean(rec.extra["n_conformal"])),
+                                                       rec.alpha),
+        "n_cal": int(np.mean(rec.extra["n_cal"])),
+        "after": {k: summarize(v) for k, v in rec.after.items()},
     }
     if pred.lo is not None:
-        out["before"] = {k: summarize(v) for k, v in before.items()}
-    width = make_calibrator().scale.width
+        out["before"] = {k: summarize(v) for k, v in rec.before.items()}
+    _summarize_extra(out, rec, make_calibrator().scale.width, g_all is not None)
+    if rec.warnings:
+        out["warnings"] = sorted(set(rec.warnings))
+    return out
+
+
+def _summarize_extra(out: dict, rec: _Record, width: float, grouped: bool) -> None:
     for part in ("before", "after"):
         if part in out:
             s = out[part]["sharpness"]
             out[part]["sharpness_native"] = {"mean": s["mean"] * width, "std": s["std"] * width}
-    if extra["set_coverage"]:
+    ex, after = rec.extra, out["after"]
+    if ex["set_coverage"]:
         # union-of-intervals prediction sets (R2CCP): their own coverage and total length,
         # beside the hull reported as the band
-        out["after"]["set_coverage"] = summarize(extra["set_coverage"])
-        out["after"]["set_length"] = summarize(extra["set_length"])
-        out["after"]["set_length_native"] = {k: v * width for k, v in
-                                             out["after"]["set_length"].items()}
-    out["after"]["full_range_rate"] = summarize(extra["full_range_rate"])
-    out["after"]["fallback_rate"] = summarize(extra["fallback_rate"])
-    if g_all is not None:
-        out["after"]["worst_group_coverage"] = summarize(extra["worst_group_coverage"])
+        after["set_coverage"] = summarize(ex["set_coverage"])
+        after["set_length"] = summarize(ex["set_length"])
+        after["set_length_native"] = {k: v * width for k, v in after["set_length"].items()}
+    after["full_range_rate"] = summarize(ex["full_range_rate"])
+    after["fallback_rate"] = summarize(ex["fallback_rate"])
+    if grouped:
+        after["worst_group_coverage"] = summarize(ex["worst_group_coverage"])
         out["groups"] = {
             g: {"n": int(round(np.mean(d["n"]))), "coverage": summarize(d["coverage"]),
                 "sharpness": summarize(d["sharpness"])}
-            for g, d in sorted(per_group.items())
+            for g, d in sorted(rec.per_group.items())
         }
-    if caught:
-        out["warnings"] = sorted(set(caught))
-    return out
