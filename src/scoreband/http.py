@@ -95,3 +95,28 @@ def post_json(url: str, body: dict, *, api_key: str = "", timeout: float = 60.0,
         except (ConnectionError, json.JSONDecodeError) as e:
             last = redact(f"{type(e).__name__}: {e}", api_key)
     raise error(f"endpoint failed after {retries + 1} attempts ({last})")
+
+
+class EndpointClient:
+    """What an OpenAI-compatible client keeps: the endpoint, the key (from $OPENAI_API_KEY
+    unless given), retry settings and a request counter; ``_post(path, body)`` sends one
+    JSON request through :func:`post_json` and raises ``error`` on failure."""
+
+    error: type[Exception] = RuntimeError
+
+    def _init_endpoint(self, base_url: str, api_key: str | None, *, timeout: float,
+                       retries: int, backoff: float) -> None:
+        import os
+
+        self.base_url = check_base_url(base_url)
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.requests_made = 0
+
+    def _count(self) -> None:
+        self.requests_made += 1
+
+    def _post(self, path: str, body: dict) -> dict:
+        return post_json(f"{self.base_url}/{path}", body, api_key=self._api_key,
+                         timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+                         error=self.error, on_request=self._count)

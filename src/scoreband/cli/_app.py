@@ -168,3 +168,23 @@ def warnings_to_console():
         warnings.simplefilter("always")
         yield
     print_warnings(dict.fromkeys(str(w.message) for w in caught))
+
+
+def run_study(description: str, run, out):
+    """Run a study with progress (``run(on_step)`` returns a StudyResult) and write it to
+    ``out``; returns the result."""
+    from scoreband.progress import step_status
+
+    with step_status(err, description) as step:
+        result = run(step)
+        result.write(out, on_step=step)
+    return result
+
+
+def finish_rows(res, error_column: str, action: str, summary: str) -> None:
+    """End of a row batch (score, judge, roundtrip): list the failed rows, print the
+    summary, and exit 1 when no row succeeded (a run that did nothing is a failure)."""
+    bad = report_error_column(res, error_column, action)
+    console.print(summary, soft_wrap=True)
+    if bad == len(res):
+        raise typer.Exit(1)

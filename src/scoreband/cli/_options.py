@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -9,28 +10,28 @@ import typer
 
 from scoreband.conformal import METHODS
 
+
+def _column(flag: str, help: str):
+    """An optional column-name option."""
+    return Annotated[str | None, typer.Option(flag, help=help)]
+
+
 Table_ = Annotated[Path, typer.Argument(help="Table: .csv .tsv .jsonl .json .parquet, or a "
                                               "Hugging Face datasets directory.")]
-TargetOpt = Annotated[str | None, typer.Option("--target", help="Column of the human target "
-                                                                 "(mean rating).")]
-RatingsOpt = Annotated[str | None, typer.Option(
-    "--ratings", help="Column of ';'-separated annotator ratings (replaces --target; the "
-                      "target is their mean and the achievable grid follows from their count).")]
+TargetOpt = _column("--target", "Column of the human target (mean rating).")
+RatingsOpt = _column("--ratings", "Column of ';'-separated annotator ratings (replaces "
+                     "--target; the target is their mean and the achievable grid follows from "
+                     "their count).")
 ScaleOpt = Annotated[str, typer.Option("--scale", help="Native scale of the target, 'A,B' "
                                                         "(e.g. 1,5 or 0,1).")]
-MedianOpt = Annotated[str | None, typer.Option("--median", help="Column of the point "
-                                                                 "prediction.")]
-LoOpt = Annotated[str | None, typer.Option("--lo", help="Column of the uncalibrated 90 % "
-                                                         "interval's lower end (for CRC).")]
-HiOpt = Annotated[str | None, typer.Option("--hi", help="Column of the uncalibrated 90 % "
-                                                         "interval's upper end (for CRC).")]
-FeaturesOpt = Annotated[str | None, typer.Option(
-    "--features", help="Comma list (or glob, e.g. 'logp_*') of feature columns for learned "
-                       "calibrators.")]
-EmbeddingOpt = Annotated[str | None, typer.Option(
-    "--embedding", help="Comma list or glob of embedding columns (for k-means clusters).")]
-GroupsOpt = Annotated[str | None, typer.Option("--groups", help="Column of group / task "
-                                                                 "labels.")]
+MedianOpt = _column("--median", "Column of the point prediction.")
+LoOpt = _column("--lo", "Column of the uncalibrated 90 % interval's lower end (for CRC).")
+HiOpt = _column("--hi", "Column of the uncalibrated 90 % interval's upper end (for CRC).")
+FeaturesOpt = _column("--features", "Comma list (or glob, e.g. 'logp_*') of feature columns "
+                                    "for learned calibrators.")
+EmbeddingOpt = _column("--embedding", "Comma list or glob of embedding columns (for k-means "
+                                      "clusters).")
+GroupsOpt = _column("--groups", "Column of group / task labels.")
 MethodOpt = Annotated[str, typer.Option(
     "--method", help=METHODS.help_text() + ". cqr, chr and r2ccp learn on --features; auto "
                      "picks the narrowest on a share of the calibration items and "
@@ -68,3 +69,43 @@ ScorerOpt = Annotated[str | None, typer.Option(
                         "refuses predictions from another scorer.")]
 
 
+
+
+#: the options evaluate and calibrate share (one definition): name -> (type, default)
+CALIBRATION_OPTIONS = {
+    "scale": (ScaleOpt, ...), "target": (TargetOpt, None), "ratings": (RatingsOpt, None),
+    "median": (MedianOpt, None), "lo": (LoOpt, None), "hi": (HiOpt, None),
+    "features": (FeaturesOpt, None), "embedding": (EmbeddingOpt, None),
+    "groups": (GroupsOpt, None), "method": (MethodOpt, "split"), "alpha": (AlphaOpt, 0.1),
+    "mondrian": (MondrianOpt, False), "adjust_boundary": (AdjustOpt, False),
+    "n_ratings": (NRatingsOpt, None), "pred_scale": (PredScaleOpt, None),
+    "clusters": (KOpt, "auto"), "small_group": (SmallOpt, "marginal"),
+    "id_col": (IdOpt, None), "map_": (MapOpt, "none"), "randomize": (RandomizeOpt, None),
+}
+COLUMN_KEYS = ("scale", "target", "ratings", "median", "lo", "hi", "features", "embedding",
+               "groups", "id_col", "pred_scale")
+CONFIG_KEYS = ("method", "alpha", "mondrian", "clusters", "small_group", "randomize",
+               "adjust_boundary")
+
+
+def with_options(options: dict):
+    """Give a command taking ``**opts`` the named options as well as its own (typer reads
+    the signature set here), so an option list shared by commands is written once."""
+    def add(fn):
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=t,
+                                   default=d) for name, (t, d) in options.items()]
+        fn.__signature__ = sig.replace(parameters=own + extra)
+        return fn
+
+    return add
+
+
+def split_options(opts: dict) -> tuple[dict, dict]:
+    """``(columns, calibration config)`` for :mod:`scoreband.api` from the shared options."""
+    cols = {k: opts[k] for k in COLUMN_KEYS}
+    cols["features"] = cols["features"] or ()
+    cols["embedding"] = cols["embedding"] or ()
+    cfg = {k: opts[k] for k in CONFIG_KEYS} | {"map": opts["map_"]}
+    return cols, cfg

@@ -19,28 +19,15 @@ from scoreband.cli._app import (
     warn,
 )
 from scoreband.cli._options import (
-    AdjustOpt,
-    AlphaOpt,
-    EmbeddingOpt,
-    FeaturesOpt,
+    CALIBRATION_OPTIONS,
     GroupsOpt,
     HiOpt,
-    IdOpt,
-    KOpt,
     LoOpt,
-    MapOpt,
     MedianOpt,
-    MethodOpt,
-    MondrianOpt,
-    NRatingsOpt,
-    PredScaleOpt,
-    RandomizeOpt,
-    RatingsOpt,
-    ScaleOpt,
     ScorerOpt,
-    SmallOpt,
     Table_,
-    TargetOpt,
+    split_options,
+    with_options,
 )
 
 
@@ -51,20 +38,6 @@ def _fmt(d) -> str:
     if m is None or (isinstance(m, float) and np.isnan(m)):
         return "-"
     return f"{m:.3f} ± {s:.3f}"
-
-
-def _columns(scale, target, ratings, median, lo, hi, features, embedding, groups, id_col,
-             pred_scale, split_by=None) -> dict:
-    return dict(scale=scale, target=target, ratings=ratings, median=median, lo=lo, hi=hi,
-                features=features or (), embedding=embedding or (), groups=groups,
-                split_by=split_by, id_col=id_col, pred_scale=pred_scale)
-
-
-def _config(method, alpha, mondrian, clusters, small_group, map_, randomize,
-            adjust_boundary) -> dict:
-    return dict(method=method, alpha=alpha, mondrian=mondrian, clusters=clusters,
-                small_group=small_group, map=map_, randomize=randomize,
-                adjust_boundary=adjust_boundary)
 
 
 def print_metrics_table(res: dict, title: str) -> None:
@@ -109,35 +82,17 @@ def print_metrics_table(res: dict, title: str) -> None:
 # ------------------------------------------------------------------ evaluate
 @app.command()
 @guard
+@with_options(CALIBRATION_OPTIONS)
 def evaluate(
     table: Table_,
-    scale: ScaleOpt = ...,
-    target: TargetOpt = None,
-    ratings: RatingsOpt = None,
-    median: MedianOpt = None,
-    lo: LoOpt = None,
-    hi: HiOpt = None,
-    features: FeaturesOpt = None,
-    embedding: EmbeddingOpt = None,
-    groups: GroupsOpt = None,
-    method: MethodOpt = "split",
-    alpha: AlphaOpt = 0.1,
     seeds: Annotated[int, typer.Option("--seeds", help="Number of random splits.")] = 10,
     cal_frac: Annotated[float, typer.Option("--cal-frac", help="Calibration share of each "
                                                                "split.")] = 0.5,
-    mondrian: MondrianOpt = False,
-    adjust_boundary: AdjustOpt = False,
-    n_ratings: NRatingsOpt = None,
     split_by: Annotated[str | None, typer.Option(
         "--split-by", help="Rows sharing this column's value stay on one side of every "
                            "split.")] = None,
-    pred_scale: PredScaleOpt = None,
-    clusters: KOpt = "auto",
-    small_group: SmallOpt = "marginal",
-    id_col: IdOpt = None,
-    map_: MapOpt = "none",
-    randomize: RandomizeOpt = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
+    **opts,
 ):
     """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
 
@@ -149,16 +104,14 @@ def evaluate(
     from scoreband.progress import step_status
 
     df = api.read_table(table)
-    cols = _columns(scale, target, ratings, median, lo, hi, features, embedding, groups,
-                    id_col, pred_scale, split_by)
-    cfg = _config(method, alpha, mondrian, clusters, small_group, map_, randomize,
-                  adjust_boundary)
+    cols, cfg = split_options(opts)
     with step_status(err, f"calibrating over {seeds} splits ..."):
-        res = api.evaluate(df, cols, cfg, seeds=seeds, cal_frac=cal_frac, n_ratings=n_ratings)
+        res = api.evaluate(df, {**cols, "split_by": split_by}, cfg, seeds=seeds,
+                           cal_frac=cal_frac, n_ratings=opts["n_ratings"])
     report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
     res["table"] = str(table)
     print_warnings(res.get("warnings", []))
-    print_metrics_table(res, f"{res['method']} · alpha={alpha} · n={res['n']} · "
+    print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
                              f"{seeds} seeds")
     if out:
         from scoreband.provenance import provenance
@@ -177,30 +130,12 @@ def _row_error(d: dict):
 # ------------------------------------------------------------------ calibrate
 @app.command()
 @guard
+@with_options(CALIBRATION_OPTIONS)
 def calibrate(
     table: Table_,
     out: Annotated[Path, typer.Option("--out", help="Calibrator JSON to write.")],
-    scale: ScaleOpt = ...,
-    target: TargetOpt = None,
-    ratings: RatingsOpt = None,
-    median: MedianOpt = None,
-    lo: LoOpt = None,
-    hi: HiOpt = None,
-    features: FeaturesOpt = None,
-    embedding: EmbeddingOpt = None,
-    groups: GroupsOpt = None,
-    method: MethodOpt = "split",
-    alpha: AlphaOpt = 0.1,
-    mondrian: MondrianOpt = False,
-    adjust_boundary: AdjustOpt = False,
-    n_ratings: NRatingsOpt = None,
-    pred_scale: PredScaleOpt = None,
-    clusters: KOpt = "auto",
-    small_group: SmallOpt = "marginal",
-    id_col: IdOpt = None,
-    map_: MapOpt = "none",
-    randomize: RandomizeOpt = None,
     scorer_id: ScorerOpt = None,
+    **opts,
 ):
     """Fit a calibrator on every usable row and save it as versioned JSON.
 
@@ -210,11 +145,8 @@ def calibrate(
     from scoreband import api
 
     df = api.read_table(table)
-    cols = _columns(scale, target, ratings, median, lo, hi, features, embedding, groups,
-                    id_col, pred_scale)
-    cfg = _config(method, alpha, mondrian, clusters, small_group, map_, randomize,
-                  adjust_boundary)
-    fit = api.calibrate(df, cols, cfg, n_ratings=n_ratings, scorer_id=scorer_id,
+    cols, cfg = split_options(opts)
+    fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
                         on_warning=warn)
     report_rows(fit.errors, len(df))
     fit.save(out)

@@ -11,9 +11,10 @@ from scoreband.cli._app import (
     app,
     console,
     err,
+    finish_rows,
     guard,
-    report_error_column,
     report_rows,
+    run_study,
     text_or_file,
 )
 from scoreband.cli._options import AlphaOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
@@ -95,11 +96,9 @@ def judge(
         "labels": prompt.labels}})
     journal.unlink(missing_ok=True)
     reused = res.attrs.get("reused_rows", 0)
-    report_error_column(res, "judge_error", "could not be judged")
-    console.print(f"wrote {out}: {len(res) - bad} of {len(res)} rows judged by {j.name}"
-                  + (f" ({reused} resumed from the journal)" if reused else ""))
-    if bad == len(res):
-        raise typer.Exit(1)
+    finish_rows(res, "judge_error", "could not be judged",
+                f"wrote {out}: {len(res) - bad} of {len(res)} rows judged by {j.name}"
+                + (f" ({reused} resumed from the journal)" if reused else ""))
 
 
 # ------------------------------------------------------------------ judge-study
@@ -143,7 +142,6 @@ def judge_study(
     output). With TABLE: e.g. scoreband judge-study judged.csv --judge llava='logp_*'
     --target human --scale 1,5 --task-col task
     """
-    from scoreband.progress import step_status
     from scoreband.records import Scale
     from scoreband.studies import judge as study
 
@@ -158,10 +156,8 @@ def judge_study(
                                        n_ratings=n_ratings)
     errors = data.pop("errors")
     report_rows(errors, len(data["y01"]) + len(errors))
-    with step_status(err, "judge study ...") as step:
-        result = study.run(data.pop("judges"), data.pop("y01"), data.pop("tasks"),
-                           data.pop("n_ratings"), seeds=seeds, alpha=alpha,
-                           threshold=threshold, simulated=table is None, on_step=step,
-                           map_method=map_method, **data)
-        result.write(out, on_step=step)
+    result = run_study("judge study ...", lambda step: study.run(
+        data.pop("judges"), data.pop("y01"), data.pop("tasks"), data.pop("n_ratings"),
+        seeds=seeds, alpha=alpha, threshold=threshold, simulated=table is None, on_step=step,
+        map_method=map_method, **data), out)
     console.print(result.markdown, soft_wrap=True)

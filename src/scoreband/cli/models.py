@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from scoreband.backbones import BACKBONES
-from scoreband.cli._app import app, console, err, fail, guard, report_error_column, report_rows
+from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
 from scoreband.cli._options import AlphaOpt, KOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
 
 
@@ -177,7 +177,7 @@ def score(
     journal.unlink(missing_ok=True)  # the table is complete
     if res.attrs.get("reused_rows"):
         console.print(f"{res.attrs['reused_rows']} rows resumed from {journal}")
-    bad = report_error_column(res, run["error_column"], "not scored")
+    bad = int((res[run["error_column"]] != "").sum())
     n_trunc = int(res.get("band_truncated", res.get("truncated", 0)).sum()) if len(res) else 0
     if n_trunc:
         err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
@@ -186,6 +186,5 @@ def score(
     if n_ood:
         err.print(f"[yellow]{n_ood} of {len(res)} rows are outside what the model knows "
                   "(band_ood says why): their bands are guesses[/]")
-    console.print(f"scored {len(res) - bad} of {len(res)} rows -> {out}")
-    if bad == len(res):  # as judge and roundtrip: a run that scored nothing is a failure
-        raise typer.Exit(1)
+    finish_rows(res, run["error_column"], "not scored",
+                f"scored {len(res) - bad} of {len(res)} rows -> {out}")

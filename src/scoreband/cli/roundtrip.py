@@ -13,9 +13,10 @@ from scoreband.cli._app import (
     console,
     err,
     fail,
+    finish_rows,
     guard,
-    report_error_column,
     report_rows,
+    run_study,
 )
 from scoreband.cli._options import AlphaOpt, NRatingsOpt, Table_, TargetOpt
 from scoreband.roundtrip.encoders import ENCODERS
@@ -108,14 +109,12 @@ def roundtrip(
     write_table(res, out)
     write_provenance(out, components)
     journal.unlink(missing_ok=True)
-    report_error_column(res, "roundtrip_error", "not scored")
     reused = res.attrs.get("reused_rows", 0)
-    console.print(f"wrote {out}: {len(res) - bad} of {len(res)} rows scored"
-                  + (f" ({reused} resumed)" if reused else "")
-                  + f"; mean score {np.nanmean(res['roundtrip_score']):.4f}"
-                  if len(res) > bad else f"wrote {out}: no row could be scored")
-    if bad == len(res):
-        raise typer.Exit(1)
+    finish_rows(res, "roundtrip_error", "not scored",
+                f"wrote {out}: {len(res) - bad} of {len(res)} rows scored"
+                + (f" ({reused} resumed)" if reused else "")
+                + f"; mean score {np.nanmean(res['roundtrip_score']):.4f}"
+                if len(res) > bad else f"wrote {out}: no row could be scored")
 
 
 @app.command("roundtrip-study")
@@ -155,16 +154,13 @@ def roundtrip_study(
     Without TABLE: the embedded world (correct reference captions for the validation study;
     corrupted captions with 3 simulated annotators each for the band).
     """
-    from scoreband.progress import step_status
     from scoreband.records import Scale
     from scoreband.studies import roundtrip as study
 
     gen, enc = _components(generator, encoder, steps, size, guidance, device, dtype, base_url,
                            Path(out) / "generations")
-    with step_status(err, "round-trip study ...") as step:
-        result = study.run(gen, enc, table=table, n=n, n_gen=n_gen, image_col=image_col,
-                           text_col=text_col, target=target, scale=Scale.parse(scale),
-                           n_ratings=n_ratings, alpha=alpha, seeds=seeds, on_step=step,
-                           progress=err, on_rows=report_rows)
-        result.write(out, on_step=step)
+    result = run_study("round-trip study ...", lambda step: study.run(
+        gen, enc, table=table, n=n, n_gen=n_gen, image_col=image_col, text_col=text_col,
+        target=target, scale=Scale.parse(scale), n_ratings=n_ratings, alpha=alpha,
+        seeds=seeds, on_step=step, progress=err, on_rows=report_rows), out)
     console.print(result.markdown, soft_wrap=True)

@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, err, guard
+from scoreband.cli._app import app, console, guard, run_study
 from scoreband.cli._options import AlphaOpt
 
 
@@ -29,13 +29,10 @@ def demo(
     quantile scorer and its MC-dropout baseline, CRC and cluster calibration over repeated
     splits. Writes results.json, results.md, widths.png and examples.png to --out.
     """
-    from scoreband.progress import step_status
     from scoreband.studies.demo import run
 
-    with step_status(err, "demo: scoring the three test sets ...") as step:
-        result = run(n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes,
-                     on_step=step)
-        result.write(out, on_step=step)
+    result = run_study("demo: scoring the three test sets ...", lambda step: run(
+        n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out)
     _print_demo(result.doc, alpha, seeds, n_test)
     console.print(f"wrote {out}/results.json, results.md, widths.png, examples.png "
                   f"({result.doc['_meta']['seconds']} s)")

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import conformal_quantile, open_tied_edges, tie_keep_probability
+from scoreband.conformal._core import open_tied_edges
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.bins import (
     TargetClasses,
@@ -21,7 +21,7 @@ from scoreband.conformal.bins import (
     nested_scores,
     target_classes,
 )
-from scoreband.conformal.split import warn_too_small
+from scoreband.conformal.split import quantile_params
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions
 
@@ -72,14 +72,7 @@ class _Learned(Calibrator):
 
     def _fit_params(self, pred, y):
         """The conformal step: quantile of the method's conformity scores."""
-        s = self.conformity(pred, y)
-        q = conformal_quantile(s, self.alpha)
-        if math.isinf(q):
-            warn_too_small(len(y), self.alpha)
-        params = {"q": q, "n": len(y)}
-        if self.randomize:
-            params["tie_keep"] = tie_keep_probability(s, q, self.alpha)
-        return params
+        return quantile_params(self.conformity(pred, y), self.alpha, self.randomize)
 
     def _check_pred(self, pred):
         _features(pred, self.method)

@@ -48,6 +48,21 @@ def absolute_residual_interval(median_cal, y_cal, median_test, alpha: float):
     return mt - q, mt + q, q
 
 
+
+def quantile_params(scores: np.ndarray, alpha: float, randomize: bool, *,
+                    overwrite: bool = False) -> dict:
+    """The conformal step shared by every score-based method: the conformal quantile ``q``
+    of the conformity ``scores`` (a warning when n is too small for alpha), ``n``, and with
+    ``randomize`` the probability of keeping an edge tied with ``q``."""
+    n = len(scores)
+    q = conformal_quantile(scores, alpha, overwrite=overwrite and not randomize)
+    if math.isinf(q):
+        warn_too_small(n, alpha)
+    params = {"q": q, "n": n}
+    if randomize:
+        params["tie_keep"] = tie_keep_probability(scores, q, alpha)
+    return params
+
 @register
 class SplitConformal(Calibrator):
     """Absolute-residual split conformal: ``[m - q, m + q]`` (clipped to [0, 1] by default).
@@ -74,13 +89,7 @@ class SplitConformal(Calibrator):
     def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
         r = np.subtract(y01, pred.median)
         np.abs(r, out=r)
-        q = conformal_quantile(r, self.alpha, overwrite=not self.randomize)
-        if math.isinf(q):
-            warn_too_small(len(y01), self.alpha)
-        params = {"q": q, "n": len(y01)}
-        if self.randomize:
-            params["tie_keep"] = tie_keep_probability(r, q, self.alpha)
-        return params
+        return quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize)
 
     def _apply(self, pred: Predictions, params: dict):
         q = params["q"]

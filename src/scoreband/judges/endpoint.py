@@ -20,18 +20,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from pathlib import Path
 
-from scoreband.http import check_base_url, public_url
+from scoreband.http import EndpointClient, public_url
 from scoreband.io import atomic_write_text
 from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import canonical_token, find_score_position, fold_top_logprobs
 
 __all__ = ["OpenAIJudge"]
 
-class OpenAIJudge:
+class OpenAIJudge(EndpointClient):
     """Judge through ``POST {base_url}/chat/completions`` (see module docstring)."""
+
+    error = JudgeError
 
     def __init__(self, model: str, prompt: JudgePrompt, *,
                  base_url: str = "https://api.openai.com/v1", api_key: str | None = None,
@@ -40,13 +41,11 @@ class OpenAIJudge:
         self.model = model
         self.name = f"openai:{model}"
         self.prompt = prompt
-        self.base_url = check_base_url(base_url)
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self._init_endpoint(base_url, api_key, timeout=float(timeout), retries=int(retries),
+                            backoff=float(backoff))
         self.top_logprobs = int(top_logprobs)
         self.max_tokens = int(max_tokens)
-        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self.requests_made = 0
 
     def describe(self) -> dict:
         return {"judge": self.name, "endpoint": public_url(self.base_url), **self._decoding()}
@@ -54,17 +53,6 @@ class OpenAIJudge:
     def _decoding(self) -> dict:
         return {"temperature": 0.0, "top_logprobs": self.top_logprobs,
                 "max_tokens": self.max_tokens}
-
-    # ------------------------------------------------------------------ transport
-    def _post(self, body: dict) -> dict:
-        from scoreband.http import post_json
-
-        def count():
-            self.requests_made += 1
-
-        return post_json(f"{self.base_url}/chat/completions", body, api_key=self._api_key,
-                         timeout=self.timeout, retries=self.retries, backoff=self.backoff,
-                         error=JudgeError, on_request=count)
 
     # ------------------------------------------------------------------ judging
     def judge(self, image_path: Path, text: str) -> JudgeResult:
@@ -84,7 +72,7 @@ class OpenAIJudge:
                 {"type": "image_url", "image_url": {
                     "url": f"data:{mime};base64,{base64.b64encode(image).decode()}"}}]}],
                 "logprobs": True, **self._decoding()}
-            resp = self._post(body)
+            resp = self._post("chat/completions", body)
             if cached is not None:
                 # cached only once it is a well-formed answer: failures are asked again
                 self._parse(resp)

@@ -19,7 +19,6 @@ import base64
 import hashlib
 import io
 import json
-import os
 import re
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from PIL import Image
 
 from scoreband.errors import InputError
 from scoreband.files import model_source
-from scoreband.http import check_base_url, public_url
+from scoreband.http import EndpointClient, public_url
 from scoreband.registry import Registry
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, render
 
@@ -199,11 +198,13 @@ class DiffusersGenerator:
 
 
 # ------------------------------------------------------------------ endpoint
-class OpenAIImageGenerator:
+class OpenAIImageGenerator(EndpointClient):
     """``openai:MODEL``: ``POST {base_url}/images/generations`` with ``response_format``
     ``b64_json``. The seed is part of the cache key; it is sent to the server only with
     ``send_seed=True`` (OpenAI's own API has no seed, so several generations there differ by
     the service's randomness and are not reproducible)."""
+
+    error = GenerationError
 
     def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1",
                  size: int = 512, timeout: float = 120.0, retries: int = 4,
@@ -211,26 +212,15 @@ class OpenAIImageGenerator:
                  api_key: str | None = None):
         self.model = model
         self.name = f"openai:{model}"
-        self.base_url = check_base_url(base_url)
-        self.size, self.timeout, self.retries, self.backoff = size, timeout, retries, backoff
+        self._init_endpoint(base_url, api_key, timeout=timeout, retries=retries,
+                            backoff=backoff)
+        self.size = size
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.send_seed = send_seed
-        self._key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        self.requests_made = 0
 
     def describe(self) -> dict:
         return {"generator": self.name, "endpoint": public_url(self.base_url), "size": self.size,
                 "send_seed": self.send_seed}
-
-    def _post(self, body: dict) -> dict:
-        from scoreband.http import post_json
-
-        def count():
-            self.requests_made += 1
-
-        return post_json(f"{self.base_url}/images/generations", body, api_key=self._key,
-                         timeout=self.timeout, retries=self.retries, backoff=self.backoff,
-                         error=GenerationError, on_request=count)
 
     def generate(self, caption: str, seed: int) -> Image.Image:
         key = hashlib.sha256(json.dumps({"endpoint": public_url(self.base_url), "model": self.model,
@@ -244,7 +234,7 @@ class OpenAIImageGenerator:
                 "size": f"{self.size}x{self.size}", "response_format": "b64_json"}
         if self.send_seed:
             body["seed"] = int(seed)
-        resp = self._post(body)
+        resp = self._post("images/generations", body)
         try:
             data = base64.b64decode(resp["data"][0]["b64_json"])
             img = Image.open(io.BytesIO(data)).convert("RGB")

@@ -34,11 +34,16 @@ from torch import nn
 
 from scoreband.errors import InputError
 from scoreband.records import QUANTILE_LEVELS, Predictions
-from scoreband.scorers.heads import PointHead, count_crossings
-from scoreband.scorers.losses import centered_interval_loss, pinball_loss
+from scoreband.scorers.heads import PointHead
 from scoreband.scorers.model import HEAD_KINDS
 from scoreband.scorers.pairs import take_rows
-from scoreband.scorers.train import TrainConfig, cluster_labels, fit_head, group_batches
+from scoreband.scorers.train import (
+    TrainConfig,
+    cluster_labels,
+    fit_head,
+    fit_quantile_heads,
+    group_batches,
+)
 
 __all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
            "FORMAT"]
@@ -171,21 +176,6 @@ def _fine_tune_point(backbone, heads, train, va, y_tr, y_va, cfg, on_epoch, repo
     return labels, cinfo, tr_trunc
 
 
-def _fit_quantile_heads(heads, h_tr, y_tr, h_va, y_va, labels, cfg, on_epoch) -> dict:
-    """Each quantile head initialised from the point head and fitted with its loss."""
-    out = {}
-    for name, (_, loss_name) in HEAD_KINDS.items():
-        head = heads.heads[name]
-        head.init_from_point(heads.point)
-        fn = centered_interval_loss if loss_name == "ci" else pinball_loss
-        r = fit_head(head, fn, h_tr, y_tr, h_va, y_va, labels, epochs=cfg.head_epochs,
-                     **_head_kw(cfg, on_epoch, name))
-        with torch.no_grad():
-            r["val_crossings"] = count_crossings(head(h_va))
-        out[name] = {"loss": loss_name, **r}
-    return out
-
-
 def _calibrate_heads(out: Path, backbone, ca: dict, alpha: float) -> dict:
     """CRC of the saved model's chained head on the calibration half, saved beside it."""
     from scoreband.conformal import CRC, save_calibrator
@@ -243,8 +233,9 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
     report["clusters"] = cinfo
     report["train_truncated"] = int(tr_trunc.sum())
     heads.eval()
-    report["heads"] = _fit_quantile_heads(heads, h_tr, y_tr, h_va, y_va, labels, cfg,
-                                          on_epoch)
+    report["heads"] = fit_quantile_heads(
+        heads, h_tr, y_tr, h_va, y_va, labels,
+        lambda name: dict(epochs=cfg.head_epochs, **_head_kw(cfg, on_epoch, name)))
     report["seconds"] = round(time.perf_counter() - t0, 1)
     BackboneScorer.save(out, backbone, heads, report,
                         backbone_state=None if cfg.freeze_backbone else

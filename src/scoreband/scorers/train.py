@@ -219,20 +219,30 @@ def _fit_heads(model, train, val, cfg: TrainConfig, on_epoch) -> tuple[dict, dic
                           for s in range(0, len(y_va), 512)])
         emb = model.backbone.image_embedding(px_tr).numpy()
     hlabels, hinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
-    report_heads = {}
+
+    def fit_kw(name):
+        return dict(lr=cfg.head_lr, epochs=cfg.head_epochs, batch_size=cfg.batch_size,
+                    weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
+                    on_epoch=(lambda ep, vl: on_epoch(name, ep, float("nan"), vl))
+                    if on_epoch else None)
+
+    return fit_quantile_heads(model, h_tr, y_tr, h_va, y_va, hlabels, fit_kw), hinfo
+
+
+def fit_quantile_heads(model, h_tr, y_tr, h_va, y_va, labels, fit_kw) -> dict:
+    """Every quantile head of ``model`` (anything with ``.heads`` by kind and ``.point``)
+    initialised from the point head and fitted with its loss on cached representations;
+    ``fit_kw(name)`` gives :func:`fit_head`'s settings. Returns the report per head."""
+    report = {}
     for name, (_, loss_name) in HEAD_KINDS.items():
         head = model.heads[name]
         head.init_from_point(model.point)
         loss_fn = centered_interval_loss if loss_name == "ci" else pinball_loss
-        r = fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, hlabels, lr=cfg.head_lr,
-                     epochs=cfg.head_epochs, batch_size=cfg.batch_size,
-                     weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
-                     on_epoch=(lambda ep, vl, name=name: on_epoch(name, ep, float("nan"), vl))
-                     if on_epoch else None)
+        r = fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, labels, **fit_kw(name))
         with torch.no_grad():
             crossings = count_crossings(head(h_va))
-        report_heads[name] = {"loss": loss_name, **r, "val_crossings": crossings}
-    return report_heads, hinfo
+        report[name] = {"loss": loss_name, **r, "val_crossings": crossings}
+    return report
 
 
 def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
