@@ -184,6 +184,14 @@ def test_train_calibrate_score_end_to_end(kind, models, tables, tmp_path):
     assert list((out / "cache").glob("reps-*.safetensors"))  # frozen: cached representations
     meta = json.loads((out / "config.json").read_text())
     assert meta["backbone_name"] == spec and meta["training"]["n_calibration"] == 40
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "scoreband train" in card and "| chained_ci |" in card and "omega" in card
+    from scoreband.scorers import load_scorer
+    from scoreband.scorers.backbone_scorer import BackboneScorer
+    from scoreband.scorers.model import QuantileScorer
+
+    assert isinstance(load_scorer(out), BackboneScorer)
+    assert isinstance(load_scorer("embedded:default"), QuantileScorer)
     scored = tmp_path / "scored.csv"
     r = runner.invoke(app, ["score", str(tables["test"]), "--model", str(out), "--out",
                             str(scored)])

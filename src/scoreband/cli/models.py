@@ -91,6 +91,7 @@ def train(
     if train_table is None and backbone != "embedded:default":
         fail(f"--backbone {backbone}: give a TRAIN_TABLE of human ratings to train heads on it "
              "(only the embedded scorer trains on the embedded world)")
+    command = "scoreband train " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
     with step_status(err, "training ...", every_s=5) as step:
         def on_epoch(stage, ep, *losses):
             step(f"{stage}: epoch {ep}, val {losses[-1]:.5f}")
@@ -101,9 +102,9 @@ def train(
                                     ratings=ratings, val=val, image_col=image_col,
                                     text_col=text_col, n_ratings=n_ratings, device=device,
                                     dtype=dtype, image_size=image_size, cfg=cfg,
-                                    on_rows=report_rows, on_epoch=on_epoch)
+                                    on_rows=report_rows, on_epoch=on_epoch,
+                                    command=command)
             return _print_table_run(report, out)
-        command = "scoreband train " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
         run = train_embedded(out, TrainConfig(**common), n_train=n_train, n_val=n_val,
                              annotators=annotators, command=command, on_epoch=on_epoch,
                              on_step=step)

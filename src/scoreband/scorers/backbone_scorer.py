@@ -192,7 +192,7 @@ def _calibrate_heads(out: Path, backbone, ca: dict, alpha: float) -> dict:
 
 
 def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfig | None = None,
-                          on_epoch=None) -> dict:
+                          on_epoch=None, command: str = "") -> dict:
     """Train heads (and optionally the backbone) on ``train`` and ``val`` dicts with
     ``images`` (PIL), ``texts``, ``y01``, ``image_ids`` and ``scale`` (records.Scale), and
     ``n_ratings`` (per-row counts or a number) on ``val``; write the model to ``out_dir``."""
@@ -241,30 +241,31 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
                         backbone_state=None if cfg.freeze_backbone else
                         backbone.trainable().state_dict())
     report["calibration"] = _calibrate_heads(out, backbone, ca, cfg.alpha)
-    _write_card(out, report)
+    _write_card(out, report, command)
     return report
 
 
-def _write_card(out: Path, report: dict) -> None:
-    from scoreband.io import atomic_write_text
+def _write_card(out: Path, report: dict, command: str = "") -> None:
+    from scoreband.scorers.card import write_model_card
 
-    b = report["backbone"]
-    lines = ["# Model card (scoreband quantile scorer on a backbone)", "",
-             f"* backbone: `{b.get('backbone')}` (weights sha256 {b.get('weights_sha256')}), "
-             f"dtype {b.get('dtype')}",
-             f"* training: {report['n_train']} rows; early stopping on {report['n_early_stop']}; "
-             f"CRC calibration on {report['n_calibration']} held-out validation rows",
-             f"* backbone {'frozen (cached representations)' if report['train_config']['freeze_backbone'] else 'fine-tuned'}",
-             f"* point head: {report['point']['epochs']} epochs, best val MSE "
-             f"{report['point']['best_val']:.5f}"]
-    for k, v in report["heads"].items():
-        lines.append(f"* {k}: {v['epochs']} epochs, best val {v['best_val']:.5f}, "
-                     f"{v['val_crossings']} crossings on validation")
-    lines.append(f"* calibration: omega {report['calibration']['omega']}, beta "
-                 f"{report['calibration']['beta']}")
-    lines.append(f"* {report['train_truncated']} training captions were truncated to the "
-                 "text tower's length")
-    atomic_write_text(out / "MODEL_CARD.md", "\n".join(lines) + "\n")
+    b, cfg = report["backbone"], report["train_config"]
+    write_model_card(
+        out, title="quantile scorer on a backbone",
+        description=f"Quantile heads (point, chained + centered interval loss, chained + "
+        f"pinball, unconstrained + pinball) on `{b.get('backbone')}` (weights sha256 "
+        f"{b.get('weights_sha256')}, dtype {b.get('dtype')}).",
+        command=command, seconds=report["seconds"],
+        facts=[f"training: {report['n_train']} rows; early stopping on "
+               f"{report['n_early_stop']}; CRC calibration on {report['n_calibration']} "
+               "held-out validation rows",
+               "backbone " + ("frozen (cached representations)" if cfg["freeze_backbone"]
+                              else "fine-tuned"),
+               f"point head: {report['point']['epochs']} epochs, best val MSE "
+               f"{report['point']['best_val']:.5f}",
+               f"{report['train_truncated']} training captions were truncated to the text "
+               "tower's length"],
+        heads=report["heads"],
+        calibration={**report["calibration"], "source": "held-out validation rows"})
 
 
 class BackboneScorer:
@@ -375,7 +376,7 @@ def train_on_table(table, out_dir, backbone: str, *, scale, target=None, ratings
                    val=None, image_col: str = "image", text_col: str = "caption",
                    n_ratings=None, device: str = "cpu", dtype: str = "float32",
                    image_size=None, cfg: BackboneTrainConfig | None = None, on_rows=None,
-                   on_epoch=None) -> dict:
+                   on_epoch=None, command: str = "") -> dict:
     """Train heads on ``backbone`` from a table of (image, caption, human target) rows and
     write the model folder (heads, calibrator, model card, provenance). ``val``: a second
     table (half early stopping, half CRC calibration); default 20 % of ``table`` held out.
@@ -405,7 +406,8 @@ def train_on_table(table, out_dir, backbone: str, *, scale, target=None, ratings
     else:
         tr, va = split_holdout(tr, cfg.seed)
     bb = load_backbone(backbone, device=device, dtype=dtype, image_size=image_size)
-    report = train_backbone_scorer(bb, tr, va, out_dir, cfg, on_epoch=on_epoch)
+    report = train_backbone_scorer(bb, tr, va, out_dir, cfg, on_epoch=on_epoch,
+                                   command=command)
     write_provenance(Path(out_dir) / "model", {"backbone": bb.describe()},
                      files={"calibrator": Path(out_dir) / "calibrator.json"})
     return report

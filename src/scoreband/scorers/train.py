@@ -378,39 +378,23 @@ def heldout_metrics(model_dir, n: int = 1000, seed: int = 9) -> dict:
 
 
 def write_model_card(model_dir, command: str, report: dict, calib: dict, heldout: dict) -> Path:
-    """MODEL_CARD.md: how the model was trained (exact command), and what it reaches."""
-    import torch as _torch
-
-    from scoreband import __version__
+    """MODEL_CARD.md of the embedded scorer (see :mod:`scoreband.scorers.card`)."""
+    from scoreband.scorers.card import write_model_card as write_card
 
     s1 = report["stage1"]
-    lines = [
-        "# embedded quantile scorer", "",
-        "A tiny joint-attention cross-encoder (conv stem -> one token per 16x16 patch, caption "
-        "words, 2 transformer layers of width 64) with a point head and three quantile heads "
-        "(chained + centered interval loss, chained + pinball, unconstrained + pinball), trained "
-        "from scratch on CPU on the embedded synthetic world. Simulated data only: it scores "
-        "the embedded world's images and captions, nothing else.", "",
-        "## How it was trained", "", "```", command, "```", "",
-        f"scoreband {__version__}, torch {_torch.__version__}, "
-        f"{report['seconds']} s on {_torch.get_num_threads()} CPU threads.",
-        f"Training items: {report['n_train']}, validation items: {report['n_val']}; point stage "
-        f"ran {s1['epoch']} epochs (best validation MSE {s1['best']:.4f}); group batching with "
-        f"k = {s1['clusters']['k']} clusters.", "",
-        "| head | loss | epochs | best val loss | crossed val items |", "|---|---|---|---|---|",
-    ]
-    for k, v in report["heads"].items():
-        lines.append(f"| {k} | {v['loss']} | {v['epochs']} | {v['best_val']:.4f} | "
-                     f"{v['val_crossings']} |")
-    lines += ["", f"Calibrator: CRC on the chained CI-loss head, omega = {calib['omega']:.2f}, "
-              f"beta = {calib['beta']:.4f}, fitted on {calib['n']} fresh in-domain items.", "",
-              "## Held-out metrics (fresh 5-annotator test set)", ""]
-    lines += [f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}"
-              for k, v in heldout.items()]
-    lines.append("")
-    path = Path(model_dir) / "MODEL_CARD.md"
-    atomic_write_text(path, "\n".join(lines))
-    return path
+    return write_card(
+        model_dir, title="embedded quantile scorer",
+        description="A tiny joint-attention cross-encoder (conv stem -> one token per 16x16 "
+        "patch, caption words, 2 transformer layers of width 64) with a point head and three "
+        "quantile heads (chained + centered interval loss, chained + pinball, unconstrained + "
+        "pinball), trained from scratch on CPU on the embedded synthetic world. Simulated data "
+        "only: it scores the embedded world's images and captions, nothing else.",
+        command=command, seconds=report["seconds"],
+        facts=[f"training items: {report['n_train']}, validation items: {report['n_val']}",
+               f"point stage: {s1['epoch']} epochs, best validation MSE {s1['best']:.4f}",
+               f"group batching with k = {s1['clusters']['k']} clusters"],
+        heads=report["heads"],
+        calibration={**calib, "source": "fresh in-domain items"}, heldout=heldout)
 
 
 def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) -> None:
