@@ -261,6 +261,19 @@ class Band:
     def __len__(self) -> int:
         return len(self.lo01)
 
+    def take(self, idx) -> Band:
+        """The bands of a subset of items (index array or boolean mask)."""
+        from dataclasses import replace
+
+        def sel(v):
+            return None if v is None else np.asarray(v)[idx]
+
+        return replace(self, lo01=self.lo01[idx], median01=self.median01[idx],
+                       hi01=self.hi01[idx], group=sel(self.group),
+                       full_range=self.full_range[idx], fallback=self.fallback[idx],
+                       sets01=None if self.sets01 is None else
+                       [self.sets01[i] for i in np.arange(len(self.lo01))[idx]])
+
     @property
     def lo(self) -> np.ndarray:
         return self.scale.from01(self.lo01)

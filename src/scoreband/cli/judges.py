@@ -160,4 +160,4 @@ def judge_study(
         data.pop("judges"), data.pop("y01"), data.pop("tasks"), data.pop("n_ratings"),
         seeds=seeds, alpha=alpha, threshold=threshold, simulated=table is None, on_step=step,
         map_method=map_method, **data), out)
-    console.print(result.markdown, soft_wrap=True)
+    console.print(result.markdown, soft_wrap=True, markup=False)

@@ -163,4 +163,4 @@ def roundtrip_study(
         gen, enc, table=table, n=n, n_gen=n_gen, image_col=image_col, text_col=text_col,
         target=target, scale=Scale.parse(scale), n_ratings=n_ratings, alpha=alpha,
         seeds=seeds, on_step=step, progress=err, on_rows=report_rows), out)
-    console.print(result.markdown, soft_wrap=True)
+    console.print(result.markdown, soft_wrap=True, markup=False)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, guard, run_study
-from scoreband.cli._options import AlphaOpt
+from scoreband.cli._options import AlphaOpt, NRatingsOpt, RatingsOpt, TargetOpt
 
 
 @app.command()
@@ -68,3 +68,93 @@ def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
         console.print(f"  {mark}  {f['claim']} ({f['value']:.3f})")
     sh = doc["ood_painting_shift"]["chained_ci"]["after"]["coverage"]
     console.print(f"calibrated in domain, applied to ood_painting: coverage {sh['mean']:.3f}")
+
+
+# ------------------------------------------------------------------ stress
+def _csv(value: str | None, what: str, cast=str) -> list | None:
+    if value is None:
+        return None
+    try:
+        return [cast(v.strip()) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"{what}: expected a comma list, got {value!r}") from None
+
+
+@app.command()
+@guard
+def stress(
+    table: Annotated[Path | None, typer.Argument(
+        help="Table of (image, caption, human target) rows; omit for the embedded world "
+             "(photo vs painting) and the bundled model.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("stress"),
+    model: Annotated[Path | None, typer.Option(
+        "--model", help="A model folder from `scoreband train` (default: the bundled "
+                        "model).")] = None,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    scale: Annotated[str, typer.Option("--scale", help="Native scale of the target.")] = "1,5",
+    n_ratings: NRatingsOpt = None,
+    image_col: Annotated[str, typer.Option("--image-col")] = "image",
+    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    domain_col: Annotated[str | None, typer.Option(
+        "--domain-col", help="Column naming each row's domain (for the shift study).")] = None,
+    in_domain: Annotated[str | None, typer.Option(
+        "--in-domain", help="The --domain-col value calibration is done on (default: the "
+                            "most frequent).")] = None,
+    distortions: Annotated[str | None, typer.Option(
+        "--distortions", help="Comma list of blur, noise, jpeg, cutout, elastic, contrast "
+                              "(default: all).")] = None,
+    levels: Annotated[str | None, typer.Option(
+        "--levels", help="Comma list of light, moderate, strong, extreme (default: all; "
+                         "clean is always included).")] = None,
+    ks: Annotated[str, typer.Option("--k", help="Cluster counts for the k-sensitivity.")]
+    = "1,2,4,8,16,32,63",
+    n: Annotated[int, typer.Option("--n", min=40, help="World: items per style.")] = 1500,
+    alpha: AlphaOpt = 0.1,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Resplits of the domain-"
+                                                               "shift study.")] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the split and the "
+                                                     "distortions.")] = 0,
+):
+    """How bands react to distortions, domain shift, caption length and k.
+
+    Calibrated on clean in-domain items, applied to six distortions at four levels each
+    (albumentations, a fixed seed per item), to out-of-domain items (plain and weighted
+    conformal, full switch and 80/20 -> 20/80 mixture), to short vs long captions, and the
+    cluster-conservative rule for each k. Writes results.json, results.md and figures
+    (widths_by_distortion.png, k_curve.png, domain_widths.png, examples_by_level.png).
+
+    Example: scoreband stress --out stress; on your data: scoreband stress pairs.csv
+    --model DIR --target human --scale 1,5 --domain-col source
+    """
+    from scoreband.studies import stress as study
+
+    kw = dict(distortions=_csv(distortions, "--distortions"), levels=_csv(levels, "--levels"),
+              ks=_csv(ks, "--k", int), alpha=alpha, seed=seed, seeds=seeds, n=n)
+    study.parse_distortions(kw["distortions"], kw["levels"])  # fail before any work
+    scorer = items = sc = None
+    if model is not None:
+        from scoreband.scorers import load_scorer
+
+        scorer = load_scorer(model)
+    if table is not None:
+        items, in_domain, sc = _stress_table(table, scale, target, ratings, image_col,
+                                             text_col, domain_col, in_domain, n_ratings)
+    result = run_study("stress study ...", lambda step: study.run(
+        scorer, items=items, in_domain=in_domain, scale=sc, on_step=step, **kw), out)
+    console.print(result.markdown, soft_wrap=True, markup=False)
+    console.print(f"wrote {out}/results.json, results.md and figures "
+                  f"({result.doc['seconds']} s)")
+
+
+def _stress_table(table, scale, target, ratings, image_col, text_col, domain_col, in_domain,
+                  n_ratings):
+    from scoreband.cli._app import report_rows
+    from scoreband.io import read_table
+    from scoreband.records import Scale
+    from scoreband.studies.stress import table_items
+
+    return table_items(read_table(table), scale=Scale.parse(scale), target=target,
+                       ratings=ratings, image_col=image_col, text_col=text_col,
+                       domain_col=domain_col, in_domain=in_domain,
+                       base_dir=Path(table).parent, n_ratings=n_ratings, on_rows=report_rows)

@@ -31,8 +31,21 @@ from scoreband.records import Band, Predictions
 __all__ = ["WeightedSplit", "weighted_thresholds", "likelihood_ratio_weights",
            "effective_sample_size", "shift_test", "SmallEffectiveSample"]
 
-#: Below this effective sample size the weighted band is flagged as unreliable.
+#: Below this effective sample size the weighted band is flagged as unreliable ...
 MIN_ESS = 30
+#: ... and below this share of the calibration items: the weights then rest on the few
+#: calibration items nearest the test domain. Measured on the embedded world (calibrated on
+#: photos only, tested on paintings): effective sample 70 of 750 (9 %), coverage 0.78 instead
+#: of 0.90, worse than unweighted; with a 20 % painting share in calibration: 678 of 1500
+#: (45 %), coverage 0.89.
+MIN_ESS_SHARE = 0.10
+#: A shift-test AUC at or above this: the domains (nearly) do not overlap.
+NO_OVERLAP_AUC = 0.98
+
+
+def too_few_effective(ess: float, n: int) -> bool:
+    """Whether the weights leave too small an effective sample (absolute or as a share)."""
+    return ess < max(MIN_ESS, MIN_ESS_SHARE * n)
 
 
 class SmallEffectiveSample(UserWarning):
@@ -134,8 +147,10 @@ class WeightedSplit(Calibrator):
     ``pred.embedding`` at fit and predict (e.g. the scorer's image or joint embedding).
 
     ``last_shift_`` holds the effective sample size of the weights and the shift test of the
-    last ``predict``; an effective sample below :data:`MIN_ESS` is warned about and flagged
-    on the band (``note="small_effective_sample"``).
+    last ``predict``; an effective sample below :data:`MIN_ESS` (or :data:`MIN_ESS_SHARE` of
+    the calibration items) is warned about and flagged
+    on the band (``note="small_effective_sample"``), and so are domains a classifier tells
+    apart almost perfectly (AUC >= :data:`NO_OVERLAP_AUC`, ``note="no_overlap"``).
 
     Examples
     --------
@@ -179,17 +194,28 @@ class WeightedSplit(Calibrator):
                             "weights_max_share": float(w_cal.max() / w_cal.sum())}
         if min(len(Xc), len(pred.embedding)) >= 10:
             self.last_shift_.update(shift_test(Xc, pred.embedding))
-        if ess < MIN_ESS:
+        if too_few_effective(ess, len(scores)):
             warnings.warn(f"weighted conformal: the shift weights leave an effective sample of "
-                          f"{ess:.1f} of {len(scores)} calibration items (< {MIN_ESS}): the "
-                          "domains barely overlap, so many bands are the whole scale",
+                          f"{ess:.1f} of {len(scores)} calibration items (below "
+                          f"{max(MIN_ESS, MIN_ESS_SHARE * len(scores)):.0f}): the domains "
+                          "barely overlap, the weights rest on a few items and the coverage "
+                          "guarantee does not hold; calibrate on items like these",
                           SmallEffectiveSample, stacklevel=3)
+        elif self.last_shift_.get("auc", 0.0) >= NO_OVERLAP_AUC:
+            warnings.warn(f"weighted conformal: a classifier tells these items from the "
+                          f"calibration items almost perfectly (AUC "
+                          f"{self.last_shift_['auc']:.3f}): the domains do not overlap, the "
+                          "weights extrapolate and the coverage guarantee does not hold; "
+                          "calibrate on items like these", SmallEffectiveSample, stacklevel=3)
         full = ~np.isfinite(q)
         qq = np.where(full, 0.0, q)
         return pred.median - qq, pred.median + qq, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         band = super().predict(pred, groups)
-        if self.last_shift_ and self.last_shift_["effective_sample_size"] < MIN_ESS:
+        sh = self.last_shift_
+        if sh and too_few_effective(sh["effective_sample_size"], sh["n_cal"]):
             band.note = "small_effective_sample"
+        elif self.last_shift_ and self.last_shift_.get("auc", 0.0) >= NO_OVERLAP_AUC:
+            band.note = "no_overlap"
         return band

@@ -13,7 +13,9 @@ import numpy as np  # noqa: E402
 
 from scoreband.io import atomic_path  # noqa: E402
 
-__all__ = ["width_figure", "examples_figure", "reliability_figure", "roundtrip_figure"]
+__all__ = ["width_figure", "examples_figure", "reliability_figure", "roundtrip_figure",
+           "stress_width_figure", "k_curve_figure", "domain_width_figure",
+           "distortion_examples_figure"]
 
 
 def _save(fig, path) -> Path:
@@ -100,4 +102,94 @@ def roundtrip_figure(path, matched, mismatched, validation: dict) -> Path:
                  f"[{validation['auroc_ci'][0]:.3f}, {validation['auroc_ci'][1]:.3f}], "
                  f"gap {validation['gap']:.3f}")
     ax.legend(loc="upper left")
+    return _save(fig, path)
+
+
+def stress_width_figure(path, widths: dict[str, dict[str, np.ndarray]]) -> Path:
+    """Violins of band widths per distortion (one panel each) and level."""
+    names = list(widths)
+    cols = min(3, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False,
+                             sharey=True)
+    for ax, name in zip(axes.flat, names, strict=False):
+        levels = list(widths[name])
+        data = [np.asarray(widths[name][lv], dtype=float) for lv in levels]
+        parts = ax.violinplot(data, showmedians=True)
+        for b in parts["bodies"]:
+            b.set_alpha(0.6)
+        ax.set_xticks(np.arange(1, len(levels) + 1), levels, fontsize=7, rotation=20)
+        ax.set_title(name, fontsize=9)
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("band width (native scale)", fontsize=8)
+    fig.suptitle("Band widths under distortion (calibrated on clean items)", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def k_curve_figure(path, ks: dict[str, dict]) -> Path:
+    """Coverage and mean width of the cluster-conservative rule against k (log2 axis),
+    the automatic choice marked."""
+    k = np.array([int(x) for x in ks])
+    order = np.argsort(k)
+    k = k[order]
+    vals = [ks[str(x)] for x in k]
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    ax.plot(k, [v["width"] for v in vals], "o-", color="C0", label="mean width")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("clusters k")
+    ax.set_ylabel("mean band width (native scale)", color="C0")
+    ax2 = ax.twinx()
+    ax2.plot(k, [v["coverage"] for v in vals], "s--", color="C1", label="coverage")
+    ax2.set_ylabel("coverage", color="C1")
+    ax2.set_ylim(0.5, 1.0)
+    for x, v in zip(k, vals, strict=True):
+        if v["auto"]:
+            ax.axvline(x, color="grey", ls=":", lw=1)
+            ax.annotate(f"auto k={x}", (x, ax.get_ylim()[1]), fontsize=8, ha="left",
+                        va="top")
+    ax.set_title("k-sensitivity of the cluster-conservative rule", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def domain_width_figure(path, shift: dict, target: float | None = None) -> Path:
+    """Mean band width in and out of domain, plain and weighted, with coverage on top."""
+    rows = [("in domain", shift["in_domain"]), ("out of domain", shift["out_of_domain"]),
+            ("out, weighted", shift["out_of_domain_weighted"]),
+            ("mixture", shift["mixture"]["unweighted"]),
+            ("mixture, weighted", shift["mixture"]["weighted"])]
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    x = np.arange(len(rows))
+    ax.bar(x, [r[1]["width"] for r in rows], color=["C0", "C3", "C2", "C3", "C2"])
+    for i, (_, r) in enumerate(rows):
+        ax.annotate(f"cover {r['coverage']:.2f}", (i, r["width"]), ha="center", va="bottom",
+                    fontsize=8)
+    ax.set_xticks(x, [r[0] for r in rows], fontsize=8, rotation=15)
+    ax.set_ylabel("mean band width (native scale)")
+    ax.set_title("Domain shift: split conformal, plain (red) and weighted (green)",
+                 fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def distortion_examples_figure(path, examples: dict[str, list], levels) -> Path:
+    """One item under every distortion (rows) at every level (columns)."""
+    names = list(examples)
+    fig, axes = plt.subplots(len(names), len(levels), figsize=(1.3 * len(levels),
+                                                               1.35 * len(names)),
+                             squeeze=False)
+    for r, name in enumerate(names):
+        for c, lv in enumerate(levels):
+            ax = axes[r, c]
+            ax.imshow(examples[name][c])
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(lv, fontsize=8)
+            if c == 0:
+                ax.set_ylabel(name, fontsize=8)
+    fig.tight_layout()
     return _save(fig, path)
