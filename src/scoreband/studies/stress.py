@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import time
 import warnings
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
