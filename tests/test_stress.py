@@ -130,3 +130,12 @@ def test_stress_on_a_table_with_a_domain_column(tmp_path):
     r = runner.invoke(app, ["stress", str(tmp_path / "one.csv"), "--target", "human",
                             "--domain-col", "domain", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "has one value" in " ".join(r.output.split()), r.output
+
+
+def test_score_prints_a_shift_alarm_for_out_of_domain_rows(tmp_path):
+    for style, expect in (("photo", "no shift detected"), ("painting", "shift alarm")):
+        d = tmp_path / style
+        assert runner.invoke(app, ["world", "--out", str(d), "--n", "60", "--style",
+                                   style]).exit_code == 0
+        r = runner.invoke(app, ["score", str(d / "world.csv"), "--out", str(d / "s.csv")])
+        assert r.exit_code == 0 and expect in r.output, r.output

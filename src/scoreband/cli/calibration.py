@@ -203,6 +203,6 @@ def _print_shift(shift: dict | None) -> None:
         return
     alarm = ("[yellow]shift alarm:[/] these rows look unlike the calibration items"
              if shift["p_value"] < 0.01 else "no shift detected")
-    err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g}); "
-              f"effective sample of the weights {shift['effective_sample_size']:.0f} of "
-              f"{shift['n_cal']}")
+    ess = (f"; effective sample of the weights {shift['effective_sample_size']:.0f} of "
+           f"{shift['n_cal']}" if "effective_sample_size" in shift else "")
+    err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g})" + ess)

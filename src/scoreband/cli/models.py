@@ -187,5 +187,8 @@ def score(
     if n_ood:
         err.print(f"[yellow]{n_ood} of {len(res)} rows are outside what the model knows "
                   "(band_ood says why): their bands are guesses[/]")
+    from scoreband.cli.calibration import _print_shift
+
+    _print_shift(res.attrs.get("shift"))
     finish_rows(res, run["error_column"], "not scored",
                 f"scored {len(res) - bad} of {len(res)} rows -> {out}")

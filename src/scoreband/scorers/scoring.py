@@ -66,6 +66,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     lo = np.full(n, np.nan)
     hi = np.full(n, np.nan)
     reused = 0
+    emb: list = []
 
     with row_progress(progress, "scoring", n) as update, RowJournal(journal) as jr:
         for s in range(0, n, batch_size):
@@ -103,6 +104,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                 ood[i] = scorer.tokenizer.out_of_vocabulary(text)
             if pos:
                 pred = scorer.predict(np.stack(imgs), texts, head=head)
+                emb.append(pred.embedding)
                 band = cal.predict(pred)
                 med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
             for i, key in keys.items():
@@ -119,10 +121,29 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     out["band_ood"] = ood  # why the band may not mean much for this row ("" when none)
     out["scorer_fingerprint"] = scorer.fingerprint
     out.attrs["reused_rows"] = reused
+    out.attrs["shift"] = shift_alarm(scorer, doc, np.concatenate(emb) if emb else None)
     comps = {"backbone": {"backbone": model, "weights_sha256": scorer.fingerprint,
                           "preprocessing": {"size": size, "interpolation": "bicubic",
                                             "range": [-1, 1]}, "dtype": "float32"}}
     return out, int((errors != "").sum()), comps
+
+
+def shift_alarm(scorer, calibrator_doc: dict, embeddings, n_ref: int = 500) -> dict | None:
+    """Do the scored rows look like the items the calibrator was fitted on? A classifier
+    two-sample test between their image embeddings and those of (a sample of) the
+    calibration items, which the embedded models regenerate from the world seed their
+    calibrator records. None when there is nothing to compare with."""
+    from scoreband.conformal import shift_test
+
+    cs = calibrator_doc.get("inputs", {}).get("calibration_set", {})
+    if embeddings is None or len(embeddings) < 20 or "seed" not in cs:
+        return None
+    from scoreband.world import make_dataset
+
+    ds = make_dataset(min(n_ref, int(cs.get("n", n_ref))), int(cs["seed"]),
+                      n_annotators=int(cs.get("n_annotators", 3)), name="calibration")
+    ref = scorer.predict(ds.images, ds.captions).embedding
+    return {**shift_test(ref, embeddings), "reference": f"{len(ref)} calibration items"}
 
 
 def _num(v) -> float | None:
