@@ -122,12 +122,17 @@ def example_table() -> Path:
 
 
 # ------------------------------------------------------------------ evaluate
+#: the miscoverage levels of the calibration curve (nominal vs empirical coverage)
+CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
+
+
 def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 0.5,
-             n_ratings: int | None = None) -> dict:
+             n_ratings: int | None = None, curve: bool = False) -> dict:
     """Repeated calibration / test splits of ``table``: coverage, sharpness, UPS and tau-c
     before and after calibration (mean and std over ``seeds``), per group when the columns
     name groups, and the theoretical coverage band. Skipped rows are listed under
-    ``"skipped_rows"``."""
+    ``"skipped_rows"``. ``curve``: also the empirical coverage at each level of
+    :data:`CURVE_ALPHAS` (at most 3 splits each), as ``"calibration_curve"``."""
     from scoreband.studies.protocol import evaluate_splits
 
     spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
@@ -140,6 +145,16 @@ def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 
                           adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings)
     res["scale"] = spec.scale.to_dict()
     res["skipped_rows"] = [e.__dict__ for e in inp.errors]
+    if curve:
+        res["calibration_curve"] = []
+        for a in CURVE_ALPHAS:
+            mk = replace(cfg, alpha=a).factory(spec.scale, spec.groups is not None)
+            r = evaluate_splits(inp.pred, inp.y01, mk, seeds=min(seeds, 3), cal_frac=cal_frac,
+                                groups=inp.groups, split_keys=inp.split_keys,
+                                adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings)
+            res["calibration_curve"].append({"alpha": a, "nominal": 1 - a,
+                                             "coverage": r["after"]["coverage"]["mean"],
+                                             "width": r["after"]["sharpness_native"]["mean"]})
     return res
 
 

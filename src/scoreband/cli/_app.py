@@ -170,14 +170,14 @@ def warnings_to_console():
     print_warnings(dict.fromkeys(str(w.message) for w in caught))
 
 
-def run_study(description: str, run, out):
+def run_study(description: str, run, out, html=None):
     """Run a study with progress (``run(on_step)`` returns a StudyResult) and write it to
-    ``out``; returns the result."""
+    ``out`` with its HTML report (``html``, default OUT/report.html); returns the result."""
     from scoreband.progress import step_status
 
     with step_status(err, description) as step:
         result = run(step)
-        result.write(out, on_step=step)
+        result.write(out, on_step=step, html=html or "report.html")
     return result
 
 

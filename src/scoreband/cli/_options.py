@@ -109,3 +109,7 @@ def split_options(opts: dict) -> tuple[dict, dict]:
     cols["embedding"] = cols["embedding"] or ()
     cfg = {k: opts[k] for k in CONFIG_KEYS} | {"map": opts["map_"]}
     return cols, cfg
+
+
+HtmlOpt = Annotated[Path | None, typer.Option(
+    "--html", help="Write the HTML report here (default for studies: OUT/report.html).")]

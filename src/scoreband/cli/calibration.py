@@ -22,6 +22,7 @@ from scoreband.cli._options import (
     CALIBRATION_OPTIONS,
     GroupsOpt,
     HiOpt,
+    HtmlOpt,
     LoOpt,
     MedianOpt,
     ScorerOpt,
@@ -92,6 +93,10 @@ def evaluate(
         "--split-by", help="Rows sharing this column's value stay on one side of every "
                            "split.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
+    html: HtmlOpt = None,
+    curve: Annotated[bool | None, typer.Option(
+        "--curve/--no-curve", help="Also the calibration curve (coverage at alpha 0.05 ... "
+                                   "0.5; default: with --html).")] = None,
     **opts,
 ):
     """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
@@ -107,18 +112,24 @@ def evaluate(
     cols, cfg = split_options(opts)
     with step_status(err, f"calibrating over {seeds} splits ..."):
         res = api.evaluate(df, {**cols, "split_by": split_by}, cfg, seeds=seeds,
-                           cal_frac=cal_frac, n_ratings=opts["n_ratings"])
+                           cal_frac=cal_frac, n_ratings=opts["n_ratings"],
+                           curve=html is not None if curve is None else curve)
     report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
     res["table"] = str(table)
     print_warnings(res.get("warnings", []))
     print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
                              f"{seeds} seeds")
-    if out:
-        from scoreband.provenance import provenance
+    from scoreband.provenance import provenance
 
-        res["provenance"] = provenance({"input_table": str(table)})
+    res["provenance"] = provenance({"input_table": str(table)})
+    if out:
         write_json(out, res)
         console.print(f"wrote {out}")
+    if html:
+        from scoreband.report.html import write_report
+
+        write_report([res], html)
+        console.print(f"wrote {html}")
 
 
 def _row_error(d: dict):

@@ -17,7 +17,7 @@ from scoreband.cli._app import (
     run_study,
     text_or_file,
 )
-from scoreband.cli._options import AlphaOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
+from scoreband.cli._options import AlphaOpt, HtmlOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
 from scoreband.judges.registry import JUDGES
 
 
@@ -130,13 +130,14 @@ def judge_study(
         "--map-method", help="Bands of the reliability map: split (around the judge's own "
                              "score: can its absolute scores be used?) or r2ccp (a model "
                              "re-learned on its log-probs). Both are computed.")] = "split",
+    html: HtmlOpt = None,
 ):
     """Calibrate judges' log-probs: methods, Mondrian, boundary, reliability map.
 
     The judge-uncertainty protocol: split CP, CQR and R2CCP, Mondrian by task on/off, boundary
     adjustment on/off, judge fusion, over --seeds random 50/50 splits; per-task reliability
-    map with RSG and a recommendation. Writes results.json, results.md and
-    reliability_map.png.
+    map with RSG and a recommendation. Writes results.json, results.md,
+    reliability_map.png and report.html.
 
     Without TABLE it runs on the SIMULATED judges of the embedded world (labelled so in every
     output). With TABLE: e.g. scoreband judge-study judged.csv --judge llava='logp_*'
@@ -159,5 +160,5 @@ def judge_study(
     result = run_study("judge study ...", lambda step: study.run(
         data.pop("judges"), data.pop("y01"), data.pop("tasks"), data.pop("n_ratings"),
         seeds=seeds, alpha=alpha, threshold=threshold, simulated=table is None, on_step=step,
-        map_method=map_method, **data), out)
+        map_method=map_method, **data), out, html)
     console.print(result.markdown, soft_wrap=True, markup=False)

@@ -18,7 +18,7 @@ from scoreband.cli._app import (
     report_rows,
     run_study,
 )
-from scoreband.cli._options import AlphaOpt, NRatingsOpt, Table_, TargetOpt
+from scoreband.cli._options import AlphaOpt, HtmlOpt, NRatingsOpt, Table_, TargetOpt
 from scoreband.roundtrip.encoders import ENCODERS
 from scoreband.roundtrip.generators import GENERATORS
 
@@ -142,14 +142,15 @@ def roundtrip_study(
     device: Annotated[str, typer.Option("--device")] = "cpu",
     dtype: Annotated[str, typer.Option("--dtype")] = "float32",
     base_url: Annotated[str, typer.Option("--base-url")] = "https://api.openai.com/v1",
+    html: HtmlOpt = None,
 ):
     """Validate the round-trip score and calibrate a band around it.
 
     The round-trip validation study (matched vs shuffled captions: mean gap and AUROC with
     bootstrap 95 % intervals), plus a calibrated band around the round-trip score where human
     ratings exist (split CP on an isotonic map of the score, CRC with the seed spread as the
-    raw interval; --seeds random splits). Writes results.json, results.md and
-    roundtrip_scores.png.
+    raw interval; --seeds random splits). Writes results.json, results.md,
+    roundtrip_scores.png and report.html.
 
     Without TABLE: the embedded world (correct reference captions for the validation study;
     corrupted captions with 3 simulated annotators each for the band).
@@ -162,5 +163,5 @@ def roundtrip_study(
     result = run_study("round-trip study ...", lambda step: study.run(
         gen, enc, table=table, n=n, n_gen=n_gen, image_col=image_col, text_col=text_col,
         target=target, scale=Scale.parse(scale), n_ratings=n_ratings, alpha=alpha,
-        seeds=seeds, on_step=step, progress=err, on_rows=report_rows), out)
+        seeds=seeds, on_step=step, progress=err, on_rows=report_rows), out, html)
     console.print(result.markdown, soft_wrap=True, markup=False)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, guard, run_study
-from scoreband.cli._options import AlphaOpt, NRatingsOpt, RatingsOpt, TargetOpt
+from scoreband.cli._options import AlphaOpt, HtmlOpt, NRatingsOpt, RatingsOpt, TargetOpt
 
 
 @app.command()
@@ -22,20 +22,21 @@ def demo(
     = 10,
     alpha: AlphaOpt = 0.1,
     mc_passes: Annotated[int, typer.Option("--mc-passes", help="MC-dropout passes.")] = 25,
+    html: HtmlOpt = None,
 ):
     """Run everything on the embedded world, with no download.
 
     Three test sets (clean multi-annotator, noisy single-annotator, painting-style out of domain), the bundled
     quantile scorer and its MC-dropout baseline, CRC and cluster calibration over repeated
-    splits. Writes results.json, results.md, widths.png and examples.png to --out.
+    splits. Writes results.json, results.md, widths.png, examples.png and report.html to --out.
     """
     from scoreband.studies.demo import run
 
     result = run_study("demo: scoring the three test sets ...", lambda step: run(
-        n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out)
+        n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out, html)
     _print_demo(result.doc, alpha, seeds, n_test)
-    console.print(f"wrote {out}/results.json, results.md, widths.png, examples.png "
-                  f"({result.doc['_meta']['seconds']} s)")
+    console.print(f"wrote {out}/results.json, results.md, widths.png, examples.png and "
+                  f"{html or Path(out) / 'report.html'} ({result.doc['_meta']['seconds']} s)")
 
 
 def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
@@ -115,14 +116,15 @@ def stress(
                                                                "shift study.")] = 10,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the split and the "
                                                      "distortions.")] = 0,
+    html: HtmlOpt = None,
 ):
     """How bands react to distortions, domain shift, caption length and k.
 
     Calibrated on clean in-domain items, applied to six distortions at four levels each
     (albumentations, a fixed seed per item), to out-of-domain items (plain and weighted
     conformal, full switch and 80/20 -> 20/80 mixture), to short vs long captions, and the
-    cluster-conservative rule for each k. Writes results.json, results.md and figures
-    (widths_by_distortion.png, k_curve.png, domain_widths.png, examples_by_level.png).
+    cluster-conservative rule for each k. Writes results.json, results.md, report.html and
+    figures (widths_by_distortion.png, k_curve.png, domain_widths.png, examples_by_level.png).
 
     Example: scoreband stress --out stress; on your data: scoreband stress pairs.csv
     --model DIR --target human --scale 1,5 --domain-col source
@@ -141,10 +143,10 @@ def stress(
         items, in_domain, sc = _stress_table(table, scale, target, ratings, image_col,
                                              text_col, domain_col, in_domain, n_ratings)
     result = run_study("stress study ...", lambda step: study.run(
-        scorer, items=items, in_domain=in_domain, scale=sc, on_step=step, **kw), out)
+        scorer, items=items, in_domain=in_domain, scale=sc, on_step=step, **kw), out, html)
     console.print(result.markdown, soft_wrap=True, markup=False)
-    console.print(f"wrote {out}/results.json, results.md and figures "
-                  f"({result.doc['seconds']} s)")
+    console.print(f"wrote {out}/results.json, results.md, figures and "
+                  f"{html or Path(out) / 'report.html'} ({result.doc['seconds']} s)")
 
 
 def _stress_table(table, scale, target, ratings, image_col, text_col, domain_col, in_domain,

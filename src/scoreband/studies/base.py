@@ -29,9 +29,15 @@ class StudyResult:
 
     def __post_init__(self) -> None:
         self.doc = {"study": self.kind, **self.doc}
+        if "provenance" not in self.doc and "provenance" not in self.doc.get("_meta", {}):
+            from scoreband.provenance import provenance
 
-    def write(self, out_dir, *, on_step: Callable[[str], None] | None = None) -> list[Path]:
-        """Write ``results.json``, ``results.md`` and the figures into ``out_dir``."""
+            self.doc["provenance"] = provenance({})
+
+    def write(self, out_dir, *, on_step: Callable[[str], None] | None = None,
+              html: str | Path | None = "report.html") -> list[Path]:
+        """Write ``results.json``, ``results.md``, the figures and the HTML report (``html``:
+        a path, relative to ``out_dir``, or None for none) into ``out_dir``."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "results.json", self.doc)
@@ -42,4 +48,10 @@ class StudyResult:
         for name, draw in self.figures:
             draw(out / name)
             paths.append(out / name)
+        if html is not None:
+            from scoreband.report.html import write_report
+
+            if on_step:
+                on_step("writing the HTML report")
+            paths.append(write_report([self.doc], out / html))
         return paths

@@ -58,6 +58,7 @@ class _Record:
         self.per_group: dict[str, dict[str, list]] = {}
         self.methods: dict[str, int] = {}
         self.warnings: list[str] = []
+        self.widths: list[np.ndarray] = []  # native-scale widths, pooled over the splits
         self.alpha = None
 
     def add(self, cal_obj, band, pt, yt, n_cal: int, groups=None) -> None:
@@ -68,6 +69,7 @@ class _Record:
                 self.before[k].append(v)
         for k, v in M.interval_metrics(band.median01, band.lo01, band.hi01, yt).items():
             self.after[k].append(v)
+        self.widths.append(np.asarray(band.hi - band.lo, dtype=float))
         ex = self.extra
         ex["full_range_rate"].append(float(np.mean(band.full_range)))
         ex["fallback_rate"].append(float(np.mean(band.fallback)))
@@ -168,6 +170,10 @@ def _summarize_extra(out: dict, rec: _Record, width: float, grouped: bool) -> No
         after["set_length"] = summarize(ex["set_length"])
         after["set_length_native"] = {k: v * width for k, v in after["set_length"].items()}
     after["full_range_rate"] = summarize(ex["full_range_rate"])
+    # the distribution of band widths (native scale) over every test item of every split
+    w = np.concatenate(rec.widths) if rec.widths else np.zeros(0)
+    after["width_quantiles"] = {f"q{int(q * 100):02d}": float(np.quantile(w, q))
+                                for q in (0, 0.05, 0.25, 0.5, 0.75, 0.95, 1)} if len(w) else {}
     after["fallback_rate"] = summarize(ex["fallback_rate"])
     if grouped:
         after["worst_group_coverage"] = summarize(ex["worst_group_coverage"])

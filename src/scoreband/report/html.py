@@ -1,0 +1,384 @@
+"""One self-contained HTML report for any results file (evaluate, demo, judge-study,
+roundtrip-study, stress): a verdict first, then figures (inline SVG from matplotlib), tables,
+the definition of every metric and the provenance. Jinja2 renders the page; nothing is
+fetched when it is opened (no scripts, fonts or images from elsewhere)."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from scoreband.files import atomic_write_text
+
+__all__ = ["render_report", "write_report", "kind_of", "DEFINITIONS"]
+
+DEFINITIONS = [
+    ("coverage", "Share of held-out items whose human score lies inside their band; the "
+                 "target is 1 - alpha (0.90 for alpha = 0.1)."),
+    ("theoretical coverage band", "Where split-conformal coverage lands with n calibration "
+                                  "items: between 1 - alpha and 1 - alpha + 1/(n + 1) in "
+                                  "expectation, wider on discrete targets (ties)."),
+    ("Clopper-Pearson interval", "Exact 95 % binomial interval of a coverage measured on a "
+                                 "finite number of items (here pooled over the splits)."),
+    ("width / sharpness", "Mean band width; on the native scale unless said (sharpness on "
+                          "[0, 1] is the width divided by the scale's range). Narrower is "
+                          "better at the same coverage."),
+    ("UPS", "Uncertainty-prediction score: the correlation between an item's band width and "
+            "its absolute error. Positive: wider bands where the scorer errs more."),
+    ("Kendall tau-c", "Rank agreement between the point predictions and the human scores "
+                      "(tau-c handles ties and unequal numbers of categories)."),
+    ("RSG", "Ranking-scoring gap of a judge: how much better it orders items than it scores "
+            "them (high: use it for pairwise ranking, not absolute scores)."),
+    ("effective sample", "(sum w)^2 / sum w^2 of the weights of weighted conformal "
+                         "prediction: how many calibration items the shift-corrected band "
+                         "really rests on."),
+]
+
+
+# ------------------------------------------------------------------ figures
+def _svg(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # no XML prologue inside HTML
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small and searchable
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial interval (scipy)."""
+    from scipy.stats import binomtest
+
+    if n <= 0:
+        return float("nan"), float("nan")
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str, list]:
+    plt = _plt()
+    names = list(groups)
+    rows = []
+    for g in names:
+        v = groups[g]
+        n = int(v["n"]) * max(int(seeds), 1)
+        cov = v["coverage"]["mean"]
+        lo, hi = clopper_pearson(round(cov * n), n)
+        rows.append((g, n, cov, lo, hi))
+    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(names) + 1.2))
+    y = np.arange(len(names))
+    cov = np.array([r[2] for r in rows])
+    err = np.array([[r[2] - r[3] for r in rows], [r[4] - r[2] for r in rows]])
+    colors = ["#9b2c2c" if r[4] < target else "#2b6cb0" for r in rows]
+    ax.errorbar(cov, y, xerr=err, fmt="none", ecolor="#777", capsize=3)
+    ax.scatter(cov, y, c=colors, zorder=3)
+    ax.axvline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
+    ax.set_yticks(y, names)
+    ax.set_xlabel("coverage (95 % Clopper-Pearson interval)")
+    ax.legend(loc="lower left", fontsize=8)
+    return _svg(fig), rows
+
+
+def _width_quantile_figure(q: dict, unit: str) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 1.6))
+    ax.broken_barh([(q["q25"], q["q75"] - q["q25"])], (0.3, 0.4), color="#90cdf4")
+    ax.plot([q["q05"], q["q95"]], [0.5, 0.5], color="#2b6cb0")
+    ax.plot([q["q50"]] * 2, [0.3, 0.7], color="#1a365d", lw=2)
+    ax.plot([q["q00"], q["q100"]], [0.5, 0.5], "|", color="#777")
+    ax.set_yticks([])
+    ax.set_xlabel(f"band width ({unit}): box 25-75 %, line 5-95 %, bar median")
+    return _svg(fig)
+
+
+def _curve_figure(curve: list) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.2, 4.0))
+    nom = [c["nominal"] for c in curve]
+    ax.plot([0.4, 1], [0.4, 1], color="#999", ls="--", lw=1, label="perfect calibration")
+    ax.plot(nom, [c["coverage"] for c in curve], "o-", color="#2b6cb0", label="empirical")
+    ax.set_xlabel("nominal coverage 1 - alpha")
+    ax.set_ylabel("empirical coverage")
+    ax.set_xlim(0.45, 1)
+    ax.set_ylim(0.45, 1)
+    ax.legend(fontsize=8)
+    return _svg(fig)
+
+
+def _bar_figure(labels, values, *, xlabel: str, target: float | None = None,
+                colors=None) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(labels) + 1.2))
+    y = np.arange(len(labels))
+    ax.barh(y, values, color=colors or "#2b6cb0")
+    if target is not None:
+        ax.axvline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.invert_yaxis()
+    return _svg(fig)
+
+
+def _lines_figure(series: dict[str, tuple[list, list]], *, xlabel: str, ylabel: str,
+                  target: float | None = None, logx: bool = False, xticks=None) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for name, (x, y) in series.items():
+        ax.plot(x, y, "o-", label=name)
+    if target is not None:
+        ax.axhline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
+    if logx:
+        ax.set_xscale("log", base=2)
+    if xticks is not None:
+        ax.set_xticks(range(len(xticks)), xticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, ncol=2)
+    return _svg(fig)
+
+
+def _f(v, d: int = 3) -> str:
+    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{d}f}"
+
+
+def _ms(d) -> str:
+    return "-" if not isinstance(d, dict) else f"{_f(d.get('mean'))} ± {_f(d.get('std'))}"
+
+
+def _table(header, rows, title=None) -> dict:
+    return {"kind": "table", "header": header, "rows": rows, "title": title}
+
+
+def _fig(svg, caption) -> dict:
+    return {"kind": "figure", "svg": svg, "caption": caption}
+
+
+# ------------------------------------------------------------------ sections
+def kind_of(doc: dict) -> str:
+    """Which command wrote a results document."""
+    if doc.get("study"):
+        return doc["study"]
+    if "after" in doc and "theoretical_coverage" in doc:
+        return "evaluate"
+    raise ValueError("not a scoreband results file (evaluate, demo, judge-study, "
+                     "roundtrip-study or stress)")
+
+
+def _evaluate(doc: dict) -> dict:
+    a, tc = doc["after"], doc["theoretical_coverage"]
+    target, sc = 1 - doc["alpha"], doc["scale"]
+    unit = f"{sc['lo']:g}-{sc['hi']:g}"
+    verdict = (f"{target:.0%} bands cover {a['coverage']['mean']:.3f} of held-out items "
+               f"(theoretical band {tc['low']:.3f}-{tc['high']:.3f}); mean width "
+               f"{a['sharpness_native']['mean']:.2f} on {unit}")
+    blocks = []
+    if doc.get("groups"):
+        svg, rows = _group_coverage_figure(doc["groups"], doc["seeds"], target)
+        worst = min(rows, key=lambda r: r[2])
+        widest = max(doc["groups"], key=lambda g: doc["groups"][g]["sharpness"]["mean"])
+        verdict += (f"; least covered group {worst[0]} ({worst[2]:.3f}, 95 % CI "
+                    f"{worst[3]:.3f}-{worst[4]:.3f}); widest group {widest}")
+        blocks.append(_fig(svg, "Coverage per group against the target (red: the interval "
+                                "lies below it)."))
+        blocks.append(_table(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]"],
+                             [[g, n, _f(c), f"{_f(lo)}-{_f(hi)}",
+                               _ms(doc["groups"][g]["sharpness"])] for g, n, c, lo, hi in rows]))
+    if a.get("width_quantiles"):
+        blocks.append(_fig(_width_quantile_figure(a["width_quantiles"], unit),
+                           "Distribution of band widths over every test item of every split."))
+    if doc.get("calibration_curve"):
+        blocks.append(_fig(_curve_figure(doc["calibration_curve"]),
+                           "Calibration curve: empirical against nominal coverage over alpha."))
+    metrics = ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman")
+    rows = [[m, _ms(doc.get("before", {}).get(m)), _ms(a.get(m))] for m in metrics]
+    blocks.append(_table(["metric", "before calibration", "after calibration"], rows,
+                         f"{doc['method']}, alpha {doc['alpha']}, n = {doc['n']}, "
+                         f"{doc['seeds']} splits"))
+    return {"title": f"evaluate: {doc.get('table', '')}", "verdict": verdict + ".",
+            "blocks": blocks}
+
+
+def _demo(doc: dict) -> dict:
+    meta = doc["_meta"]
+    target = 1 - meta["alpha"]
+    sets = [k for k in doc if k not in ("_meta", "study", "ood_painting_shift")]
+    rows, labels, cov = [], [], []
+    for s in sets:
+        for head, v in doc[s].items():
+            a = v["after"]
+            rows.append([s, head, _ms(a["coverage"]), _ms(a["sharpness"]), _ms(a["ups"]),
+                         _ms(a["kendall_tau_c"])])
+            labels.append(f"{s} / {head}")
+            cov.append(a["coverage"]["mean"])
+    best = doc["clean"]["chained_ci"]["after"]
+    verdict = (f"On clean items the chained head's {target:.0%} bands cover "
+               f"{best['coverage']['mean']:.3f} with width {best['sharpness']['mean']:.3f} of "
+               f"the scale; calibrated in domain and applied to paintings they cover "
+               f"{doc['ood_painting_shift']['chained_ci']['after']['coverage']['mean']:.3f}.")
+    return {"title": "demo: the embedded world", "verdict": verdict, "blocks": [
+        _fig(_bar_figure(labels, cov, xlabel="coverage after calibration", target=target),
+             "Coverage per test set and head."),
+        _table(["test set", "head", "coverage", "width [0, 1]", "UPS", "tau-c"], rows),
+        {"kind": "findings", "findings": meta["findings"]}]}
+
+
+def _judge(doc: dict) -> dict:
+    target, k, thr = 1 - doc["alpha"], doc["k"], doc["threshold"]
+    rows, blocks = [], []
+    for judge, methods in doc["methods"].items():
+        for m, v in methods.items():
+            rows.append([judge, m, _ms(v["plain"]["coverage"]), _ms(v["plain"]["width"]),
+                         _ms(v["boundary"]["coverage"]), _ms(v["boundary"]["width"])])
+    best = min(((j, m, v) for j, ms in doc["methods"].items() for m, v in ms.items()
+                if v["plain"]["coverage"]["mean"] >= target - 0.02),
+               key=lambda t: t[2]["plain"]["width"]["mean"], default=None)
+    verdict = ("SIMULATED judges. " if doc.get("simulated") else "") + (
+        f"Narrowest method reaching {target:.0%} coverage: {best[0]} / {best[1]} (coverage "
+        f"{best[2]['plain']['coverage']['mean']:.3f}, width {best[2]['plain']['width']['mean']:.2f}"
+        f" of {k - 1})." if best else "No method reached the target coverage.")
+    for judge, tasks in doc["reliability_map"].items():
+        names = list(tasks)
+        widths = [tasks[t]["mean_width"] for t in names]
+        colors = ["#9b2c2c" if tasks[t]["recommendation"].startswith("use") else "#2b6cb0"
+                  for t in names]
+        blocks.append(_fig(_bar_figure(names, widths, xlabel=f"mean band width (of {k - 1})",
+                                       target=thr * (k - 1), colors=colors),
+                           f"Reliability map of {judge}: tasks by band width; past the dashed "
+                           f"threshold ({thr:.0%} of the scale, red) use pairwise ranking."))
+        blocks.append(_table(["task", "n", "coverage", "width", "pearson", "RSG",
+                              "recommendation"],
+                             [[t, _f(v["n"], 0), _f(v["coverage"]), _f(v["mean_width"], 2),
+                               _f(v["pearson"]), _f(v["rsg"]), v["recommendation"]]
+                              for t, v in tasks.items()], f"{judge}: per task"))
+    blocks.append(_table(["judge", "method", "coverage", "width", "coverage (boundary)",
+                          "width (boundary)"], rows, "Methods (mean ± std over splits)"))
+    return {"title": "judge study", "verdict": verdict, "blocks": blocks}
+
+
+def _roundtrip(doc: dict) -> dict:
+    v = doc["validation"]
+    verdict = (("SIMULATED generator and encoder. " if doc.get("simulated") else "")
+               + f"Matched captions score {v['gap']:.3f} higher than shuffled ones (AUROC "
+               f"{v['auroc']:.3f}, 95 % CI {v['auroc_ci'][0]:.3f}-{v['auroc_ci'][1]:.3f}).")
+    blocks = [_table(["", "value", "95 % CI"], [
+        ["gap", _f(v["gap"], 4), f"{_f(v['gap_ci'][0], 4)}-{_f(v['gap_ci'][1], 4)}"],
+        ["AUROC", _f(v["auroc"]), f"{_f(v['auroc_ci'][0])}-{_f(v['auroc_ci'][1])}"]],
+        f"{doc['generator']} -> {doc['encoder']}, {doc['n_gen']} generations per caption")]
+    c = doc.get("calibration")
+    if c:
+        blocks.append(_table(["method", "coverage", "width", "coverage (boundary)",
+                              "width (boundary)", "UPS"],
+                             [[m, _ms(c[m]["coverage"]), _ms(c[m]["width"]),
+                               _ms(c[m]["coverage_boundary"]), _ms(c[m]["width_boundary"]),
+                               _ms(c[m]["ups"])] for m in ("split", "crc")],
+                             f"Calibrated band (alpha {c['alpha']}, n = {c['n']})"))
+    return {"title": "round-trip study", "verdict": verdict, "blocks": blocks}
+
+
+def _stress(doc: dict) -> dict:
+    target = 1 - doc["alpha"]
+    d = doc["distortions"]
+    cov = {n: (list(range(len(per))), [v["coverage"] for v in per.values()])
+           for n, per in d.items()}
+    wid = {n: (list(range(len(per))), [v["width"]["mean"] for v in per.values()])
+           for n, per in d.items()}
+    levels = list(next(iter(d.values())))
+    held = sum(f["holds"] for f in doc["findings"])
+    verdict = (f"Calibrated on clean in-domain items, {target:.0%} bands cover "
+               f"{next(iter(d.values()))['clean']['coverage']:.3f} of clean test items; "
+               f"{held} of {len(doc['findings'])} findings hold (below).")
+    blocks = [{"kind": "findings", "findings": doc["findings"]},
+              _fig(_lines_figure(cov, xlabel="level", ylabel="coverage", target=target,
+                                 xticks=levels),
+                   "Coverage under each distortion by level (calibrated on clean items)."),
+              _fig(_lines_figure(wid, xlabel="level", ylabel="mean width (native scale)",
+                                 xticks=levels),
+                   "Mean band width under each distortion by level.")]
+    ks = doc["k_sensitivity"]
+    kk = sorted(ks, key=int)
+    blocks.append(_fig(_lines_figure({"coverage": ([int(k) for k in kk],
+                                                   [ks[k]["coverage"] for k in kk])},
+                                     xlabel="clusters k", ylabel="coverage", target=target,
+                                     logx=True),
+                       "k-sensitivity of the cluster-conservative rule (auto k = "
+                       + ", ".join(k for k in kk if ks[k]["auto"]) + ")."))
+    ds = doc.get("domain_shift")
+    if ds:
+        rows = [[k.replace("_", " "), _f(ds[k]["coverage"]), _f(ds[k]["width"])]
+                for k in ("in_domain", "out_of_domain", "out_of_domain_weighted")]
+        rows += [[f"mixture {k}", _f(ds["mixture"][k]["coverage"]),
+                  _f(ds["mixture"][k]["width"])] for k in ("unweighted", "weighted")]
+        blocks.append(_table(["setting", "coverage", "width"], rows, "Domain shift"))
+    return {"title": "stress study", "verdict": verdict, "blocks": blocks}
+
+
+_SECTIONS = {"evaluate": _evaluate, "demo": _demo, "judge-study": _judge,
+             "roundtrip-study": _roundtrip, "stress": _stress}
+
+
+def _provenance(doc: dict) -> str:
+    p = doc.get("provenance") or doc.get("_meta", {}).get("provenance")
+    if not p:
+        keep = {k: v for k, v in doc.items() if isinstance(v, (str, int, float, bool))}
+        return json.dumps(keep, indent=1)
+    return json.dumps({k: p[k] for k in p if k != "packages"} | {
+        "packages": p.get("packages", {})}, indent=1, default=str)
+
+
+def render_report(docs: list[dict], title: str | None = None) -> str:
+    """The HTML of one report over one or more results documents."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from scoreband import __version__
+
+    sections, prov = [], []
+    for doc in docs:
+        kind = kind_of(doc)
+        sections.append(_SECTIONS[kind](doc))
+        prov.append({"title": sections[-1]["title"], "text": _provenance(doc)})
+    env = Environment(loader=PackageLoader("scoreband.report", "templates"),
+                      autoescape=select_autoescape(["html", "j2"]))
+    return env.get_template("report.html.j2").render(
+        title=title or "scoreband report: " + ", ".join(s["title"] for s in sections),
+        version=__version__, created=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        sections=sections, definitions=DEFINITIONS, provenance=prov)
+
+
+def write_report(docs, out, title: str | None = None) -> Path:
+    """Write the report of ``docs`` (dicts, or paths of results JSON files) to ``out``."""
+    loaded = []
+    for d in docs:
+        if isinstance(d, dict):
+            loaded.append(d)
+            continue
+        try:
+            loaded.append(json.loads(Path(d).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as e:
+            from scoreband.errors import InputError
+
+            raise InputError(f"{d}: not a readable results JSON ({e})") from None
+    for d, doc in zip(docs, loaded, strict=True):
+        try:
+            kind_of(doc)
+        except ValueError as e:
+            from scoreband.errors import InputError
+
+            raise InputError(f"{d if not isinstance(d, dict) else 'document'}: {e}") from None
+    atomic_write_text(Path(out), render_report(loaded, title))
+    return Path(out)

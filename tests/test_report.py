@@ -1,0 +1,96 @@
+"""The HTML report: self-contained, one per results kind, and opened in headless Chromium
+(no console errors, no network request, figures rendered) where Chromium is installed
+(.ci/run installs it)."""
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from scoreband.cli import app
+from scoreband.report.html import clopper_pearson, kind_of
+
+runner = CliRunner()
+EXAMPLE_ARGS = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--lo", "q05",
+                "--hi", "q95", "--pred-scale", "0,1", "--method", "crc", "--groups", "task"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    assert runner.invoke(app, ["example", "--out", str(d / "ex.csv")]).exit_code == 0
+    r = runner.invoke(app, ["evaluate", str(d / "ex.csv"), *EXAMPLE_ARGS, "--seeds", "3",
+                            "--out", str(d / "ev.json"), "--html", str(d / "ev.html")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["judge-study", "--n", "300", "--seeds", "2", "--out",
+                            str(d / "js")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["stress", "--n", "80", "--k", "1,2", "--seeds", "2",
+                            "--distortions", "blur,contrast", "--out", str(d / "st")])
+    assert r.exit_code == 0, r.output
+    return d
+
+
+def test_clopper_pearson_matches_the_exact_interval():
+    lo, hi = clopper_pearson(9, 10)
+    assert lo == pytest.approx(0.5550, abs=1e-4) and hi == pytest.approx(0.9975, abs=1e-4)
+    assert clopper_pearson(0, 10)[0] == 0.0
+
+
+def test_every_study_writes_a_self_contained_report(results):
+    for f in (results / "ev.html", results / "js" / "report.html",
+              results / "st" / "report.html"):
+        html = f.read_text()
+        assert html.count("<svg") >= 1 and "<script" not in html
+        assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", html), f
+        assert "What the numbers mean" in html and "Provenance" in html
+        assert f.stat().st_size < 1_000_000
+    ev = (results / "ev.html").read_text()
+    assert "Clopper-Pearson" in ev and "Calibration curve" in ev and "least covered" in ev
+    assert "Reliability map" in (results / "js" / "report.html").read_text()
+    assert json.loads((results / "ev.json").read_text())["calibration_curve"]
+
+
+def test_report_command_combines_results_and_refuses_others(results, tmp_path):
+    out = tmp_path / "all.html"
+    r = runner.invoke(app, ["report", str(results / "ev.json"), str(results / "js" /
+                                                                    "results.json"),
+                            str(results / "st" / "results.json"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    html = out.read_text()
+    assert all(t in html for t in ("evaluate:", "judge study", "stress study"))
+    (tmp_path / "x.json").write_text('{"a": 1}')
+    r = runner.invoke(app, ["report", str(tmp_path / "x.json"), "--out", str(out)])
+    assert r.exit_code == 2 and "not a scoreband results file" in " ".join(r.output.split())
+    r = runner.invoke(app, ["report", str(tmp_path / "missing.json")])
+    assert r.exit_code == 2 and "not a readable results JSON" in " ".join(r.output.split())
+    assert kind_of(json.loads((results / "ev.json").read_text())) == "evaluate"
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
+@pytest.mark.parametrize("name", ["ev.html", "js/report.html", "st/report.html"])
+def test_report_opens_in_headless_chromium(results, name, tmp_path):
+    page = results / name
+    shot = tmp_path / "shot.png"
+    base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--enable-logging=stderr", "--v=0", "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1000,1800"]
+    r = subprocess.run([*base, f"--screenshot={shot}", page.as_uri()], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = r.stderr
+    assert "Uncaught" not in log and not re.search(r"CONSOLE.*(error|Error)", log), log
+    assert "net::ERR" not in log, log  # nothing was fetched (every request would fail)
+    im = np.asarray(Image.open(shot).convert("L"), dtype=float)
+    assert im.std() > 10 and (im < 128).mean() > 0.005  # text and figures drawn, not blank
+    dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert dom.count("<svg") == page.read_text().count("<svg") >= 1
