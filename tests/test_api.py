@@ -52,3 +52,11 @@ def test_api_errors_name_parameters():
         sb.calibrate(df, COLS, {"methd": "split"})
     with pytest.raises(InputError, match="unknown calibration method 'nope'"):
         sb.evaluate(df, COLS, {"method": "nope"})
+
+
+def test_top_level_names_are_the_api():
+    import scoreband
+
+    assert scoreband.evaluate is sb.evaluate and scoreband.apply is sb.apply
+    with pytest.raises(AttributeError):
+        scoreband.nothing_here  # noqa: B018

@@ -190,3 +190,13 @@ def test_example_prints_a_copy_pasteable_command_and_provenance(tmp_path):
     assert (tmp_path / "ex.csv.provenance.json").is_file()
     res = run(*cmd.split()[1:], "--seeds", 1)
     assert res.exit_code == 0, res.output
+
+
+def test_cli_reference_is_generated_from_the_commands():
+    from pathlib import Path
+
+    from scoreband.cli.docs import options_markdown
+
+    doc = Path(__file__).parent.parent / "docs" / "CLI.md"
+    assert doc.read_text() == options_markdown(app), (
+        "docs/CLI.md is out of date: python -m scoreband.cli.docs > docs/CLI.md")

@@ -1,7 +1,22 @@
-"""scoreband: calibrated uncertainty bands around image-text evaluation scores."""
+"""scoreband: calibrated uncertainty bands around image-text evaluation scores.
+
+The table functions of :mod:`scoreband.api` are here too (loaded on first use, so that
+``import scoreband`` stays light): ``scoreband.evaluate(df, columns, config)``,
+``scoreband.calibrate(...)``, ``scoreband.apply(df, calibration)``, ``scoreband.read_table``.
+"""
 
 __version__ = "0.1.0"
 
 from scoreband.records import Band, Predictions, Record, Scale  # noqa: E402
 
-__all__ = ["Band", "Predictions", "Record", "Scale", "__version__"]
+_API = ("evaluate", "calibrate", "apply", "read_table", "example_table", "CalibrationConfig")
+
+__all__ = ["Band", "Predictions", "Record", "Scale", "__version__", *_API]
+
+
+def __getattr__(name):
+    if name in _API:  # PEP 562: the facade loads scoreband.api on first use
+        import importlib
+
+        return getattr(importlib.import_module("scoreband.api"), name)
+    raise AttributeError(f"module 'scoreband' has no attribute {name!r}")

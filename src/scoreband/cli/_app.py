@@ -188,3 +188,11 @@ def finish_rows(res, error_column: str, action: str, summary: str) -> None:
     console.print(summary, soft_wrap=True)
     if bad == len(res):
         raise typer.Exit(1)
+
+
+def print_markdown(text: str) -> None:
+    """A study's markdown rendered for the terminal's width (tables as tables, paragraphs
+    wrapped by rich, never hard-wrapped source)."""
+    from rich.markdown import Markdown
+
+    console.print(Markdown(text))

@@ -62,8 +62,8 @@ SmallOpt = Annotated[str, typer.Option(
 IdOpt = Annotated[str | None, typer.Option("--id-col", help="Column naming each row in "
                                                              "error reports.")]
 NRatingsOpt = Annotated[int | None, typer.Option(
-    "--n-ratings", help="Annotators behind each --target value (for the achievable grid of "
-                        "--adjust-boundary; --ratings gives it per row).")]
+    "--n-ratings", help="Annotators behind each --target value: the targets' achievable grid "
+                        "(a --ratings column gives it per row).")]
 ScorerOpt = Annotated[str | None, typer.Option(
     "--scorer-id", help="Fingerprint of the scorer that made the predictions; a calibrator "
                         "refuses predictions from another scorer.")]
@@ -113,3 +113,7 @@ def split_options(opts: dict) -> tuple[dict, dict]:
 
 HtmlOpt = Annotated[Path | None, typer.Option(
     "--html", help="Write the HTML report here (default for studies: OUT/report.html).")]
+
+ImageColOpt = Annotated[str, typer.Option(
+    "--image-col", help="Column of image paths (absolute, or relative to the table's folder).")]
+TextColOpt = Annotated[str, typer.Option("--text-col", help="Column of captions.")]

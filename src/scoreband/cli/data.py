@@ -18,7 +18,8 @@ def example(
 ):
     """Write the example predictions table shipped with scoreband.
 
-    2,000 simulated quantile-scorer outputs with 3 annotators each; see scripts/make_example_predictions.py).
+    2,000 simulated quantile-scorer outputs with 3 annotators each; see
+    scripts/make_example_predictions.py).
     """
     import shutil
     from importlib import resources
@@ -79,7 +80,8 @@ def datasets_prepare(
     write_provenance(out, {"benchmark": {"name": b.name, "root": str(root), "split": split,
                                          "scale": [b.scale.lo, b.scale.hi]}})
     missing = int((~df["image"].map(lambda p: Path(p).is_file())).sum())
-    console.print(f"wrote {out}: {len(df)} rows of {b.name} ({df['split'].iloc[0] if len(df) else ''}),"
+    split_name = df["split"].iloc[0] if len(df) else ""
+    console.print(f"wrote {out}: {len(df)} rows of {b.name} ({split_name}),"
                   f" scale {b.scale.lo:g}-{b.scale.hi:g}" + (
                       f"; [yellow]{missing} image files not found[/]" if missing else ""))
 
@@ -91,7 +93,7 @@ def world(
     out: Annotated[Path, typer.Option("--out", help="Output folder (world.csv + images/).")]
     = Path("world"),
     n: Annotated[int, typer.Option("--n", help="Items.")] = 200,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")] = 0,
     style: Annotated[str, typer.Option("--style", help="photo | painting (out of domain).")]
     = "photo",
     annotators: Annotated[int, typer.Option("--annotators", help="Simulated ratings per "
@@ -102,7 +104,8 @@ def world(
 ):
     """Write items of the embedded world as a table with PNG images.
 
-    To try every command on: columns id, image, caption, task, ratings (';'-separated 1-5), human (their mean),
+    To try every command on: columns id, image, caption, task, ratings (';'-separated
+    1-5), human (their mean),
     true_score, domain, and instruction / response (the caption as a response to judge).
 
     Example: scoreband world --out w && scoreband score w/world.csv --out scored.csv

@@ -9,15 +9,23 @@ import typer
 
 from scoreband.cli._app import (
     app,
-    console,
     err,
     finish_rows,
     guard,
+    print_markdown,
     report_rows,
     run_study,
     text_or_file,
 )
-from scoreband.cli._options import AlphaOpt, HtmlOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
+from scoreband.cli._options import (
+    AlphaOpt,
+    HtmlOpt,
+    ImageColOpt,
+    NRatingsOpt,
+    RatingsOpt,
+    Table_,
+    TargetOpt,
+)
 from scoreband.judges.registry import JUDGES
 
 
@@ -30,9 +38,12 @@ def judge(
     out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
     scale: Annotated[str, typer.Option("--scale", help="Integer label scale 'A,B', e.g. 1,5; "
                                                         "every label must be one token.")] = "1,5",
-    image_col: Annotated[str, typer.Option("--image-col")] = "image",
-    instruction_col: Annotated[str, typer.Option("--instruction-col")] = "instruction",
-    response_col: Annotated[str, typer.Option("--response-col")] = "response",
+    image_col: ImageColOpt = "image",
+    instruction_col: Annotated[str, typer.Option(
+        "--instruction-col", help="Column of the instruction the response answers.")]
+    = "instruction",
+    response_col: Annotated[str, typer.Option(
+        "--response-col", help="Column of the response to judge.")] = "response",
     rubric: Annotated[str | None, typer.Option(
         "--rubric", help="Rubric text, or @FILE to read it from a file.")] = None,
     template: Annotated[str | None, typer.Option(
@@ -62,7 +73,8 @@ def judge(
 ):
     """Score-token log-probs of a VLM judge for every row of a table.
 
-    For every (image, instruction, response) row: logp_<label> columns (log-softmax over the labels; variants such as
+    For every (image, instruction, response) row: logp_<label> columns (log-softmax over
+    the labels; variants such as
     " 5", "▁5", "Ġ5" added together), expected score, argmax, entropy, max probability and
     missing mass. Failed rows keep empty features and the reason in judge_error. Rerunning
     the same command resumes: finished rows are kept in OUT.partial.jsonl (and endpoint
@@ -121,7 +133,7 @@ def judge_study(
     n_ratings: NRatingsOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("judge-study"),
     n: Annotated[int, typer.Option("--n", help="Items of the embedded world.")] = 2000,
-    seeds: Annotated[int, typer.Option("--seeds")] = 10,
+    seeds: Annotated[int, typer.Option("--seeds", help="Random calibration/test splits.")] = 10,
     alpha: AlphaOpt = 0.1,
     threshold: Annotated[float, typer.Option(
         "--threshold", help="Width (share of the scale) above which a task is sent to "
@@ -161,4 +173,4 @@ def judge_study(
         data.pop("judges"), data.pop("y01"), data.pop("tasks"), data.pop("n_ratings"),
         seeds=seeds, alpha=alpha, threshold=threshold, simulated=table is None, on_step=step,
         map_method=map_method, **data), out, html)
-    console.print(result.markdown, soft_wrap=True, markup=False)
+    print_markdown(result.markdown)

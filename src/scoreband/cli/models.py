@@ -10,7 +10,16 @@ import typer
 
 from scoreband.backbones import BACKBONES
 from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
-from scoreband.cli._options import AlphaOpt, KOpt, NRatingsOpt, RatingsOpt, Table_, TargetOpt
+from scoreband.cli._options import (
+    AlphaOpt,
+    ImageColOpt,
+    KOpt,
+    NRatingsOpt,
+    RatingsOpt,
+    Table_,
+    TargetOpt,
+    TextColOpt,
+)
 
 
 @app.command()
@@ -33,8 +42,8 @@ def train(
     val: Annotated[Path | None, typer.Option(
         "--val", help="Validation table (half early stopping, half CRC calibration); default: "
                       "20 % of TRAIN_TABLE held out.")] = None,
-    image_col: Annotated[str, typer.Option("--image-col")] = "image",
-    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    image_col: ImageColOpt = "image",
+    text_col: TextColOpt = "caption",
     freeze_backbone: Annotated[bool, typer.Option(
         "--freeze-backbone/--fine-tune", help="Frozen backbone with cached representations "
                                               "(default), or full fine-tuning.")] = True,
@@ -60,7 +69,7 @@ def train(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
     lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate (point stage).")] = 1e-3,
     clusters: KOpt = "auto",
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")] = 0,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the finished run in --out from its checkpoint.")] = False,
     overwrite: Annotated[bool, typer.Option(
@@ -139,7 +148,7 @@ def score(
                                                     "column kept).")],
     image_col: Annotated[str, typer.Option("--image-col", help="Column of image paths.")]
     = "image",
-    text_col: Annotated[str, typer.Option("--text-col", help="Column of captions.")] = "caption",
+    text_col: TextColOpt = "caption",
     backbone: Annotated[str, typer.Option("--backbone", help="Scorer backbone.")]
     = "embedded:default",
     model: Annotated[Path | None, typer.Option("--model", help="A model folder from "

@@ -15,10 +15,19 @@ from scoreband.cli._app import (
     fail,
     finish_rows,
     guard,
+    print_markdown,
     report_rows,
     run_study,
 )
-from scoreband.cli._options import AlphaOpt, HtmlOpt, NRatingsOpt, Table_, TargetOpt
+from scoreband.cli._options import (
+    AlphaOpt,
+    HtmlOpt,
+    ImageColOpt,
+    NRatingsOpt,
+    Table_,
+    TargetOpt,
+    TextColOpt,
+)
 from scoreband.roundtrip.encoders import ENCODERS
 from scoreband.roundtrip.generators import GENERATORS
 
@@ -52,8 +61,8 @@ def roundtrip(
                             "first and score those captions (the model under test).")] = None,
     n_gen: NGenOpt = 4,
     seed: Annotated[int, typer.Option("--seed", help="First generation seed.")] = 0,
-    image_col: Annotated[str, typer.Option("--image-col")] = "image",
-    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    image_col: ImageColOpt = "image",
+    text_col: TextColOpt = "caption",
     references: Annotated[str | None, typer.Option(
         "--references", help="Column of ';'-separated reference captions: adds BLEU-4, "
                              "ROUGE-L and CIDEr-D per row (needs scoreband[text]).")] = None,
@@ -129,8 +138,8 @@ def roundtrip_study(
     n_gen: NGenOpt = 4,
     n: Annotated[int, typer.Option("--n", help="World: images in the validation study "
                                                "(the calibration set has 4x as many).")] = 500,
-    image_col: Annotated[str, typer.Option("--image-col")] = "image",
-    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    image_col: ImageColOpt = "image",
+    text_col: TextColOpt = "caption",
     target: TargetOpt = None,
     scale: Annotated[str, typer.Option("--scale", help="Native scale of --target.")] = "1,5",
     n_ratings: NRatingsOpt = None,
@@ -138,10 +147,14 @@ def roundtrip_study(
     alpha: AlphaOpt = 0.1,
     steps: Annotated[int, typer.Option("--steps", help="diffusers: inference steps.")] = 25,
     size: Annotated[int, typer.Option("--size", help="Generated image size.")] = 512,
-    guidance: Annotated[float, typer.Option("--guidance")] = 7.5,
-    device: Annotated[str, typer.Option("--device")] = "cpu",
-    dtype: Annotated[str, typer.Option("--dtype")] = "float32",
-    base_url: Annotated[str, typer.Option("--base-url")] = "https://api.openai.com/v1",
+    guidance: Annotated[float, typer.Option(
+        "--guidance", help="diffusers: classifier-free guidance scale.")] = 7.5,
+    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
+    = "float32",
+    base_url: Annotated[str, typer.Option(
+        "--base-url", help="openai: endpoint root ($OPENAI_API_KEY is sent if set).")]
+    = "https://api.openai.com/v1",
     html: HtmlOpt = None,
 ):
     """Validate the round-trip score and calibrate a band around it.
@@ -164,4 +177,4 @@ def roundtrip_study(
         gen, enc, table=table, n=n, n_gen=n_gen, image_col=image_col, text_col=text_col,
         target=target, scale=Scale.parse(scale), n_ratings=n_ratings, alpha=alpha,
         seeds=seeds, on_step=step, progress=err, on_rows=report_rows), out, html)
-    console.print(result.markdown, soft_wrap=True, markup=False)
+    print_markdown(result.markdown)

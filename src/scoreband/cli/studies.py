@@ -9,8 +9,16 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, guard, run_study
-from scoreband.cli._options import AlphaOpt, HtmlOpt, NRatingsOpt, RatingsOpt, TargetOpt
+from scoreband.cli._app import app, console, guard, print_markdown, run_study
+from scoreband.cli._options import (
+    AlphaOpt,
+    HtmlOpt,
+    ImageColOpt,
+    NRatingsOpt,
+    RatingsOpt,
+    TargetOpt,
+    TextColOpt,
+)
 
 
 @app.command()
@@ -26,7 +34,8 @@ def demo(
 ):
     """Run everything on the embedded world, with no download.
 
-    Three test sets (clean multi-annotator, noisy single-annotator, painting-style out of domain), the bundled
+    Three test sets (clean multi-annotator, noisy single-annotator, painting-style out
+    of domain), the bundled
     quantile scorer and its MC-dropout baseline, CRC and cluster calibration over repeated
     splits. Writes results.json, results.md, widths.png, examples.png and report.html to --out.
     """
@@ -95,8 +104,8 @@ def stress(
     ratings: RatingsOpt = None,
     scale: Annotated[str, typer.Option("--scale", help="Native scale of the target.")] = "1,5",
     n_ratings: NRatingsOpt = None,
-    image_col: Annotated[str, typer.Option("--image-col")] = "image",
-    text_col: Annotated[str, typer.Option("--text-col")] = "caption",
+    image_col: ImageColOpt = "image",
+    text_col: TextColOpt = "caption",
     domain_col: Annotated[str | None, typer.Option(
         "--domain-col", help="Column naming each row's domain (for the shift study).")] = None,
     in_domain: Annotated[str | None, typer.Option(
@@ -144,7 +153,7 @@ def stress(
                                              text_col, domain_col, in_domain, n_ratings)
     result = run_study("stress study ...", lambda step: study.run(
         scorer, items=items, in_domain=in_domain, scale=sc, on_step=step, **kw), out, html)
-    console.print(result.markdown, soft_wrap=True, markup=False)
+    print_markdown(result.markdown)
     console.print(f"wrote {out}/results.json, results.md, figures and "
                   f"{html or Path(out) / 'report.html'} ({result.doc['seconds']} s)")
 
