@@ -139,3 +139,22 @@ def test_score_prints_a_shift_alarm_for_out_of_domain_rows(tmp_path):
                                    style]).exit_code == 0
         r = runner.invoke(app, ["score", str(d / "world.csv"), "--out", str(d / "s.csv")])
         assert r.exit_code == 0 and expect in r.output, r.output
+
+
+def test_score_flags_images_unlike_the_models_world(tmp_path):
+    from PIL import Image
+
+    d = tmp_path / "w"
+    assert runner.invoke(app, ["world", "--out", str(d), "--n", "20"]).exit_code == 0
+    df = pd.read_csv(d / "world.csv")
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(d / "noise.png")
+    Image.new("RGB", (64, 64), (128, 128, 128)).save(d / "grey.png")
+    extra = pd.DataFrame({"image": ["noise.png", "grey.png"],
+                          "caption": ["a red circle", "a red circle"]})
+    pd.concat([df, extra], ignore_index=True).to_csv(d / "t.csv", index=False)
+    r = runner.invoke(app, ["score", str(d / "t.csv"), "--out", str(d / "s.csv")])
+    assert r.exit_code == 0, r.output
+    ood = pd.read_csv(d / "s.csv")["band_ood"].fillna("").tolist()
+    assert all("image unlike the model's world" in o for o in ood[-2:]), ood[-2:]
+    assert sum("image unlike" in o for o in ood[:-2]) <= 1  # the world's own images pass
