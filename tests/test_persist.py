@@ -163,19 +163,17 @@ def test_pickle_renamed_json_is_refused(tmp_path):
         load_calibrator(p)
 
 
-def test_huge_q_is_flagged_full_range(tmp_path):
+def test_huge_finite_q_is_refused(tmp_path):
     import json
 
-    import numpy as np
-
     from scoreband.conformal import load_calibrator
-    from scoreband.records import Predictions
+    from scoreband.errors import CalibratorMismatch
 
     path = _saved(tmp_path)
     doc = json.loads(path.read_text())
     doc.pop("checksum")
-    doc["calibrator"]["params"]["q"] = 1e308
+    doc["calibrator"]["params"]["q"] = 1e308  # a full-range band is stored as inf
     path.write_text(json.dumps(doc))
-    cal, _ = load_calibrator(path)
-    band = cal.predict(Predictions(np.array([0.5])))
-    assert band.full_range.all()
+    with pytest.raises(CalibratorMismatch, match="above 1"):
+        load_calibrator(path)
+

@@ -77,7 +77,7 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> 
         return
     err.print(f"[yellow]{len(errors)} of {total} rows {action}:[/]")
     for e in errors[:20]:
-        err.print(f"  {e}")
+        err.print(f"  {as_flags(str(e))}", markup=False)
     if len(errors) > 20:
         err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
 

@@ -10,6 +10,7 @@ import typer
 from scoreband.cli._app import (
     app,
     err,
+    fail,
     finish_rows,
     guard,
     print_markdown,
@@ -89,6 +90,8 @@ def judge(
     from scoreband.records import Scale
 
     sc = Scale.parse(scale)
+    if not (float(sc.lo).is_integer() and float(sc.hi).is_integer()):
+        fail(f"--scale {scale!r}: a judge scores on integer labels; give integers A,B (e.g. 1,5)")
     kw = {k: text_or_file(v) for k, v in (("rubric", rubric), ("template", template))
           if v is not None}
     prompt = JudgePrompt(int(sc.lo), int(sc.hi), delimiter=delimiter, **kw)

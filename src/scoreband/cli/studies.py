@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, guard, print_markdown, run_study
+from scoreband.cli._app import app, console, fail, guard, print_markdown, run_study
 from scoreband.cli._options import (
     AlphaOpt,
     HtmlOpt,
@@ -87,7 +87,7 @@ def _csv(value: str | None, what: str, cast=str) -> list | None:
     try:
         return [cast(v.strip()) for v in value.split(",") if v.strip()]
     except ValueError:
-        raise typer.BadParameter(f"{what}: expected a comma list, got {value!r}") from None
+        fail(f"{what}: expected a comma list of {cast.__name__} values, got {value!r}")
 
 
 @app.command()

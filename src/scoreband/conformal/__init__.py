@@ -134,6 +134,9 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     """
     from scoreband.errors import InputError
 
+    if small_group not in ("marginal", "full", "error"):
+        raise InputError(f"unknown `small_group` {small_group!r}; choose marginal, full or "
+                         "error")
     if map not in (None, "none", *MAP_KINDS):
         raise InputError(f"unknown map {map!r}; choose one of none, {', '.join(MAP_KINDS)}")
 

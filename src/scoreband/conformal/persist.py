@@ -91,6 +91,12 @@ def _check_params(method: str, params, where: str) -> None:
         raise CalibratorMismatch(f"{where} has no 'q' (the conformal quantile)")
     # split's q is a quantile of absolute residuals; the others' scores can be negative
     _number(params["q"], f"{where}.q", lo=0.0 if method == "split" else None)
+    q = float(params["q"])
+    if method == "split" and math.isfinite(q) and q > 1.0:
+        # residuals live on [0, 1]: a finite q above 1 is an edit; a band too wide for alpha
+        # is stored as inf and flagged full_range
+        raise CalibratorMismatch(f"{where}.q = {q:g} is above 1 (residuals are on [0, 1]; a "
+                                 "full-range band is stored as inf); recalibrate")
 
 
 def _leaf_method(state: dict) -> str:
