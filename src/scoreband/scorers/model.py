@@ -158,17 +158,20 @@ class QuantileScorer:
 
     @torch.inference_mode()
     def mc_dropout(self, images, texts, passes: int = 25, seed: int = 0,
-                   batch_size: int = 256) -> Predictions:
+                   batch_size: int = 256, on_batch=None) -> Predictions:
         """MC-dropout baseline: the point model with dropout on, ``passes`` forward passes;
-        median and the 5 % / 95 % empirical quantiles of the samples."""
+        median and the 5 % / 95 % empirical quantiles of the samples. ``on_batch(done, n)``
+        hears about progress."""
         gen_state = torch.random.get_rng_state()
         torch.manual_seed(seed)
         self.model.train()  # dropout on (no batch-norm in this model)
         try:
             samples = []
-            for _, px, ids, _, _ in self._batches(images, texts, batch_size):
+            for s, px, ids, _, _ in self._batches(images, texts, batch_size):
                 samples.append(torch.stack([self.model.point(self.model.represent(px, ids))
                                             for _ in range(passes)], dim=1))
+                if on_batch is not None:
+                    on_batch(min(s + batch_size, len(texts)), len(texts))
             s = torch.cat(samples).double().numpy()
         finally:
             self.model.eval()

@@ -40,10 +40,12 @@ def make_test_sets(n: int) -> dict:
             for name, (style, r, seed) in TEST_SETS.items()}
 
 
-def _row_predictions(scorer: QuantileScorer, ds, mc_passes: int) -> dict[str, Predictions]:
+def _row_predictions(scorer: QuantileScorer, ds, mc_passes: int,
+                     step=lambda msg: None) -> dict[str, Predictions]:
     preds = scorer.predict_heads(ds.images, ds.captions,
                                  ["unconstrained_pinball", "chained_pinball", "chained_ci"])
-    mc = scorer.mc_dropout(ds.images, ds.captions, passes=mc_passes)
+    mc = scorer.mc_dropout(ds.images, ds.captions, passes=mc_passes,
+                           on_batch=lambda done, n: step(f"  MC dropout: {done} of {n} items"))
     mc.embedding = preds["chained_ci"].embedding
     preds["mc_dropout"] = mc
     preds["chained_ci_clusters"] = preds["chained_ci"]
@@ -79,7 +81,7 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
     for name, ds in sets.items():
         step(f"scoring {name} (quantile heads + MC dropout x{mc_passes})")
         t = time.perf_counter()
-        preds = _row_predictions(scorer, ds, mc_passes)
+        preds = _row_predictions(scorer, ds, mc_passes, step)
         extra["timing_s"][name] = round(time.perf_counter() - t, 2)
         all_preds[name] = preds
         y = ds.y01

@@ -1,0 +1,5 @@
+"""``python -m scoreband``: the same as the ``scoreband`` command."""
+
+from scoreband.cli import main
+
+main()

@@ -1,0 +1,66 @@
+"""Faults: a `score` run killed with SIGKILL at random points resumes from its journal and
+ends with exactly the table an uninterrupted run writes (no row lost or duplicated, no temp
+file left behind)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+N_ROWS = 3000
+
+
+def _score(table, out, timeout=None):
+    return subprocess.Popen([sys.executable, "-m", "scoreband.cli", "score", str(table),
+                             "--out", str(out), "--batch-size", "64"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kill")
+    r = subprocess.run([sys.executable, "-m", "scoreband.cli", "world", "--out", str(d),
+                        "--n", "300"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    df = pd.read_csv(d / "world.csv")
+    big = pd.concat([df] * (N_ROWS // len(df)), ignore_index=True)
+    big["caption"] = [f"{c} {'.' * (i // len(df))}" for i, c in enumerate(big["caption"])]
+    big.to_csv(d / "big.csv", index=False)
+    return d / "big.csv"
+
+
+def test_score_killed_five_times_equals_an_uninterrupted_run(table, tmp_path):
+    ref = tmp_path / "ref.csv"
+    assert _score(table, ref).wait(timeout=300) == 0
+    out = tmp_path / "out.csv"
+    journal = tmp_path / "out.csv.partial.jsonl"
+    rng = np.random.default_rng(0)
+    sizes = []
+    for _ in range(5):
+        p = _score(table, out)
+        # kill at a random point once the run has added to the journal
+        start = journal.stat().st_size if journal.exists() else 0
+        grow = int(rng.integers(1, 60)) * 1000
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None:
+            if journal.exists() and journal.stat().st_size > start + grow:
+                break
+            time.sleep(0.02)
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        sizes.append(journal.stat().st_size if journal.exists() else 0)
+    assert p.returncode != 0 and not out.exists()  # the last run was really killed
+    assert all(b > a for a, b in zip([0, *sizes], sizes, strict=False))  # each run added
+    assert _score(table, out).wait(timeout=300) == 0
+    a, b = pd.read_csv(ref), pd.read_csv(out)
+    assert len(b) == N_ROWS
+    pd.testing.assert_frame_equal(a, b)
+    assert not journal.exists()
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".") or f.endswith(".tmp")]
