@@ -160,18 +160,21 @@ class QuantileScorer:
     def mc_dropout(self, images, texts, passes: int = 25, seed: int = 0,
                    batch_size: int = 256, on_batch=None) -> Predictions:
         """MC-dropout baseline: the point model with dropout on, ``passes`` forward passes;
-        median and the 5 % / 95 % empirical quantiles of the samples. ``on_batch(done, n)``
-        hears about progress."""
+        median and the 5 % / 95 % empirical quantiles of the samples. ``on_batch(done,
+        total)`` hears about progress after every pass, in item-passes."""
         gen_state = torch.random.get_rng_state()
         torch.manual_seed(seed)
         self.model.train()  # dropout on (no batch-norm in this model)
         try:
             samples = []
+            total = passes * len(texts)
             for s, px, ids, _, _ in self._batches(images, texts, batch_size):
-                samples.append(torch.stack([self.model.point(self.model.represent(px, ids))
-                                            for _ in range(passes)], dim=1))
-                if on_batch is not None:
-                    on_batch(min(s + batch_size, len(texts)), len(texts))
+                draws = []
+                for k in range(passes):
+                    draws.append(self.model.point(self.model.represent(px, ids)))
+                    if on_batch is not None:  # item-passes done, of all
+                        on_batch(s * passes + (k + 1) * len(px), total)
+                samples.append(torch.stack(draws, dim=1))
             s = torch.cat(samples).double().numpy()
         finally:
             self.model.eval()

@@ -44,8 +44,14 @@ def _row_predictions(scorer: QuantileScorer, ds, mc_passes: int,
                      step=lambda msg: None) -> dict[str, Predictions]:
     preds = scorer.predict_heads(ds.images, ds.captions,
                                  ["unconstrained_pinball", "chained_pinball", "chained_ci"])
-    mc = scorer.mc_dropout(ds.images, ds.captions, passes=mc_passes,
-                           on_batch=lambda done, n: step(f"  MC dropout: {done} of {n} items"))
+    last = [time.perf_counter()]
+
+    def progress(done, total):  # a line every 5 s at most
+        if time.perf_counter() - last[0] >= 5 or done == total:
+            last[0] = time.perf_counter()
+            step(f"  MC dropout: {done / total:.0%} of {mc_passes} passes over {len(ds)} items")
+
+    mc = scorer.mc_dropout(ds.images, ds.captions, passes=mc_passes, on_batch=progress)
     mc.embedding = preds["chained_ci"].embedding
     preds["mc_dropout"] = mc
     preds["chained_ci_clusters"] = preds["chained_ci"]
