@@ -30,7 +30,8 @@ from scoreband.errors import InputError, RowError
 from scoreband.io import ColumnSpec, Inputs, load_inputs, read_table
 from scoreband.records import Band, Scale
 
-__all__ = ["CalibrationConfig", "Calibration", "Applied", "evaluate", "calibrate", "apply",
+__all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
+           "calibrate", "apply", "apply_file",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
 
 #: Every command that writes a table adds columns under one prefix and writes the reason a
@@ -235,19 +236,33 @@ def apply(table, calibrator, *, columns: dict | None = None, scorer_id: str | No
     ``calibrator``: a :class:`Calibration` or the path of a saved one. The prediction columns
     are those recorded at calibration; ``columns`` overrides some (``median``, ``lo``, ``hi``,
     ``groups``). Rows that cannot be banded keep empty bands and the reason in band_error.
+    For a table larger than memory see :func:`apply_file`.
     """
-    import warnings
-
     df = _frame(table)
     cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
-    inputs = doc.get("inputs", {})
+    res, band, inp = _apply_frame(df, cal, doc.get("inputs", {}), columns, n_ratings,
+                                  on_warning=on_warning)
+    return Applied(res, band, inp.errors, getattr(cal, "last_shift_", None))
+
+
+def _apply_frame(df, cal, inputs: dict, columns, n_ratings, *, row_offset: int = 0,
+                 allow_none: bool = False, on_warning=None):
+    import warnings
+
     cols = dict(inputs.get("columns") or {})
     if not cols:
         raise InputError("the calibrator records no input columns; recalibrate it with "
                          "`scoreband calibrate` (or scoreband.api.calibrate)")
     cols.update({k: v for k, v in (columns or {}).items() if v is not None})
     spec = ColumnSpec.from_dict({**cols, "target": None, "ratings": None, "split_by": None})
-    inp = load_inputs(df, spec, require_target=False)
+    inp = load_inputs(df, spec, require_target=False, row_offset=row_offset,
+                      allow_none=allow_none)
+    res = df.copy()
+    if len(inp.rows) == 0:  # a chunk of bad rows only: their reasons, no band
+        band = None
+        for k, v in band_columns(None, inp, len(df)).items():
+            res[k] = v
+        return res, band, inp
     with warnings.catch_warnings(record=on_warning is not None) as caught:
         band = cal.predict(inp.pred, groups=inp.groups)
     for w in dict.fromkeys(str(w.message) for w in caught or ()):
@@ -256,18 +271,81 @@ def apply(table, calibrator, *, columns: dict | None = None, scorer_id: str | No
         from scoreband.conformal import adjust_band
 
         band = adjust_band(band, n_ratings or inputs.get("n_ratings") or 1)
-    res = df.copy()
     for k, v in band_columns(band, inp, len(df)).items():
         res[k] = v
-    return Applied(res, band, inp.errors, getattr(cal, "last_shift_", None))
+    return res, band, inp
 
 
-def band_columns(band: Band, inp: Inputs, n: int) -> dict[str, np.ndarray]:
+@dataclass
+class AppliedFile:
+    """What :func:`apply_file` did: rows read, rows banded, the bad rows (all of them), the
+    method, alpha and the shift test of a weighted calibrator."""
+
+    rows: int
+    banded: int
+    errors: list[RowError]
+    method: str
+    alpha: float
+    shift: dict | None = None
+
+
+def apply_file(table, calibrator, out, *, columns: dict | None = None,
+               scorer_id: str | None = None, n_ratings: int | None = None,
+               chunk_rows: int = 100_000, on_warning=None, on_rows=None) -> AppliedFile:
+    """:func:`apply` for a CSV / TSV / JSONL / Parquet file of any size: read, banded and
+    written ``chunk_rows`` rows at a time (Parquet row groups), so memory stays bounded; the
+    output equals :func:`apply` on the whole table. ``on_rows(done)`` hears about progress.
+    Weighted conformal fits its shift weights on all the rows it is given, so it is applied
+    to the whole table at once."""
+    from scoreband.engine import ChunkWriter, iter_chunks
+
+    cal, doc = _load(calibrator, scorer_id)
+    if getattr(cal, "method", "") == "weighted-split":
+        chunk_rows = 1 << 62
+    inputs, errors, done, banded, method = doc.get("inputs", {}), [], 0, 0, None
+    with ChunkWriter(out) as w:
+        for chunk in iter_chunks(table, chunk_rows):
+            if done == 0 and scorer_id is None:
+                fp = table_fingerprint(chunk)
+                if fp is not None:
+                    cal, doc = _load(calibrator, fp)  # refuses another scorer's table
+            res, band, inp = _apply_frame(chunk.reset_index(drop=True), cal, inputs, columns,
+                                          n_ratings, row_offset=done, allow_none=True,
+                                          on_warning=on_warning)
+            from dataclasses import replace as _replace
+
+            errors.extend(_replace(e, position=None if e.position is None else e.position + done)
+                          for e in inp.errors)
+            banded += len(inp.rows)
+            method = method or (band.method if band is not None else None)
+            w.write(res)
+            done += len(chunk)
+            if on_rows:
+                on_rows(done)
+        if done == 0:
+            raise InputError(f"table {str(table)!r} has no rows")
+        if banded == 0:
+            first = "; ".join(str(e) for e in errors[:5])
+            raise InputError(f"no usable rows: {first}")
+    return AppliedFile(done, banded, errors, method or cal.method, cal.alpha,
+                       getattr(cal, "last_shift_", None))
+
+
+def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray]:
     """The columns ``apply`` adds for ``n`` table rows of which ``inp.rows`` were banded:
     band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag
     (full_range / group_fallback / the calibrator's note), band_sets (R2CCP's union of
     intervals), band_group, band_error."""
     out: dict[str, np.ndarray] = {}
+    if band is None:  # no row of these could be banded
+        for k in ("band_lo", "band_median", "band_hi", "band_lo01", "band_hi01"):
+            out[k] = np.full(n, np.nan)
+        out["band_flag"] = np.full(n, "", dtype=object)
+        errs = np.full(n, "", dtype=object)
+        for e in inp.errors:
+            errs[e.position] = f"{e.column}: {e.reason}"
+        out[ERROR_COLUMN["apply"]] = errs
+        return out
     for k, v in (("band_lo", band.lo), ("band_median", band.median), ("band_hi", band.hi),
                  ("band_lo01", band.lo01), ("band_hi01", band.hi01)):
         col = np.full(n, np.nan)

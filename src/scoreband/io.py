@@ -80,11 +80,11 @@ def read_table(path) -> pd.DataFrame:
     return df
 
 
-def _read_delimited(p: Path, sep: str) -> pd.DataFrame:
-    """CSV / TSV with two guards pandas lacks: duplicated column names are refused (pandas
+def _check_header(p: Path, sep: str) -> dict:
+    """Two guards pandas lacks, for CSV / TSV: duplicated column names are refused (pandas
     renames the second one and the first would be used silently), and a file whose lines end
     in a plain newline keeps a bare carriage return inside a cell as text (pandas would start
-    a new row there)."""
+    a new row there). Returns the reader options that second guard needs."""
     import csv
 
     with open(p, newline="", encoding="utf-8", errors="replace") as f:
@@ -94,8 +94,12 @@ def _read_delimited(p: Path, sep: str) -> pd.DataFrame:
     if dups:
         raise InputError(f"table {str(p)!r} has duplicated column names: "
                          f"{', '.join(map(repr, dups))}; rename them so each column is unique")
-    kw = {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
-    return pd.read_csv(p, sep=sep, keep_default_na=True, **kw)
+    return {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
+
+
+def _read_delimited(p: Path, sep: str) -> pd.DataFrame:
+    """CSV / TSV with the guards of :func:`_check_header`."""
+    return pd.read_csv(p, sep=sep, keep_default_na=True, **_check_header(p, sep))
 
 
 def _csv_quoting(df: pd.DataFrame) -> int:
@@ -111,12 +115,12 @@ def _csv_quoting(df: pd.DataFrame) -> int:
     return csv.QUOTE_MINIMAL
 
 
-def _write_json_records(df: pd.DataFrame, path, lines: bool) -> None:
+def _write_json_records(df: pd.DataFrame, path, lines: bool, append: bool = False) -> None:
     """JSON / JSONL with full float precision (pandas rounds to 10 digits by default and to
     15 at most); NaN and missing values as null."""
 
     cols = [str(c) for c in df.columns]
-    with open(path, "w", encoding="utf-8") as f:
+    with open(path, "a" if append and lines else "w", encoding="utf-8") as f:
         if not lines:
             f.write("[")
         for i, row in enumerate(df.itertuples(index=False, name=None)):
@@ -363,13 +367,14 @@ def _check_spec(df: pd.DataFrame, spec: ColumnSpec, features, embedding, *,
         raise InputError("give both `lo` and `hi` (the uncalibrated 90 % interval), or neither")
 
 
-def _row_ids(df: pd.DataFrame, id_col: str | None) -> list[str]:
-    """How rows are named in error reports: the id column, else 1-based numbers."""
+def _row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> list[str]:
+    """How rows are named in error reports: the id column, else 1-based numbers (counted
+    from ``offset`` rows before this chunk)."""
     if id_col:
         return [str(v) for v in df[id_col].tolist()]
     if "id" in df.columns:
-        return [f"{i + 1} (id={v})" for i, v in enumerate(df["id"].tolist())]
-    return [str(i + 1) for i in range(len(df))]
+        return [f"{offset + i + 1} (id={v})" for i, v in enumerate(df["id"].tolist())]
+    return [str(offset + i + 1) for i in range(len(df))]
 
 
 def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings) -> tuple:
@@ -445,18 +450,21 @@ def _groups(df, col, errors: dict, ids):
 
 
 def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = True,
-                require_median: bool = True, n_ratings: int | None = None) -> Inputs:
+                require_median: bool = True, n_ratings: int | None = None,
+                row_offset: int = 0, allow_none: bool = False) -> Inputs:
     """Validate a table against ``spec`` and build normalised predictions and targets.
 
     Every problem is a :class:`RowError` (row id, column, reason); those rows are left out
     of ``Inputs.pred`` and listed in ``Inputs.errors``. Structural problems (unknown columns,
-    no good rows at all) raise :class:`InputError`.
+    no good rows at all) raise :class:`InputError`; ``allow_none`` returns an empty
+    ``Inputs`` instead (one chunk of a streamed table may hold only bad rows).
+    ``row_offset``: rows before this chunk, for row numbers in the reports.
     """
     features = expand_columns(spec.features, df.columns)
     embedding = expand_columns(spec.embedding, df.columns)
     _check_spec(df, spec, features, embedding, require_target=require_target,
                 require_median=require_median)
-    n, ids = len(df), _row_ids(df, spec.id_col)
+    n, ids = len(df), _row_ids(df, spec.id_col, row_offset)
     errors: dict[int, RowError] = {}
     y, nr = _targets(df, spec, errors, ids, n_ratings)
     median = _prediction(df, spec.median, spec, errors, ids)
@@ -472,7 +480,7 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     split_keys = df[spec.split_by].astype(str).to_numpy() if spec.split_by else None
 
     keep = np.array(sorted(set(range(n)) - set(errors)), dtype=int)
-    if len(keep) == 0:
+    if len(keep) == 0 and not allow_none:
         first = [str(e) for e in list(errors.values())[:5]]
         raise InputError("no usable rows: " + "; ".join(first))
     if median is None and (feats is not None or not require_median):

@@ -25,7 +25,15 @@ def row_progress(console, description: str, total: int,
         state = {"next": every}
 
         def update(completed: int) -> None:
-            frac = completed / total if total else 1.0
+            if not total:  # size unknown (a streamed table): a line every 5 s
+                dt = time.perf_counter() - t0
+                if dt >= state.get("at", 5.0):
+                    state["at"] = dt + 5.0
+                    console.print(f"{description}: {completed:,} rows, "
+                                  f"{completed / dt:,.0f} rows/s, {dt:.0f} s elapsed",
+                                  soft_wrap=True)
+                return
+            frac = completed / total
             if frac + 1e-12 < state["next"] and completed < total:
                 return
             dt = time.perf_counter() - t0
@@ -51,7 +59,7 @@ def row_progress(console, description: str, total: int,
     prog = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                     MofNCompleteColumn(), TimeRemainingColumn(), console=console)
     prog.start()
-    task = prog.add_task(description, total=total)
+    task = prog.add_task(description, total=total or None)
     try:
         yield lambda completed: prog.update(task, completed=completed)
     finally:

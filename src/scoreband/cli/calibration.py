@@ -191,20 +191,43 @@ def apply(
 
     Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
     """
-    from scoreband import api
-    from scoreband.io import write_table
+    from scoreband.engine import STREAMABLE
     from scoreband.provenance import write_provenance
 
-    df = api.read_table(table)
-    res = api.apply(df, calibrator, columns=dict(median=median, lo=lo, hi=hi, groups=groups),
-                    scorer_id=scorer_id, n_ratings=n_ratings, on_warning=warn)
-    report_rows(res.errors, len(df), action="left without a band")
+    cols = dict(median=median, lo=lo, hi=hi, groups=groups)
+    if Path(table).suffix.lower() in STREAMABLE and Path(out).suffix.lower() in STREAMABLE:
+        res = _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings)
+    else:  # JSON arrays and dataset folders are read whole
+        res = _apply_in_memory(table, calibrator, out, cols, scorer_id, n_ratings)
     _print_shift(res.shift)
+    write_provenance(out, {"calibrator_method": res.method}, files={"calibrator": calibrator})
+    console.print(f"banded {res.banded} of {res.rows} rows with {res.method} "
+                  f"(alpha={res.alpha}) -> {out}")
+
+
+def _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings):
+    from scoreband import api
+    from scoreband.progress import row_progress
+
+    size = Path(table).stat().st_size
+    with row_progress(err if size > 50_000_000 else None, "applying", 0) as update:
+        res = api.apply_file(table, calibrator, out, columns=cols, scorer_id=scorer_id,
+                             n_ratings=n_ratings, on_warning=warn, on_rows=update)
+    report_rows(res.errors, res.rows, action="left without a band")
+    return res
+
+
+def _apply_in_memory(table, calibrator, out, cols, scorer_id, n_ratings):
+    from scoreband import api
+    from scoreband.io import write_table
+
+    df = api.read_table(table)
+    res = api.apply(df, calibrator, columns=cols, scorer_id=scorer_id, n_ratings=n_ratings,
+                    on_warning=warn)
+    report_rows(res.errors, len(df), action="left without a band")
     write_table(res.table, out)
-    write_provenance(out, {"calibrator_method": res.band.method},
-                     files={"calibrator": calibrator})
-    console.print(f"banded {len(df) - len(res.errors)} of {len(df)} rows with "
-                  f"{res.band.method} (alpha={res.band.alpha}) -> {out}")
+    return api.AppliedFile(len(df), len(df) - len(res.errors), res.errors, res.band.method,
+                           res.band.alpha, res.shift)
 
 
 def _print_shift(shift: dict | None) -> None:

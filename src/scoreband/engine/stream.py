@@ -1,0 +1,127 @@
+"""Tables in chunks: read CSV / TSV / JSONL / Parquet a chunk of rows at a time (pandas'
+chunked readers, pyarrow's record batches) and write the result as it comes (CSV appended,
+Parquet row groups), into a temporary file renamed over the output at the end, so a crash
+never leaves a half-written table under the output's name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from scoreband.errors import InputError
+
+__all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE"]
+
+#: formats read and written chunk by chunk (JSON arrays and dataset folders are read whole)
+STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
+
+
+def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.DataFrame]:
+    """The table at ``path`` as DataFrames of at most ``chunk_rows`` rows (``columns``: only
+    those, where the format can skip the others)."""
+    from scoreband.io import _check_header
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"table {str(p)!r} does not exist")
+    suf = p.suffix.lower()
+    if suf not in STREAMABLE:
+        raise InputError(f"cannot stream {p.name!r}; streamable formats: {', '.join(STREAMABLE)}")
+    try:
+        if suf in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            f = pq.ParquetFile(p)
+            for batch in f.iter_batches(batch_size=chunk_rows, columns=columns):
+                yield batch.to_pandas()
+            return
+        if suf in (".jsonl", ".ndjson"):
+            reader = pd.read_json(p, lines=True, chunksize=chunk_rows, precise_float=True)
+        else:
+            sep = "," if suf == ".csv" else "\t"
+            kw = _check_header(p, sep)
+            reader = pd.read_csv(p, sep=sep, chunksize=chunk_rows, usecols=columns, **kw)
+        with reader:
+            yield from reader
+    except InputError:
+        raise
+    except Exception as e:  # parser errors from pandas / pyarrow: name the file
+        raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
+
+
+class ChunkWriter:
+    """Write DataFrames one after another as one table; ``close()`` renames the temporary
+    file over ``path`` (``abort()`` removes it). Usable as a context manager."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.suffix = self.path.suffix.lower()
+        if self.suffix not in STREAMABLE:
+            raise InputError(f"cannot stream into {self.path.name!r}; streamable formats: "
+                             f"{', '.join(STREAMABLE)}")
+        if self.path.is_dir():
+            raise InputError(f"output {str(self.path)!r} is a folder; give a file name")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self._parquet = None
+        self.rows = 0
+        self.columns: list | None = None
+
+    def write(self, df: pd.DataFrame) -> None:
+        from scoreband.io import _csv_quoting, _write_json_records
+
+        if self.columns is None:
+            self.columns = list(df.columns)
+        elif list(df.columns) != self.columns:  # e.g. a chunk of bad rows only: no band_group
+            extra = [c for c in df.columns if c not in self.columns]
+            if extra:
+                raise InputError(f"chunk {self.rows}+ adds columns {extra} the first chunk "
+                                 "did not have")
+            df = df.reindex(columns=self.columns, fill_value="")
+        if self.suffix in (".parquet", ".pq"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self.tmp, table.schema)
+            self._parquet.write_table(table.cast(self._parquet.schema))
+        elif self.suffix in (".jsonl", ".ndjson"):
+            _write_json_records(df, self.tmp, lines=True, append=self.rows > 0)
+        else:
+            df.to_csv(self.tmp, sep="," if self.suffix == ".csv" else "\t", index=False,
+                      mode="a" if self.rows else "w", header=self.rows == 0,
+                      quoting=_csv_quoting(df))
+        self.rows += len(df)
+
+    def close(self) -> Path:
+        if self._parquet is not None:
+            self._parquet.close()
+        if not self.tmp.exists():
+            raise InputError("nothing was written: the table has no rows")
+        os.chmod(self.tmp, 0o666 & ~_umask())
+        os.replace(self.tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+        self.tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ChunkWriter:
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
