@@ -117,3 +117,26 @@ HtmlOpt = Annotated[Path | None, typer.Option(
 ImageColOpt = Annotated[str, typer.Option(
     "--image-col", help="Column of image paths (absolute, or relative to the table's folder).")]
 TextColOpt = Annotated[str, typer.Option("--text-col", help="Column of captions.")]
+
+#: the batch engine options of score and apply, written once
+ENGINE_OPTIONS = {
+    "engine": (Annotated[str, typer.Option(
+        "--engine", help="local (this process) | ray (Ray Data: one actor per model replica; "
+                         "needs scoreband[ray]).")], "local"),
+    "ray_address": (Annotated[str | None, typer.Option(
+        "--ray-address", help="ray: an existing cluster (default $RAY_ADDRESS, else a local "
+                              "Ray started here).")], None),
+    "actors": (Annotated[int, typer.Option("--actors", min=1, help="ray: actors (model "
+                                                                   "replicas).")], 2),
+    "num_gpus": (Annotated[float, typer.Option("--num-gpus", min=0, help="ray: GPUs per "
+                                                                         "actor.")], 0.0),
+}
+
+
+def check_engine(opts: dict) -> bool:
+    """True for the Ray engine; a clear error for an unknown one."""
+    if opts["engine"] not in ("local", "ray"):
+        from scoreband.errors import InputError
+
+        raise InputError(f"--engine {opts['engine']!r}: choose local or ray")
+    return opts["engine"] == "ray"

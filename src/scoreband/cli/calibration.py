@@ -20,6 +20,7 @@ from scoreband.cli._app import (
 )
 from scoreband.cli._options import (
     CALIBRATION_OPTIONS,
+    ENGINE_OPTIONS,
     GroupsOpt,
     HiOpt,
     HtmlOpt,
@@ -27,6 +28,7 @@ from scoreband.cli._options import (
     MedianOpt,
     ScorerOpt,
     Table_,
+    check_engine,
     split_options,
     with_options,
 )
@@ -168,6 +170,7 @@ def calibrate(
 # ------------------------------------------------------------------ apply
 @app.command()
 @guard
+@with_options(ENGINE_OPTIONS)
 def apply(
     table: Table_,
     calibrator: Annotated[Path, typer.Option("--calibrator", help="Calibrator JSON from "
@@ -182,6 +185,7 @@ def apply(
     n_ratings: Annotated[int | None, typer.Option(
         "--n-ratings", min=1, help="Annotators per target for boundary adjustment (default: "
                                    "as in calibration).")] = None,
+    **engine_opts,
 ):
     """Add calibrated bands to every row of a table.
 
@@ -195,6 +199,8 @@ def apply(
     from scoreband.provenance import write_provenance
 
     cols = dict(median=median, lo=lo, hi=hi, groups=groups)
+    if check_engine(engine_opts):
+        return _apply_ray(table, calibrator, out, cols, n_ratings, engine_opts)
     if Path(table).suffix.lower() in STREAMABLE and Path(out).suffix.lower() in STREAMABLE:
         res = _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings)
     else:  # JSON arrays and dataset folders are read whole
@@ -203,6 +209,17 @@ def apply(
     write_provenance(out, {"calibrator_method": res.method}, files={"calibrator": calibrator})
     console.print(f"banded {res.banded} of {res.rows} rows with {res.method} "
                   f"(alpha={res.alpha}) -> {out}")
+
+
+def _apply_ray(table, calibrator, out, cols, n_ratings, engine_opts):
+    from scoreband.engine.ray_engine import apply_ray
+    from scoreband.provenance import write_provenance
+
+    n = apply_ray(table, calibrator, out, columns=cols, n_ratings=n_ratings,
+                  actors=engine_opts["actors"], address=engine_opts["ray_address"])
+    write_provenance(out, {"engine": {"name": "ray", "actors": engine_opts["actors"]}},
+                     files={"calibrator": calibrator})
+    console.print(f"banded {n} rows on Ray -> {out}")
 
 
 def _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings):

@@ -11,6 +11,7 @@ import typer
 from scoreband.backbones import BACKBONES
 from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
 from scoreband.cli._options import (
+    ENGINE_OPTIONS,
     AlphaOpt,
     ImageColOpt,
     KOpt,
@@ -19,6 +20,8 @@ from scoreband.cli._options import (
     Table_,
     TargetOpt,
     TextColOpt,
+    check_engine,
+    with_options,
 )
 
 
@@ -142,6 +145,7 @@ def _print_table_run(report: dict, out) -> None:
 
 @app.command()
 @guard
+@with_options(ENGINE_OPTIONS)
 def score(
     table: Table_,
     out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
@@ -162,6 +166,7 @@ def score(
     dtype: Annotated[str | None, typer.Option(
         "--dtype", help="Backbone precision: float32 | bfloat16 | float16 (default: the "
                         "model's); heads and similarities run in float32.")] = None,
+    **engine_opts,
 ):
     """Score image/caption pairs: median and calibrated 90 % band per row, on [0, 1].
 
@@ -176,6 +181,10 @@ def score(
     from scoreband.provenance import write_provenance
     from scoreband.scorers.scoring import score_any
 
+    if check_engine(engine_opts):
+        return _score_ray(table, out, engine_opts, dict(
+            model=model, backbone=backbone, scorer=scorer, image_col=image_col,
+            text_col=text_col, batch_size=batch_size, device=device, dtype=dtype))
     df = read_table(table)
     journal = Path(str(out) + ".partial.jsonl")
     run = score_any(df, model=model, backbone=backbone, scorer=scorer, image_col=image_col,
@@ -201,3 +210,22 @@ def score(
     _print_shift(res.attrs.get("shift"))
     finish_rows(res, run["error_column"], "not scored",
                 f"scored {len(res) - bad} of {len(res)} rows -> {out}")
+
+
+def _score_ray(table, out, engine_opts, kw):
+    import pandas as pd
+
+    from scoreband.engine.ray_engine import score_ray
+    from scoreband.provenance import write_provenance
+
+    n = score_ray(table, out, actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
+                  address=engine_opts["ray_address"], **kw)
+    write_provenance(out, {"engine": {"name": "ray", "actors": engine_opts["actors"],
+                                      "num_gpus": engine_opts["num_gpus"]}})
+    col = "score_error" if kw.get("scorer") else "band_error"
+    res = pd.read_csv(out) if str(out).endswith(".csv") else None
+    if res is not None:
+        res[col] = res[col].astype(object).where(res[col].notna(), "")
+        finish_rows(res, col, "not scored", f"scored {n} rows on Ray -> {out}")
+    else:
+        console.print(f"scored {n} rows on Ray -> {out}")

@@ -6,6 +6,7 @@ and the reason in ``band_error``; the batch carries on.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -135,18 +136,24 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     return out, int((errors != "").sum()), comps
 
 
+_REFERENCE: dict = {}  # (scorer fingerprint, calibration set) -> reference items
+
+
 def reference_items(scorer, calibrator_doc: dict, n_ref: int = 500):
     """``(images, image embeddings)`` of (a sample of) the items the calibrator was fitted
     on, which the embedded models regenerate from the world seed their calibrator records;
-    None when the calibrator records none."""
+    None when the calibrator records none. Kept per process (a batch engine asks per batch)."""
     cs = calibrator_doc.get("inputs", {}).get("calibration_set", {})
     if "seed" not in cs:
         return None
-    from scoreband.world import make_dataset
+    key = (scorer.fingerprint, json.dumps(cs, sort_keys=True), n_ref)
+    if key not in _REFERENCE:
+        from scoreband.world import make_dataset
 
-    ds = make_dataset(min(n_ref, int(cs.get("n", n_ref))), int(cs["seed"]),
-                      n_annotators=int(cs.get("n_annotators", 3)), name="calibration")
-    return ds.images, scorer.predict(ds.images, ds.captions).embedding
+        ds = make_dataset(min(n_ref, int(cs.get("n", n_ref))), int(cs["seed"]),
+                          n_annotators=int(cs.get("n_annotators", 3)), name="calibration")
+        _REFERENCE[key] = (ds.images, scorer.predict(ds.images, ds.captions).embedding)
+    return _REFERENCE[key]
 
 
 def image_statistics(images) -> np.ndarray:

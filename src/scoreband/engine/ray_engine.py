@@ -1,0 +1,150 @@
+"""Ray Data as the engine of ``apply`` and ``score`` (``--engine ray``): the table becomes a
+Ray Dataset read in blocks, ``map_batches`` runs one actor per model replica (the calibrator
+shipped as its JSON text, the model loaded once per actor, ``num_gpus`` per actor where a GPU
+is), the output streams back in the input's order into the same chunked writer the local
+engine uses. Ray retries a task whose worker died (``max_task_retries``), so a killed worker
+loses no row. Runs on a local Ray started here, or on a cluster (``address`` /
+``RAY_ADDRESS``)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from scoreband.errors import InputError
+
+__all__ = ["connect", "apply_ray", "score_ray"]
+
+EXTRA = 'pip install "scoreband[ray]"'
+
+
+def connect(address: str | None = None, *, actors: int = 2,
+            timeout: float = 30.0) -> None:
+    """Start a local Ray (``address`` None and no ``RAY_ADDRESS``) or connect to a cluster;
+    an unreachable address fails within ``timeout`` seconds. A local Ray gets a CPU slot
+    more than the actors take, so that reading tasks always find one (with every slot held
+    by an actor the reads would wait for ever)."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError(f"--engine ray needs Ray Data: {EXTRA}") from None
+    import logging
+
+    import ray.data
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # scoreband reports progress
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    kw = dict(include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    if address is None:
+        ray.init(num_cpus=max(os.cpu_count() or 1, actors + 1), **kw)
+        return
+    box: dict = {}
+
+    def attempt():
+        try:
+            ray.init(address=address, **kw)
+        except Exception as e:  # noqa: BLE001 - reported below with the address
+            box["error"] = e
+
+    t = threading.Thread(target=attempt, daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive() or "error" in box:
+        why = f"{type(box['error']).__name__}: {box['error']}" if "error" in box else \
+            f"no answer within {timeout:.0f} s"
+        raise InputError(f"cannot reach the Ray cluster at {address!r} ({why}); check "
+                         "--ray-address / RAY_ADDRESS, or omit it to run a local Ray")
+
+
+def _dataset(table, block_rows: int):
+    import ray.data
+
+    p = Path(table)
+    suf = p.suffix.lower()
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True  # rows come back in the table's order
+    if suf in (".parquet", ".pq"):
+        return ray.data.read_parquet(str(p))
+    if suf in (".csv", ".tsv", ".jsonl", ".ndjson"):
+        # read by scoreband's own chunked reader (same types and guards as the local engine),
+        # handed to Ray block by block
+        from scoreband.engine.stream import iter_chunks
+
+        return ray.data.from_pandas(list(iter_chunks(p, block_rows)))
+    raise InputError(f"--engine ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
+
+
+class _Apply:
+    """One actor: the calibrator loaded from its JSON text (all of load_calibrator's checks)."""
+
+    def __init__(self, doc_text: str, columns: dict, n_ratings):
+        from scoreband.conformal import load_calibrator
+
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "calibrator.json"
+            f.write_text(doc_text, encoding="utf-8")
+            self.cal, self.doc = load_calibrator(f)
+        self.columns, self.n_ratings = columns, n_ratings
+
+    def __call__(self, batch):
+        from scoreband.api import _apply_frame
+
+        res, _, _ = _apply_frame(batch.reset_index(drop=True), self.cal,
+                                 self.doc.get("inputs", {}), self.columns, self.n_ratings,
+                                 allow_none=True)
+        return res
+
+
+class _Score:
+    """One actor: one model replica."""
+
+    def __init__(self, kw: dict):
+        self.kw = kw
+
+    def __call__(self, batch):
+        from scoreband.scorers.scoring import score_any
+
+        return score_any(batch.reset_index(drop=True), **self.kw)["table"]
+
+
+def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None):
+    from scoreband.engine.stream import ChunkWriter
+
+    mapped = ds.map_batches(fn, fn_constructor_args=args, batch_format="pandas",
+                            batch_size=batch_rows, concurrency=actors, num_cpus=1,
+                            num_gpus=num_gpus, max_restarts=3, max_task_retries=3)
+    done = 0
+    with ChunkWriter(out) as w:
+        for batch in mapped.iter_batches(batch_format="pandas", batch_size=None):
+            w.write(batch)
+            done += len(batch)
+            if on_rows:
+                on_rows(done)
+    return done
+
+
+def apply_ray(table, calibrator, out, *, columns: dict | None = None, n_ratings=None,
+              actors: int = 2, address: str | None = None, batch_rows: int = 100_000,
+              on_rows=None) -> int:
+    """``apply`` on Ray Data; returns the number of rows written."""
+    connect(address, actors=actors)
+    text = Path(calibrator).read_text(encoding="utf-8")
+    ds = _dataset(table, batch_rows)
+    return _run(ds, _Apply, (text, columns or {}, n_ratings), out, actors=actors, num_gpus=0,
+                batch_rows=batch_rows, on_rows=on_rows)
+
+
+def score_ray(table, out, *, actors: int = 2, num_gpus: float = 0.0,
+              address: str | None = None, batch_rows: int = 256, on_rows=None,
+              **score_kw) -> int:
+    """``score`` on Ray Data (one model replica per actor); returns the rows written."""
+    connect(address, actors=actors)
+    ds = _dataset(table, batch_rows)
+    kw = {**score_kw, "base_dir": str(Path(table).parent.resolve())}
+    return _run(ds, _Score, (kw,), out, actors=actors, num_gpus=num_gpus,
+                batch_rows=batch_rows, on_rows=on_rows)
