@@ -115,9 +115,12 @@ class _Score:
 def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None):
     from scoreband.engine.stream import ChunkWriter
 
+    from ray.data import ActorPoolStrategy
+
     mapped = ds.map_batches(fn, fn_constructor_args=args, batch_format="pandas",
-                            batch_size=batch_rows, concurrency=actors, num_cpus=1,
-                            num_gpus=num_gpus, max_restarts=3, max_task_retries=3)
+                            batch_size=batch_rows, compute=ActorPoolStrategy(size=actors),
+                            num_cpus=1, num_gpus=num_gpus, max_restarts=3,
+                            max_task_retries=3)
     done = 0
     with ChunkWriter(out) as w:
         for batch in mapped.iter_batches(batch_format="pandas", batch_size=None):
