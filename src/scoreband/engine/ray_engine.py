@@ -113,9 +113,9 @@ class _Score:
 
 
 def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None):
-    from scoreband.engine.stream import ChunkWriter
-
     from ray.data import ActorPoolStrategy
+
+    from scoreband.engine.stream import ChunkWriter
 
     mapped = ds.map_batches(fn, fn_constructor_args=args, batch_format="pandas",
                             batch_size=batch_rows, compute=ActorPoolStrategy(size=actors),
