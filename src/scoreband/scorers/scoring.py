@@ -33,6 +33,29 @@ __all__ = ["load_image", "score_table", "MAX_PIXELS"]
 
 
 
+def _scorer_with_calibrator(model):
+    """The quantile scorer, its calibrator (checked against the scorer's fingerprint), the
+    calibrator document and the file's hash (part of every journal key)."""
+    scorer = QuantileScorer.load(model)
+    cal_path = (scorer.path / "calibrator.json") if scorer.path else None
+    if cal_path is None or not cal_path.exists():
+        raise InputError(f"model {model!r} has no calibrator.json; run `scoreband train` (which "
+                         "writes one) or calibrate it")
+    cal, doc = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
+    return scorer, cal, doc, file_sha256(cal_path)
+
+
+def _band_batch(scorer, cal, head, imgs, texts, pos, image_ood, ood):
+    """Bands of one batch of good rows; images unlike the model's world are added to their
+    rows' ``ood`` reasons. Returns (band, image embeddings)."""
+    pred = scorer.predict(np.stack(imgs), texts, head=head)
+    if image_ood is not None:
+        for i, why in zip(pos, image_ood.reasons(imgs), strict=True):
+            if why:
+                ood[i] = f"{ood[i]}; {why}" if ood[i] else why
+    return cal.predict(pred), pred.embedding
+
+
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
                 model: str = "embedded:default", batch_size: int = 256,
                 progress=None, base_dir=None, journal=None) -> tuple[pd.DataFrame, int, dict]:
@@ -50,13 +73,7 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                              f"{', '.join(map(str, df.columns))}")
     if batch_size < 1:
         raise InputError(f"batch_size must be >= 1, got {batch_size}")
-    scorer = QuantileScorer.load(model)
-    cal_path = (scorer.path / "calibrator.json") if scorer.path else None
-    if cal_path is None or not cal_path.exists():
-        raise InputError(f"model {model!r} has no calibrator.json; run `scoreband train` (which "
-                         "writes one) or calibrate it")
-    cal, doc = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
-    cal_sha = file_sha256(cal_path)
+    scorer, cal, doc, cal_sha = _scorer_with_calibrator(model)
     head = doc.get("inputs", {}).get("head", "chained_ci")
     size = scorer.model.cfg.image_size
     n = len(df)
@@ -106,13 +123,8 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
                 truncated[i] = trunc
                 ood[i] = scorer.tokenizer.out_of_vocabulary(text)
             if pos:
-                pred = scorer.predict(np.stack(imgs), texts, head=head)
-                emb.append(pred.embedding)
-                if image_ood is not None:
-                    for i, why in zip(pos, image_ood.reasons(imgs), strict=True):
-                        if why:
-                            ood[i] = f"{ood[i]}; {why}" if ood[i] else why
-                band = cal.predict(pred)
+                band, e_batch = _band_batch(scorer, cal, head, imgs, texts, pos, image_ood, ood)
+                emb.append(e_batch)
                 med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
             for i, key in keys.items():
                 jr.add({"key": key, "median": _num(med[i]), "lo": _num(lo[i]),
