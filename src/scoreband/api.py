@@ -128,7 +128,7 @@ CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
 def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 0.5,
-             n_ratings: int | None = None, curve: bool = False) -> dict:
+             n_ratings: int | None = None, curve: bool = False, on_split=None) -> dict:
     """Repeated calibration / test splits of ``table``: coverage, sharpness, UPS and tau-c
     before and after calibration (mean and std over ``seeds``), per group when the columns
     name groups, and the theoretical coverage band. Skipped rows are listed under
@@ -143,7 +143,8 @@ def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 
     make = cfg.factory(spec.scale, spec.groups is not None)
     res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
                           groups=inp.groups, split_keys=inp.split_keys,
-                          adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings)
+                          adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings,
+                          on_split=on_split)
     res["scale"] = spec.scale.to_dict()
     res["skipped_rows"] = [e.__dict__ for e in inp.errors]
     if curve:

@@ -112,10 +112,11 @@ def evaluate(
 
     df = api.read_table(table)
     cols, cfg = split_options(opts)
-    with step_status(err, f"calibrating over {seeds} splits ..."):
+    with step_status(err, f"calibrating over {seeds} splits ...", every_s=5) as step:
         res = api.evaluate(df, {**cols, "split_by": split_by}, cfg, seeds=seeds,
                            cal_frac=cal_frac, n_ratings=opts["n_ratings"],
-                           curve=html is not None if curve is None else curve)
+                           curve=html is not None if curve is None else curve,
+                           on_split=lambda k, n: step(f"split {k} of {n} done"))
     report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
     res["table"] = str(table)
     print_warnings(res.get("warnings", []))

@@ -107,7 +107,8 @@ def _fit_predict(make_calibrator, pred, y01, cal, test, g_all, caught: list):
 
 def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibrator], *,
                     seeds: int = 10, cal_frac: float = 0.5, groups=None, split_keys=None,
-                    adjust_boundary: bool = False, n_ratings=None, seed0: int = 0) -> dict:
+                    adjust_boundary: bool = False, n_ratings=None, seed0: int = 0,
+                    on_split=None) -> dict:
     """Run the protocol and return the metrics JSON (see the CLI's ``evaluate``).
 
     Parameters
@@ -139,6 +140,8 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
             band = adjust_band(band, nr[test])
         rec.add(cal_obj, band, pt, y01[test], len(cal),
                 None if g_all is None else g_all[test])
+        if on_split is not None:
+            on_split(s + 1, seeds)
     out = {
         "method": rec.method(), "alpha": rec.alpha, "n": n, "seeds": seeds,
         "cal_frac": cal_frac, "adjust_boundary": adjust_boundary,
