@@ -186,6 +186,7 @@ def test_train_calibrate_score_end_to_end(kind, models, tables, tmp_path):
     assert meta["backbone_name"] == spec and meta["training"]["n_calibration"] == 40
     card = (out / "MODEL_CARD.md").read_text()
     assert "scoreband train" in card and "| chained_ci |" in card and "omega" in card
+    assert "How it was trained" in card
     from scoreband.scorers import load_scorer
     from scoreband.scorers.backbone_scorer import BackboneScorer
     from scoreband.scorers.model import QuantileScorer

@@ -103,7 +103,7 @@ def train(
     if train_table is None and backbone != "embedded:default":
         fail(f"--backbone {backbone}: give a TRAIN_TABLE of human ratings to train heads on it "
              "(only the embedded scorer trains on the embedded world)")
-    command = "scoreband train " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else ""
+    command = " ".join(["scoreband", "train", *sys.argv[2:]])  # as the user typed it
     with step_status(err, "training ...", every_s=5) as step:
         def on_epoch(stage, ep, *losses):
             step(f"{stage}: epoch {ep}, val {losses[-1]:.5f}")
