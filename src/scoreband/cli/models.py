@@ -171,8 +171,15 @@ def score(
     """Score image/caption pairs: median and calibrated 90 % band per row, on [0, 1].
 
     Adds band_median, band_lo, band_hi, band_error (empty when the row scored),
-    band_truncated and scorer_fingerprint. Bad images (missing, truncated, not an image,
-    huge) and empty captions are reported per row; they never stop the batch.
+    band_truncated, band_ood and scorer_fingerprint. Bad images (missing, truncated, not an
+    image, huge) and empty captions are reported per row; they never stop the batch.
+
+    The default model (embedded:default) is a tiny scorer trained on the embedded synthetic
+    world (coloured shapes and their captions): it is for trying scoreband without a
+    download, not for real photos. band_ood flags rows it cannot judge (unknown words, an
+    image unlike its world) and a shift alarm is printed when the table as a whole looks
+    unlike its calibration items. For real data: --model DIR from `scoreband train TABLE
+    --backbone hf:... | beit3:...`, or --scorer clip-s.
 
     Example: scoreband score pairs.csv --image-col image --text-col caption --out scored.csv
     """
