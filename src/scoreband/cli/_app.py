@@ -82,15 +82,10 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> 
         err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
 
 
-def report_error_column(res, col: str, action: str) -> int:
-    """Print the rows of an output table whose ``col`` holds a reason (rows numbered from 1,
-    as in every other report); returns how many there are."""
+def row_failures(res, col: str) -> dict[int, str]:
+    """Position -> reason for the rows of an output table whose ``col`` holds one."""
     bad = res.loc[res[col] != "", col]
-    if len(bad):
-        err.print(f"[yellow]{len(bad)} of {len(res)} rows {action}:[/]")
-        for i, e in list(bad.items())[:20]:
-            err.print(f"  row {i + 1}: {e}")
-    return len(bad)
+    return {int(i): str(e) for i, e in bad.items()}
 
 
 def as_flags(message: str) -> str:
@@ -181,12 +176,16 @@ def run_study(description: str, run, out, html=None):
     return result
 
 
-def finish_rows(res, error_column: str, action: str, summary: str) -> None:
-    """End of a row batch (score, judge, roundtrip): list the failed rows, print the
+def finish_rows(failures: dict[int, str], total: int, action: str, summary: str) -> None:
+    """End of a row batch (score, judge, roundtrip): list the failed rows (``failures``:
+    0-based position -> reason; numbered from 1, as in every other report), print the
     summary, and exit 1 when no row succeeded (a run that did nothing is a failure)."""
-    bad = report_error_column(res, error_column, action)
+    if failures:
+        err.print(f"[yellow]{len(failures)} of {total} rows {action}:[/]")
+        for i, e in list(failures.items())[:20]:
+            err.print(f"  row {i + 1}: {e}", markup=False)
     console.print(summary, soft_wrap=True)
-    if bad == len(res):
+    if len(failures) == total:
         raise typer.Exit(1)
 
 

@@ -216,11 +216,13 @@ def _apply_ray(table, calibrator, out, cols, n_ratings, engine_opts):
     from scoreband.engine.ray_engine import apply_ray
     from scoreband.provenance import write_provenance
 
-    n = apply_ray(table, calibrator, out, columns=cols, n_ratings=n_ratings,
-                  actors=engine_opts["actors"], address=engine_opts["ray_address"])
+    n, failures = apply_ray(table, calibrator, out, columns=cols, n_ratings=n_ratings,
+                            actors=engine_opts["actors"], address=engine_opts["ray_address"])
     write_provenance(out, {"engine": {"name": "ray", "actors": engine_opts["actors"]}},
                      files={"calibrator": calibrator})
-    console.print(f"banded {n} rows on Ray -> {out}")
+    for i, e in list(failures.items())[:20]:
+        warn(f"row {i + 1} left without a band: {e}")
+    console.print(f"banded {n - len(failures)} of {n} rows on Ray -> {out}")
 
 
 def _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings):

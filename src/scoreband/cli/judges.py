@@ -15,6 +15,7 @@ from scoreband.cli._app import (
     guard,
     print_markdown,
     report_rows,
+    row_failures,
     run_study,
     text_or_file,
 )
@@ -111,7 +112,7 @@ def judge(
         "labels": prompt.labels}})
     journal.unlink(missing_ok=True)
     reused = res.attrs.get("reused_rows", 0)
-    finish_rows(res, "judge_error", "could not be judged",
+    finish_rows(row_failures(res, "judge_error"), len(res), "could not be judged",
                 f"wrote {out}: {len(res) - bad} of {len(res)} rows judged by {j.name}"
                 + (f" ({reused} resumed from the journal)" if reused else ""))
 

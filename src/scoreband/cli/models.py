@@ -9,7 +9,16 @@ from typing import Annotated
 import typer
 
 from scoreband.backbones import BACKBONES
-from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
+from scoreband.cli._app import (
+    app,
+    console,
+    err,
+    fail,
+    finish_rows,
+    guard,
+    report_rows,
+    row_failures,
+)
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
@@ -215,24 +224,18 @@ def score(
     from scoreband.cli.calibration import _print_shift
 
     _print_shift(res.attrs.get("shift"))
-    finish_rows(res, run["error_column"], "not scored",
+    finish_rows(row_failures(res, run["error_column"]), len(res), "not scored",
                 f"scored {len(res) - bad} of {len(res)} rows -> {out}")
 
 
 def _score_ray(table, out, engine_opts, kw):
-    import pandas as pd
-
     from scoreband.engine.ray_engine import score_ray
     from scoreband.provenance import write_provenance
 
-    n = score_ray(table, out, actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
-                  address=engine_opts["ray_address"], **kw)
+    n, failures = score_ray(table, out, actors=engine_opts["actors"],
+                            num_gpus=engine_opts["num_gpus"],
+                            address=engine_opts["ray_address"], **kw)
     write_provenance(out, {"engine": {"name": "ray", "actors": engine_opts["actors"],
                                       "num_gpus": engine_opts["num_gpus"]}})
-    col = "score_error" if kw.get("scorer") else "band_error"
-    res = pd.read_csv(out) if str(out).endswith(".csv") else None
-    if res is not None:
-        res[col] = res[col].astype(object).where(res[col].notna(), "")
-        finish_rows(res, col, "not scored", f"scored {n} rows on Ray -> {out}")
-    else:
-        console.print(f"scored {n} rows on Ray -> {out}")
+    finish_rows(failures, n, "not scored", f"scored {n - len(failures)} of {n} rows on Ray "
+                                           f"-> {out}")

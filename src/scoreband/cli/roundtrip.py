@@ -17,6 +17,7 @@ from scoreband.cli._app import (
     guard,
     print_markdown,
     report_rows,
+    row_failures,
     run_study,
 )
 from scoreband.cli._options import (
@@ -119,7 +120,7 @@ def roundtrip(
     write_provenance(out, components)
     journal.unlink(missing_ok=True)
     reused = res.attrs.get("reused_rows", 0)
-    finish_rows(res, "roundtrip_error", "not scored",
+    finish_rows(row_failures(res, "roundtrip_error"), len(res), "not scored",
                 f"wrote {out}: {len(res) - bad} of {len(res)} rows scored"
                 + (f" ({reused} resumed)" if reused else "")
                 + f"; mean score {np.nanmean(res['roundtrip_score']):.4f}"

@@ -112,7 +112,10 @@ class _Score:
         return score_any(batch.reset_index(drop=True), **self.kw)["table"]
 
 
-def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None):
+def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None,
+         error_column: str | None = None) -> tuple[int, dict[int, str]]:
+    """Map the dataset and write it in order; returns (rows written, position -> reason of
+    the rows whose ``error_column`` holds one), gathered as the batches pass."""
     from ray.data import ActorPoolStrategy
 
     from scoreband.engine.stream import ChunkWriter
@@ -121,33 +124,38 @@ def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on
                             batch_size=batch_rows, compute=ActorPoolStrategy(size=actors),
                             num_cpus=1, num_gpus=num_gpus, max_restarts=3,
                             max_task_retries=3)
-    done = 0
+    done, failures = 0, {}
     with ChunkWriter(out) as w:
         for batch in mapped.iter_batches(batch_format="pandas", batch_size=None):
             w.write(batch)
+            if error_column in batch:
+                errs = batch[error_column].fillna("").astype(str).to_numpy()
+                failures.update((done + i, errs[i]) for i in errs.nonzero()[0])
             done += len(batch)
             if on_rows:
                 on_rows(done)
-    return done
+    return done, failures
 
 
 def apply_ray(table, calibrator, out, *, columns: dict | None = None, n_ratings=None,
               actors: int = 2, address: str | None = None, batch_rows: int = 100_000,
-              on_rows=None) -> int:
-    """``apply`` on Ray Data; returns the number of rows written."""
+              on_rows=None) -> tuple[int, dict[int, str]]:
+    """``apply`` on Ray Data; returns (rows written, position -> reason of unbanded rows)."""
     connect(address, actors=actors)
     text = Path(calibrator).read_text(encoding="utf-8")
     ds = _dataset(table, batch_rows)
     return _run(ds, _Apply, (text, columns or {}, n_ratings), out, actors=actors, num_gpus=0,
-                batch_rows=batch_rows, on_rows=on_rows)
+                batch_rows=batch_rows, on_rows=on_rows, error_column="band_error")
 
 
 def score_ray(table, out, *, actors: int = 2, num_gpus: float = 0.0,
               address: str | None = None, batch_rows: int = 256, on_rows=None,
-              **score_kw) -> int:
-    """``score`` on Ray Data (one model replica per actor); returns the rows written."""
+              **score_kw) -> tuple[int, dict[int, str]]:
+    """``score`` on Ray Data (one model replica per actor); returns (rows written, position
+    -> reason of the rows that could not be scored)."""
     connect(address, actors=actors)
     ds = _dataset(table, batch_rows)
     kw = {**score_kw, "base_dir": str(Path(table).parent.resolve())}
+    error_column = "score_error" if score_kw.get("scorer") else "band_error"
     return _run(ds, _Score, (kw,), out, actors=actors, num_gpus=num_gpus,
-                batch_rows=batch_rows, on_rows=on_rows)
+                batch_rows=batch_rows, on_rows=on_rows, error_column=error_column)
