@@ -94,3 +94,86 @@ def test_streamed_apply_memory_is_bounded(fitted, tmp_path):
     peak = int(r.stdout.split()[-2]) * 1024  # "VmHWM:  123456 kB"
     assert peak < in_memory, (peak / 1e6, in_memory / 1e6)
     assert sum(1 for _ in iter_chunks(tmp_path / "o.parquet", 500_000)) >= 3
+
+
+# ------------------------------------------------------------------ the row engine
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rows")
+    assert runner.invoke(app, ["world", "--out", str(d), "--n", "40"]).exit_code == 0
+    df = pd.read_csv(d / "world.csv")
+    df.loc[5, "image"] = "images/missing.png"
+    df.loc[23, "caption"] = ""
+    df.to_csv(d / "t.csv", index=False)
+    return d, df
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_streamed_score_equals_whole_table_score(pairs, tmp_path, suffix):
+    """run_file (chunks of 7 rows, the failed rows in different chunks) writes the table
+    run_rows makes from the whole table, and reports the same failures and counts (bands
+    to 1e-6: the float32 model sees other batches when the chunks cut them otherwise)."""
+    from scoreband.engine.rows import run_file, run_rows
+    from scoreband.io import read_table, write_table
+    from scoreband.scorers.scoring import score_stage
+
+    d, df = pairs
+    src = tmp_path / f"in{suffix}"
+    write_table(df, src)
+    whole = run_rows(read_table(src), score_stage(base_dir=d, batch_size=5))
+    streamed = run_file(src, score_stage(base_dir=d, batch_size=5), tmp_path / f"o{suffix}",
+                        chunk_rows=7)
+    got = read_table(tmp_path / f"o{suffix}")
+    assert streamed.rows == len(df) and streamed.failures == whole.failures
+    assert sorted(streamed.failures) == [5, 23] and streamed.counts == whole.counts
+    assert list(got.columns) == list(whole.table.columns)
+    for c in ("band_lo", "band_median", "band_hi"):
+        np.testing.assert_allclose(got[c], whole.table[c], atol=1e-6, equal_nan=True)
+    assert streamed.summary["shift"] is not None
+
+
+def test_streamed_run_resumes_from_its_journal_across_chunks(pairs, tmp_path):
+    """A journal written by an interrupted streamed run is reused row by row (whatever the
+    chunking), and removed once the output is complete."""
+    from scoreband.engine.rows import run_file
+    from scoreband.scorers.scoring import score_stage
+
+    d, df = pairs
+    journal = tmp_path / "o.csv.partial.jsonl"
+    df.head(17).to_csv(tmp_path / "head.csv", index=False)
+    first = run_file(tmp_path / "head.csv", score_stage(base_dir=d), tmp_path / "x.csv",
+                     journal=journal, chunk_rows=5)
+    assert first.reused == 0 and not journal.exists()
+    # an interrupted run leaves its journal: replay the first 17 rows' records into one
+    from scoreband.batch import RowJournal
+    from scoreband.engine.rows import _records
+
+    stage = score_stage(base_dir=d)
+    with RowJournal(journal) as jr:
+        _records(df.head(17), stage, jr, lambda done: None)
+    run = run_file(d / "t.csv", score_stage(base_dir=d), tmp_path / "o.csv", journal=journal,
+                   chunk_rows=6)
+    assert run.reused == 17 and run.rows == len(df) and not journal.exists()
+    run_file(d / "t.csv", score_stage(base_dir=d), tmp_path / "o2.csv", chunk_rows=11)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o.csv"),
+                                  pd.read_csv(tmp_path / "o2.csv"), check_exact=False,
+                                  atol=1e-6)
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_run(tmp_path):
+    out = tmp_path / "o.csv"
+    stale = tmp_path / ".o.csv.999999999.tmp"  # no such process
+    stale.write_text("half a table")
+    with ChunkWriter(out) as w:
+        w.write(pd.DataFrame({"a": [1]}))
+    assert not stale.exists() and out.exists()
+
+
+def test_stage_records_never_raise_for_bad_rows(pairs):
+    """Every row gets a record; a bad one has the reason, the good ones values."""
+    from scoreband.scorers.scoring import score_stage
+
+    d, df = pairs
+    recs = score_stage(base_dir=d).process(df, [4, 5, 23])
+    assert recs[0]["error"] == "" and recs[0]["band_lo"] <= recs[0]["band_hi"]
+    assert "missing" in recs[1]["error"] and "empty caption" in recs[2]["error"]

@@ -1,6 +1,7 @@
-"""Faults: a `score` (3,000 rows) or `roundtrip` (600 rows) run killed with SIGKILL at five
-random points resumes from its journal and ends with exactly the table an uninterrupted run
-writes (no row lost or duplicated, no temp file left behind)."""
+"""Faults: a `score` (3,000 rows), `judge` (3,000 rows, a tiny LLaVA run by transformers) or
+`roundtrip` (600 rows) run killed with SIGKILL at five random points resumes from its journal
+and ends with exactly the table an uninterrupted run writes (no row lost or duplicated, no
+temp file left behind)."""
 
 import os
 import signal
@@ -15,12 +16,13 @@ import pytest
 N_ROWS = 3000
 
 
-ARGS = {"score": ["--batch-size", "64"], "roundtrip": ["--n-gen", "2"]}
+ARGS = {"score": ["--batch-size", "64"], "roundtrip": ["--n-gen", "2"], "judge": []}
 
 
 def _run(cmd, table, out):
+    extra = ["--judge", f"hf:{table.parent / 'llava'}"] if cmd == "judge" else []
     return subprocess.Popen([sys.executable, "-m", "scoreband.cli", cmd, str(table),
-                             "--out", str(out), *ARGS[cmd]],
+                             "--out", str(out), *ARGS[cmd], *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
@@ -36,10 +38,16 @@ def table(tmp_path_factory):
     big["caption"] = [f"{c} {'.' * (i // len(df))}" for i, c in enumerate(big["caption"])]
     big.to_csv(d / "big.csv", index=False)
     big.head(600).to_csv(d / "small.csv", index=False)
+    from tiny_models import tiny_llava
+
+    tiny_llava(d / "llava")
+    pd.DataFrame({"image": big["image"], "instruction": "Describe the image.",
+                  "response": big["caption"]}).to_csv(d / "judge.csv", index=False)
     return d
 
 
 @pytest.mark.parametrize("cmd,name,rows", [("score", "big.csv", N_ROWS),
+                                           ("judge", "judge.csv", N_ROWS),
                                            ("roundtrip", "small.csv", 600)])
 def test_killed_five_times_equals_an_uninterrupted_run(table, tmp_path, cmd, name, rows):
     table = table / name

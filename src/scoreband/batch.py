@@ -78,6 +78,11 @@ class RowJournal:
             self._f.write("\n")
             self._f.flush()
 
+    @property
+    def active(self) -> bool:
+        """Whether finished rows are kept (a journal file is open)."""
+        return self._f is not None
+
     def get(self, key: str) -> dict | None:
         return self.done.get(key)
 

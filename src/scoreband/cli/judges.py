@@ -9,17 +9,16 @@ import typer
 
 from scoreband.cli._app import (
     app,
-    err,
     fail,
     finish_rows,
     guard,
     print_markdown,
     report_rows,
-    row_failures,
     run_study,
     text_or_file,
 )
 from scoreband.cli._options import (
+    ENGINE_OPTIONS,
     AlphaOpt,
     HtmlOpt,
     ImageColOpt,
@@ -27,12 +26,14 @@ from scoreband.cli._options import (
     RatingsOpt,
     Table_,
     TargetOpt,
+    with_options,
 )
 from scoreband.judges.registry import JUDGES
 
 
 @app.command("judge")
 @guard
+@with_options(ENGINE_OPTIONS)
 def judge(
     table: Table_,
     judge_spec: Annotated[str, typer.Option(
@@ -72,6 +73,7 @@ def judge(
                                                            "time-outs.")] = 4,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="openai: response cache folder (default: OUT.cache/).")] = None,
+    **engine_opts,
 ):
     """Score-token log-probs of a VLM judge for every row of a table.
 
@@ -85,9 +87,8 @@ def judge(
     Then calibrate, e.g.: scoreband evaluate OUT --target human --scale 1,5
     --median judge_expected --features 'logp_*' --method r2ccp
     """
-    from scoreband.io import read_table, write_table
-    from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
-    from scoreband.provenance import write_provenance
+    from scoreband.cli._rows import run_stage
+    from scoreband.judges.extract import JudgePrompt
     from scoreband.records import Scale
 
     sc = Scale.parse(scale)
@@ -97,24 +98,21 @@ def judge(
           if v is not None}
     prompt = JudgePrompt(int(sc.lo), int(sc.hi), delimiter=delimiter, **kw)
     _ = prompt.labels  # validates the scale
-    df = read_table(table)
-    j = make_judge(judge_spec, prompt, max_new_tokens=max_new_tokens, device=device,
-                   dtype=dtype, base_url=base_url, top_logprobs=top_logprobs,
-                   max_tokens=max_tokens, timeout=timeout, retries=retries,
+    options = dict(max_new_tokens=max_new_tokens, device=device, dtype=dtype,
+                   base_url=base_url, top_logprobs=top_logprobs, max_tokens=max_tokens,
+                   timeout=timeout, retries=retries,
                    cache_dir=cache if cache is not None else Path(str(out) + ".cache"))
-    journal = Path(str(out) + ".partial.jsonl")
-    res, bad = extract_judge_table(df, j, image_col=image_col, instruction_col=instruction_col,
-                                   response_col=response_col, base_dir=Path(table).parent,
-                                   journal=journal, progress=err)
-    write_table(res, out)
-    write_provenance(out, {"judge": j.describe(), "prompt": {
-        "template": prompt.template, "rubric": prompt.rubric, "delimiter": prompt.delimiter,
-        "labels": prompt.labels}})
-    journal.unlink(missing_ok=True)
-    reused = res.attrs.get("reused_rows", 0)
-    finish_rows(row_failures(res, "judge_error"), len(res), "could not be judged",
-                f"wrote {out}: {len(res) - bad} of {len(res)} rows judged by {j.name}"
-                + (f" ({reused} resumed from the journal)" if reused else ""))
+    prov = {"prompt": {"template": prompt.template, "rubric": prompt.rubric,
+                       "delimiter": prompt.delimiter, "labels": prompt.labels}}
+    run, stage = run_stage(table, out, "scoreband.judges.extract:judge_stage", dict(
+        judge_spec=judge_spec, prompt=dict(lo=int(sc.lo), hi=int(sc.hi), delimiter=delimiter,
+                                           **kw), judge_options=options,
+        image_col=image_col, instruction_col=instruction_col, response_col=response_col),
+        engine_opts, error_column="judge_error", components=prov)
+    name = judge_spec if stage is None else stage.judge.name
+    finish_rows(run.failures, run.rows, "could not be judged",
+                f"wrote {out}: {run.rows - len(run.failures)} of {run.rows} rows judged by "
+                f"{name}" + (f" ({run.reused} resumed from the journal)" if run.reused else ""))
 
 
 # ------------------------------------------------------------------ judge-study

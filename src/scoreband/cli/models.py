@@ -17,7 +17,6 @@ from scoreband.cli._app import (
     finish_rows,
     guard,
     report_rows,
-    row_failures,
 )
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
@@ -29,7 +28,6 @@ from scoreband.cli._options import (
     Table_,
     TargetOpt,
     TextColOpt,
-    check_engine,
     with_options,
 )
 
@@ -192,50 +190,24 @@ def score(
 
     Example: scoreband score pairs.csv --image-col image --text-col caption --out scored.csv
     """
+    from scoreband.cli._rows import run_stage
 
-    from scoreband.io import read_table, write_table
-    from scoreband.provenance import write_provenance
-    from scoreband.scorers.scoring import score_any
-
-    if check_engine(engine_opts):
-        return _score_ray(table, out, engine_opts, dict(
-            model=model, backbone=backbone, scorer=scorer, image_col=image_col,
-            text_col=text_col, batch_size=batch_size, device=device, dtype=dtype))
-    df = read_table(table)
-    journal = Path(str(out) + ".partial.jsonl")
-    run = score_any(df, model=model, backbone=backbone, scorer=scorer, image_col=image_col,
-                    text_col=text_col, batch_size=batch_size, base_dir=Path(table).parent,
-                    device=device, dtype=dtype, journal=journal, progress=console)
-    res = run["table"]
-    write_table(res, out)
-    write_provenance(out, run["components"], files=run["files"])
-    journal.unlink(missing_ok=True)  # the table is complete
-    if res.attrs.get("reused_rows"):
-        console.print(f"{res.attrs['reused_rows']} rows resumed from {journal}")
-    bad = int((res[run["error_column"]] != "").sum())
-    n_trunc = int(res.get("band_truncated", res.get("truncated", 0)).sum()) if len(res) else 0
+    kw = dict(model=model, backbone=backbone, scorer=scorer, image_col=image_col,
+              text_col=text_col, batch_size=batch_size, device=device, dtype=dtype)
+    run, stage = run_stage(table, out, "scoreband.scorers.scoring:score_stage", kw,
+                           engine_opts, error_column="score_error" if scorer else "band_error")
+    if run.reused:
+        err.print(f"{run.reused} rows resumed from the journal")
+    n_trunc = run.counts.get("band_truncated", run.counts.get("truncated", 0))
     if n_trunc:
         err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
                   "(flagged per row)[/]")
-    n_ood = int((res["band_ood"] != "").sum()) if "band_ood" in res else 0
-    if n_ood:
-        err.print(f"[yellow]{n_ood} of {len(res)} rows are outside what the model knows "
-                  "(band_ood says why): their bands are guesses[/]")
+    if run.counts.get("band_ood"):
+        err.print(f"[yellow]{run.counts['band_ood']} of {run.rows} rows are outside what the "
+                  "model knows (band_ood says why): their bands are guesses[/]")
     from scoreband.cli.calibration import _print_shift
 
-    _print_shift(res.attrs.get("shift"))
-    finish_rows(row_failures(res, run["error_column"]), len(res), "not scored",
-                f"scored {len(res) - bad} of {len(res)} rows -> {out}")
-
-
-def _score_ray(table, out, engine_opts, kw):
-    from scoreband.engine.ray_engine import score_ray
-    from scoreband.provenance import write_provenance
-
-    n, failures = score_ray(table, out, actors=engine_opts["actors"],
-                            num_gpus=engine_opts["num_gpus"],
-                            address=engine_opts["ray_address"], **kw)
-    write_provenance(out, {"engine": {"name": "ray", "actors": engine_opts["actors"],
-                                      "num_gpus": engine_opts["num_gpus"]}})
-    finish_rows(failures, n, "not scored", f"scored {n - len(failures)} of {n} rows on Ray "
-                                           f"-> {out}")
+    _print_shift(run.summary.get("shift"))
+    where = " on Ray" if stage is None else ""
+    finish_rows(run.failures, run.rows, "not scored",
+                f"scored {run.rows - len(run.failures)} of {run.rows} rows{where} -> {out}")

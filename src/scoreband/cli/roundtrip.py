@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
 from scoreband.cli._app import (
@@ -17,10 +16,10 @@ from scoreband.cli._app import (
     guard,
     print_markdown,
     report_rows,
-    row_failures,
     run_study,
 )
 from scoreband.cli._options import (
+    ENGINE_OPTIONS,
     AlphaOpt,
     HtmlOpt,
     ImageColOpt,
@@ -28,6 +27,7 @@ from scoreband.cli._options import (
     Table_,
     TargetOpt,
     TextColOpt,
+    with_options,
 )
 from scoreband.roundtrip.encoders import ENCODERS
 from scoreband.roundtrip.generators import GENERATORS
@@ -52,6 +52,7 @@ def _components(generator, encoder, steps, size, guidance, device, dtype, base_u
 
 @app.command("roundtrip")
 @guard
+@with_options(ENGINE_OPTIONS)
 def roundtrip(
     table: Table_,
     out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
@@ -80,6 +81,7 @@ def roundtrip(
     = "https://api.openai.com/v1",
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="openai: image cache folder (default OUT.cache/).")] = None,
+    **engine_opts,
 ):
     """Round-trip score of every (image, caption) row.
 
@@ -92,39 +94,54 @@ def roundtrip(
     Example (no download): scoreband world --out w && scoreband roundtrip w/world.csv
     --out rt.csv
     """
-    from scoreband.io import read_table, write_table
-    from scoreband.provenance import write_provenance
-    from scoreband.roundtrip.captioner import caption_with
-    from scoreband.roundtrip.metric import roundtrip_table
-    from scoreband.roundtrip.text_metrics import add_text_metrics
+    from scoreband.cli._rows import run_stage
 
-    df, base = read_table(table), Path(table).parent
-    gen, enc = _components(generator, encoder, steps, size, guidance, device, dtype, base_url,
-                           cache if cache is not None else Path(str(out) + ".cache"))
-    components = {"generator": gen.describe(), "encoder": enc.describe()}
-    if captioner is not None:
-        df, text_col, components["captioner"] = caption_with(
-            captioner, df, image_col=image_col, base_dir=base, device=device)
     if keep_images is not None and keep_images.exists() and not keep_images.is_dir():
         fail(f"--keep-images {str(keep_images)!r} is a file; give a folder for the images")
-    journal = Path(str(out) + ".partial.jsonl")
-    res, bad = roundtrip_table(df, gen, enc, n_gen=n_gen, seed=seed, image_col=image_col,
-                               text_col=text_col, base_dir=base, keep_dir=keep_images,
-                               journal=journal, progress=err)
+    if keep_images is not None and engine_opts["engine"] == "ray":
+        fail("--keep-images writes on the machine that generates (a Ray worker's disk); run "
+             "with --engine local to keep the images")
+    opts = dict(device=device, dtype=dtype)
+    gen = dict(spec=generator, steps=steps, size=size, guidance=guidance, base_url=base_url,
+               cache_dir=cache if cache is not None else Path(str(out) + ".cache"), **opts)
+    df, text_col, comps, post = _prepare(table, captioner, references, image_col, text_col,
+                                         device)
+    run, stage = run_stage(table, out, "scoreband.roundtrip.metric:roundtrip_stage", dict(
+        generator=gen, encoder=dict(spec=encoder, **opts), n_gen=n_gen, seed=seed,
+        image_col=image_col, text_col=text_col, keep_dir=keep_images), engine_opts,
+        error_column="roundtrip_error", df=df, post=post, components=comps)
+    ok = run.rows - len(run.failures)
+    mean = run.means.get("roundtrip_score")
+    mean = f"; mean score {mean:.4f}" if mean is not None else ""
+    finish_rows(run.failures, run.rows, "not scored",
+                f"wrote {out}: {ok} of {run.rows} rows scored"
+                + (f" ({run.reused} resumed)" if run.reused else "") + mean
+                if ok else f"wrote {out}: no row could be scored")
+
+
+def _prepare(table, captioner, references, image_col, text_col, device):
+    """The whole-table steps around the round trip: captioning first (``--captioner``), the
+    text metrics after (``--references``). Returns (table or None, the text column to
+    score, provenance components, the step after)."""
+    comps: dict = {}
+    df = None
+    if captioner is not None:
+        from scoreband.io import read_table
+        from scoreband.roundtrip.captioner import caption_with
+
+        df, text_col, comps["captioner"] = caption_with(
+            captioner, read_table(table), image_col=image_col, base_dir=Path(table).parent,
+            device=device)
+    post = None
     if references is not None:
-        corpus = add_text_metrics(res, text_col, references)
-        components["text_metrics_corpus"] = corpus
-        console.print("text metrics (corpus): " + ", ".join(
-            f"{k} {v:.3f}" for k, v in corpus.items() if k != "n"))
-    write_table(res, out)
-    write_provenance(out, components)
-    journal.unlink(missing_ok=True)
-    reused = res.attrs.get("reused_rows", 0)
-    finish_rows(row_failures(res, "roundtrip_error"), len(res), "not scored",
-                f"wrote {out}: {len(res) - bad} of {len(res)} rows scored"
-                + (f" ({reused} resumed)" if reused else "")
-                + f"; mean score {np.nanmean(res['roundtrip_score']):.4f}"
-                if len(res) > bad else f"wrote {out}: no row could be scored")
+        def post(res):
+            from scoreband.roundtrip.text_metrics import add_text_metrics
+
+            corpus = add_text_metrics(res, text_col, references)
+            comps["text_metrics_corpus"] = corpus
+            console.print("text metrics (corpus): " + ", ".join(
+                f"{k} {v:.3f}" for k, v in corpus.items() if k != "n"))
+    return df, text_col, comps, post
 
 
 @app.command("roundtrip-study")

@@ -1,8 +1,9 @@
-"""Ray Data as the engine of ``apply`` and ``score`` (``--engine ray``): the table becomes a
-Ray Dataset read in blocks, ``map_batches`` runs one actor per model replica (the calibrator
-shipped as its JSON text, the model loaded once per actor, ``num_gpus`` per actor where a GPU
-is), the output streams back in the input's order into the same chunked writer the local
-engine uses. Ray retries a task whose worker died (``max_task_retries``), so a killed worker
+"""Ray Data as the engine of ``apply``, ``score``, ``judge`` and ``roundtrip``
+(``--engine ray``): the table becomes a Ray Dataset read in blocks, ``map_batches`` runs one
+actor per model replica (the calibrator shipped as its JSON text; a row stage built once per
+actor and run by the same row engine as locally; ``num_gpus`` per actor where a GPU is), the
+output streams back in the input's order into the same chunked writer the local engine
+uses. Ray restarts an actor whose process died and resubmits its batches, so a killed worker
 loses no row. Runs on a local Ray started here, or on a cluster (``address`` /
 ``RAY_ADDRESS``)."""
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from scoreband.errors import InputError
 
-__all__ = ["connect", "apply_ray", "score_ray"]
+__all__ = ["connect", "apply_ray", "score_ray", "stage_ray"]
 
 EXTRA = 'pip install "scoreband[ray]"'
 
@@ -100,16 +101,20 @@ class _Apply:
         return res
 
 
-class _Score:
-    """One actor: one model replica."""
+class _Stage:
+    """One actor: one stage (one model replica, judge or generator), built once from plain
+    values by ``factory`` ("module:function"), run on each batch by the row engine."""
 
-    def __init__(self, kw: dict):
-        self.kw = kw
+    def __init__(self, factory: str, kw: dict):
+        import importlib
+
+        mod, fn = factory.split(":")
+        self.stage = getattr(importlib.import_module(mod), fn)(**kw)
 
     def __call__(self, batch):
-        from scoreband.scorers.scoring import score_any
+        from scoreband.engine.rows import run_rows
 
-        return score_any(batch.reset_index(drop=True), **self.kw)["table"]
+        return run_rows(batch.reset_index(drop=True), self.stage).table
 
 
 def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None,
@@ -122,8 +127,10 @@ def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on
 
     mapped = ds.map_batches(fn, fn_constructor_args=args, batch_format="pandas",
                             batch_size=batch_rows, compute=ActorPoolStrategy(size=actors),
-                            num_cpus=1, num_gpus=num_gpus, max_restarts=3,
-                            max_task_retries=3)
+                            num_cpus=1, num_gpus=num_gpus)
+    # Ray Data restarts an actor whose process died and resubmits its batches (its actor
+    # defaults: max_restarts and max_task_retries -1); a Python error in a batch is not
+    # retried, but the stages turn row errors into records, never exceptions
     done, failures = 0, {}
     with ChunkWriter(out) as w:
         for batch in mapped.iter_batches(batch_format="pandas", batch_size=None):
@@ -148,14 +155,25 @@ def apply_ray(table, calibrator, out, *, columns: dict | None = None, n_ratings=
                 batch_rows=batch_rows, on_rows=on_rows, error_column="band_error")
 
 
+def stage_ray(table, out, factory: str, kw: dict, *, error_column: str, actors: int = 2,
+              num_gpus: float = 0.0, address: str | None = None, batch_rows: int = 256,
+              on_rows=None) -> tuple[int, dict[int, str]]:
+    """A row stage (``score``, ``judge``, ``roundtrip``) on Ray Data: ``factory(**kw)``
+    builds the stage in each actor (``base_dir`` is the table's folder); returns (rows
+    written, position -> reason of the rows that failed)."""
+    connect(address, actors=actors)
+    ds = _dataset(table, batch_rows)
+    kw = {**kw, "base_dir": str(Path(table).parent.resolve())}
+    return _run(ds, _Stage, (factory, kw), out, actors=actors, num_gpus=num_gpus,
+                batch_rows=batch_rows, on_rows=on_rows, error_column=error_column)
+
+
 def score_ray(table, out, *, actors: int = 2, num_gpus: float = 0.0,
               address: str | None = None, batch_rows: int = 256, on_rows=None,
               **score_kw) -> tuple[int, dict[int, str]]:
     """``score`` on Ray Data (one model replica per actor); returns (rows written, position
     -> reason of the rows that could not be scored)."""
-    connect(address, actors=actors)
-    ds = _dataset(table, batch_rows)
-    kw = {**score_kw, "base_dir": str(Path(table).parent.resolve())}
-    error_column = "score_error" if score_kw.get("scorer") else "band_error"
-    return _run(ds, _Score, (kw,), out, actors=actors, num_gpus=num_gpus,
-                batch_rows=batch_rows, on_rows=on_rows, error_column=error_column)
+    return stage_ray(table, out, "scoreband.scorers.scoring:score_stage", score_kw,
+                     error_column="score_error" if score_kw.get("scorer") else "band_error",
+                     actors=actors, num_gpus=num_gpus, address=address,
+                     batch_rows=batch_rows, on_rows=on_rows)

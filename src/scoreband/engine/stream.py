@@ -13,7 +13,7 @@ import pandas as pd
 
 from scoreband.errors import InputError
 
-__all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE"]
+__all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "table_rows"]
 
 #: formats read and written chunk by chunk (JSON arrays and dataset folders are read whole)
 STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
@@ -52,6 +52,50 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
 
 
+def table_rows(path, max_bytes: int = 2 << 30) -> int | None:
+    """The number of rows of a streamable table, for progress: Parquet from its metadata,
+    JSONL by its lines, CSV / TSV by a pass of the csv module (quoted line breaks counted
+    right); None when unknown (a text table over ``max_bytes``)."""
+    import csv
+
+    p = Path(path)
+    suf = p.suffix.lower()
+    try:
+        if suf in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(p).metadata.num_rows)
+        if p.stat().st_size > max_bytes:
+            return None
+        with open(p, encoding="utf-8", newline="") as f:
+            if suf in (".jsonl", ".ndjson"):
+                return sum(1 for line in f if line.strip())
+            if suf in (".csv", ".tsv"):
+                return max(0, sum(1 for _ in csv.reader(f, delimiter="," if suf == ".csv"
+                                                        else "\t")) - 1)
+    except (OSError, ValueError, csv.Error):
+        return None
+    return None
+
+
+def _remove_stale(path: Path) -> None:
+    """Temporary files of writers of ``path`` whose process is gone (killed mid-write)."""
+    for f in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = f.name[len(path.name) + 2:-4]
+        if pid.isdigit() and not _alive(int(pid)):
+            f.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class ChunkWriter:
     """Write DataFrames one after another as one table; ``close()`` renames the temporary
     file over ``path`` (``abort()`` removes it). Usable as a context manager."""
@@ -65,6 +109,7 @@ class ChunkWriter:
         if self.path.is_dir():
             raise InputError(f"output {str(self.path)!r} is a folder; give a file name")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(self.path)
         self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         self._parquet = None
         self.rows = 0

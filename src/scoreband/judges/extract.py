@@ -19,15 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.batch import (
-    RowJournal,
-    cell_text,
-    file_digest,
-    resolve_path,
-    row_key,
-    row_progress,
-)
-from scoreband.errors import InputError
+from scoreband.batch import cell_text, file_digest, resolve_path, row_key
+from scoreband.engine.rows import Stage, run_rows
 from scoreband.judges.base import (  # noqa: F401  (re-exported)
     DEFAULT_RUBRIC,
     DEFAULT_TEMPLATE,
@@ -40,7 +33,7 @@ from scoreband.judges.registry import JUDGES
 from scoreband.logprobs import entropy, expected_score, max_prob
 
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "make_judge",
-           "extract_judge_table", "DEFAULT_TEMPLATE", "JUDGES"]
+           "extract_judge_table", "JudgeStage", "judge_stage", "DEFAULT_TEMPLATE", "JUDGES"]
 
 def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
     """``hf:DIR_OR_ID`` or ``openai:MODEL`` (see ``JUDGES``); options a judge does not take
@@ -48,19 +41,12 @@ def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
     return JUDGES.create(spec, prompt, **kw)
 
 
-def _row_key(judge: Judge, image: str | None, instruction: str | None, response: str | None,
-             image_file: Path | None) -> str:
-    return row_key(json.dumps(judge.describe(), sort_keys=True), image, file_digest(image_file),
-                   instruction, response, judge.prompt.template, judge.prompt.rubric,
-                   judge.prompt.delimiter)
-
-
-def _judge_row(judge: Judge, key: str, img, ins, resp, img_file, cols) -> dict:
+def _judge_row(judge: Judge, img, ins, resp, img_file, cols) -> dict:
     """Judge one row; the journal record (``error`` says why a row failed)."""
     from scoreband.images import load_image
 
     image_col, instruction_col, response_col = cols
-    rec = {"key": key, "logp": None, "missing": None, "position": "", "error": ""}
+    rec = {"logp": None, "judge_missing_mass": None, "judge_position": "", "error": ""}
     try:
         for col, v in ((instruction_col, ins), (response_col, resp)):
             if v is None:
@@ -76,7 +62,7 @@ def _judge_row(judge: Judge, key: str, img, ins, resp, img_file, cols) -> dict:
             raise JudgeError(f"none of the score labels {judge.prompt.labels} is among the "
                              "judge's tokens at the score position")
         rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
-                   missing=res.missing_mass, position=res.position)
+                   judge_missing_mass=res.missing_mass, judge_position=res.position)
     except JudgeError as e:
         rec["error"] = str(e)
     return rec
@@ -106,6 +92,60 @@ def _feature_columns(raw: np.ndarray, ok: np.ndarray, labels) -> dict[str, np.nd
     return {**out, **summaries}
 
 
+class JudgeStage(Stage):
+    """The judge on the row engine: one row per request (each finished row is journaled
+    at once: a judge call is the expensive part)."""
+
+    error_column = "judge_error"
+    batch_size = 1
+    outputs = {"judge_missing_mass": np.nan, "judge_position": "", "judge_error": ""}
+
+    def __init__(self, judge: Judge, *, image_col: str = "image",
+                 instruction_col: str = "instruction", response_col: str = "response",
+                 base_dir=None):
+        super().__init__(base_dir)
+        self.judge, self.cols = judge, (image_col, instruction_col, response_col)
+        self.inputs = {"image_col": image_col, "instruction_col": instruction_col,
+                       "response_col": response_col}
+        self.label = f"judging with {judge.name}"
+        self._setup = json.dumps(judge.describe(), sort_keys=True)
+
+    def _cells(self, df, i):
+        img, ins, resp = (cell_text(df, c, i) for c in self.cols)
+        return img, ins, resp, resolve_path(img, self.base_dir) if img else None
+
+    def key(self, df, i):
+        img, ins, resp, f = self._cells(df, i)
+        p = self.judge.prompt
+        return row_key(self._setup, img, file_digest(f), ins, resp, p.template, p.rubric,
+                       p.delimiter)
+
+    def process(self, df, positions):
+        return [_judge_row(self.judge, *self._cells(df, i), self.cols) for i in positions]
+
+    def columns(self, records):
+        labels = self.judge.prompt.labels
+        raw = np.full((len(records), len(labels)), np.nan)
+        for i, rec in enumerate(records):
+            if rec.get("logp") is not None:
+                raw[i] = [-np.inf if x is None else x for x in rec["logp"]]
+        out = _feature_columns(raw, np.array([r["error"] == "" for r in records], dtype=bool),
+                               labels)
+        return {**out, **super().columns(records)}
+
+    def constants(self):
+        return {"judge_model": self.judge.name}
+
+    def components(self):
+        return {"judge": self.judge.describe()}
+
+
+def judge_stage(judge_spec: str, prompt: dict, judge_options: dict, **cols) -> JudgeStage:
+    """A :class:`JudgeStage` built from plain values (what a Ray actor receives):
+    ``prompt`` holds :class:`JudgePrompt`'s arguments."""
+    return JudgeStage(make_judge(judge_spec, JudgePrompt(**prompt), **judge_options), **cols)
+
+
 def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",
                         instruction_col: str = "instruction", response_col: str = "response",
                         base_dir=None, journal: Path | None = None,
@@ -117,44 +157,8 @@ def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "ima
     ``judge_max_prob``, ``judge_missing_mass``, ``judge_position``, ``judge_error``,
     ``judge_model``.
     """
-    for flag, col in (("`image_col`", image_col), ("`instruction_col`", instruction_col),
-                      ("`response_col`", response_col)):
-        if col not in df.columns:
-            raise InputError(f"{flag} column {col!r} is not in the table; available: "
-                             f"{', '.join(map(str, df.columns))}")
-    labels = judge.prompt.labels
-    n, k = len(df), len(labels)
-    raw = np.full((n, k), np.nan)
-    missing = np.full(n, np.nan)
-    position = np.full(n, "", dtype=object)
-    errors = np.full(n, "", dtype=object)
-    reused = 0
-    with RowJournal(journal) as jr, row_progress(progress, f"judging with {judge.name}",
-                                                 n) as update:
-        for i in range(n):
-            img, ins, resp = (cell_text(df, c, i) for c in (image_col, instruction_col,
-                                                           response_col))
-            img_file = resolve_path(img, base_dir) if img else None
-            key = _row_key(judge, img, ins, resp, img_file)
-            rec = jr.get(key)
-            if rec is None:
-                rec = _judge_row(judge, key, img, ins, resp, img_file,
-                                 (image_col, instruction_col, response_col))
-                jr.add(rec)
-            else:
-                reused += 1
-            if rec["logp"] is not None:
-                raw[i] = [-np.inf if x is None else x for x in rec["logp"]]
-                missing[i] = rec["missing"]
-            position[i], errors[i] = rec["position"], rec["error"]
-            update(i + 1)
-    ok = errors == ""
-    out = df.copy()
-    for col, v in _feature_columns(raw, ok, labels).items():
-        out[col] = v
-    out["judge_missing_mass"] = missing
-    out["judge_position"] = position
-    out["judge_error"] = errors
-    out["judge_model"] = judge.name
-    out.attrs["reused_rows"] = reused
-    return out, int((~ok).sum())
+    stage = JudgeStage(judge, image_col=image_col, instruction_col=instruction_col,
+                       response_col=response_col, base_dir=base_dir)
+    run = run_rows(df, stage, journal=journal, progress=progress)
+    run.table.attrs["reused_rows"] = run.reused
+    return run.table, len(run.failures)

@@ -11,7 +11,6 @@ encoder, seeds and inputs reuses them. Generated images can be kept (``keep_dir`
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -19,12 +18,13 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import RowJournal, cell_text, resolve_path, row_progress
+from scoreband.batch import cell_text, file_digest, resolve_path, row_key
+from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.roundtrip.encoders import cosine
 from scoreband.roundtrip.generators import GenerationError
 
-__all__ = ["roundtrip_scores", "roundtrip_table"]
+__all__ = ["roundtrip_scores", "roundtrip_table", "RoundTripStage", "roundtrip_stage"]
 
 
 def roundtrip_scores(images: list[Image.Image], captions: list[str], generator, encoder, *,
@@ -39,79 +39,98 @@ def roundtrip_scores(images: list[Image.Image], captions: list[str], generator, 
     return sims.mean(1), sims.std(1), sims
 
 
+class RoundTripStage(Stage):
+    """The round trip on the row engine, one row at a time (n generations each)."""
+
+    error_column = "roundtrip_error"
+    batch_size = 1
+    outputs = {"roundtrip_score": np.nan, "roundtrip_spread": np.nan, "roundtrip_error": ""}
+    averaged = ("roundtrip_score",)
+
+    def __init__(self, generator, encoder, *, n_gen: int = 4, seed: int = 0,
+                 image_col: str = "image", text_col: str = "caption", base_dir=None,
+                 keep_dir: Path | None = None):
+        super().__init__(base_dir)
+        if n_gen < 1:
+            raise InputError(f"`n_gen` must be >= 1, got {n_gen}")
+        self.gen, self.enc, self.n_gen, self.seed = generator, encoder, n_gen, seed
+        self.image_col, self.text_col, self.keep_dir = image_col, text_col, keep_dir
+        self.inputs = {"image_col": image_col, "text_col": text_col}
+        self.label = f"round trip via {generator.name}"
+        self._setup = json.dumps({"generator": generator.describe(),
+                                  "encoder": encoder.describe(), "n_gen": n_gen,
+                                  "seed": seed}, sort_keys=True)
+        if keep_dir is not None:
+            self.outputs = {**self.outputs, "roundtrip_images": ""}
+            Path(keep_dir).mkdir(parents=True, exist_ok=True)
+
+    def _cells(self, df, i):
+        img, caption = cell_text(df, self.image_col, i), cell_text(df, self.text_col, i)
+        return img, caption, resolve_path(img, self.base_dir) if img is not None else None
+
+    def key(self, df, i):
+        _, caption, p = self._cells(df, i)
+        return row_key(self._setup, caption, file_digest(p))
+
+    def process(self, df, positions):
+        return [self._row(self.offset + i, *self._cells(df, i)) for i in positions]
+
+    def _row(self, i, img_path, caption, p) -> dict:
+        from scoreband.images import load_image
+
+        rec = {"error": ""}
+        try:
+            if caption is None:
+                raise GenerationError(f"{self.text_col}: empty caption")
+            try:
+                arr = load_image(p if p is not None else img_path, None)
+            except ValueError as e:
+                raise GenerationError(f"{self.image_col}: {e}") from None
+            gens = [self.gen.generate(caption, self.seed + j) for j in range(self.n_gen)]
+            emb = self.enc.embed([Image.fromarray(arr)] + gens)
+            sims = cosine(np.repeat(emb[:1], self.n_gen, axis=0), emb[1:])
+            if not np.isfinite(sims).all():
+                raise GenerationError("non-finite similarity (a blank generation?)")
+            rec.update(roundtrip_score=float(sims.mean()), roundtrip_spread=float(sims.std()))
+            if self.keep_dir is not None:
+                names = []
+                for j, g in enumerate(gens):
+                    f = Path(self.keep_dir) / f"row{i:06d}_seed{self.seed + j}.png"
+                    g.save(f)
+                    names.append(str(f))
+                rec["roundtrip_images"] = ";".join(names)
+        except GenerationError as e:
+            rec["error"] = str(e)
+        return rec
+
+    def constants(self):
+        return {"roundtrip_seeds": ";".join(str(self.seed + j) for j in range(self.n_gen)),
+                "roundtrip_generator": self.gen.name, "roundtrip_encoder": self.enc.name}
+
+    def components(self):
+        return {"generator": self.gen.describe(), "encoder": self.enc.describe()}
+
+
+def roundtrip_stage(generator: dict, encoder: dict, **kw) -> RoundTripStage:
+    """A :class:`RoundTripStage` built from plain values (what a Ray actor receives):
+    ``generator`` / ``encoder`` hold ``spec`` and the options of ``make_generator`` /
+    ``make_encoder``."""
+    from scoreband.roundtrip.encoders import make_encoder
+    from scoreband.roundtrip.generators import make_generator
+
+    gen = make_generator(generator["spec"], **{k: v for k, v in generator.items()
+                                               if k != "spec"})
+    enc = make_encoder(encoder["spec"], **{k: v for k, v in encoder.items() if k != "spec"})
+    return RoundTripStage(gen, enc, **kw)
+
+
 def roundtrip_table(df: pd.DataFrame, generator, encoder, *, n_gen: int = 4, seed: int = 0,
                     image_col: str = "image", text_col: str = "caption", base_dir=None,
                     keep_dir: Path | None = None, journal: Path | None = None,
                     progress=None) -> tuple[pd.DataFrame, int]:
     """Score every row (see the module docstring); returns ``(table, failed rows)``."""
-    from scoreband.images import load_image
-
-    if n_gen < 1:
-        raise InputError(f"`n_gen` must be >= 1, got {n_gen}")
-    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
-        if col not in df.columns:
-            raise InputError(f"{flag} column {col!r} is not in the table; available: "
-                             f"{', '.join(map(str, df.columns))}")
-    n = len(df)
-    score = np.full(n, np.nan)
-    spread = np.full(n, np.nan)
-    errors = np.full(n, "", dtype=object)
-    kept = np.full(n, "", dtype=object)
-    setup = json.dumps({"generator": generator.describe(), "encoder": encoder.describe(),
-                        "n_gen": n_gen, "seed": seed}, sort_keys=True)
-    if keep_dir is not None:
-        Path(keep_dir).mkdir(parents=True, exist_ok=True)
-    reused = 0
-    with RowJournal(journal) as jr, row_progress(progress, f"round trip via {generator.name}",
-                                                 n) as update:
-        for i in range(n):
-            img_path, caption = cell_text(df, image_col, i), cell_text(df, text_col, i)
-            p = resolve_path(img_path, base_dir) if img_path is not None else None
-            h = hashlib.sha256(setup.encode())
-            h.update(str(caption).encode())
-            if p is not None and p.is_file():
-                h.update(hashlib.sha256(p.read_bytes()).digest())
-            key = h.hexdigest()
-            rec = jr.get(key)
-            if rec is None:
-                rec = {"key": key, "score": None, "spread": None, "error": "", "kept": ""}
-                try:
-                    if caption is None:
-                        raise GenerationError(f"{text_col}: empty caption")
-                    try:
-                        arr = load_image(p if p is not None else img_path, None)
-                    except ValueError as e:
-                        raise GenerationError(f"{image_col}: {e}") from None
-                    gens = [generator.generate(caption, seed + j) for j in range(n_gen)]
-                    emb = encoder.embed([Image.fromarray(arr)] + gens)
-                    sims = cosine(np.repeat(emb[:1], n_gen, axis=0), emb[1:])
-                    if not np.isfinite(sims).all():
-                        raise GenerationError("non-finite similarity (a blank generation?)")
-                    rec.update(score=float(sims.mean()), spread=float(sims.std()))
-                    if keep_dir is not None:
-                        names = []
-                        for j, g in enumerate(gens):
-                            f = Path(keep_dir) / f"row{i:06d}_seed{seed + j}.png"
-                            g.save(f)
-                            names.append(str(f))
-                        rec["kept"] = ";".join(names)
-                except GenerationError as e:
-                    rec["error"] = str(e)
-                jr.add(rec)
-            else:
-                reused += 1
-            if rec["score"] is not None:
-                score[i], spread[i] = rec["score"], rec["spread"]
-            errors[i], kept[i] = rec["error"], rec.get("kept", "")
-            update(i + 1)
-    out = df.copy()
-    out["roundtrip_score"] = score
-    out["roundtrip_spread"] = spread
-    out["roundtrip_error"] = errors
-    out["roundtrip_seeds"] = ";".join(str(seed + j) for j in range(n_gen))
-    out["roundtrip_generator"] = generator.name
-    out["roundtrip_encoder"] = encoder.name
-    if keep_dir is not None:
-        out["roundtrip_images"] = kept
-    out.attrs["reused_rows"] = reused
-    return out, int((errors != "").sum())
+    stage = RoundTripStage(generator, encoder, n_gen=n_gen, seed=seed, image_col=image_col,
+                           text_col=text_col, base_dir=base_dir, keep_dir=keep_dir)
+    run = run_rows(df, stage, journal=journal, progress=progress)
+    run.table.attrs["reused_rows"] = run.reused
+    return run.table, len(run.failures)

@@ -13,24 +13,16 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import (
-    RowJournal,
-    cell_text,
-    file_digest,
-    resolve_path,
-    row_key,
-    row_progress,
-)
+from scoreband.batch import cell_text, file_digest, resolve_path, row_key
 from scoreband.conformal import load_calibrator
+from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
 from scoreband.images import MAX_PIXELS, load_image  # noqa: F401  (re-exported)
 from scoreband.scorers.model import QuantileScorer
 
-__all__ = ["load_image", "score_table", "MAX_PIXELS"]
-
-
-
+__all__ = ["load_image", "score_table", "score_stage", "score_any", "MAX_PIXELS",
+           "QuantileScoreStage", "BackboneScoreStage", "ClipSStage"]
 
 
 def _scorer_with_calibrator(model):
@@ -45,15 +37,100 @@ def _scorer_with_calibrator(model):
     return scorer, cal, doc, file_sha256(cal_path)
 
 
-def _band_batch(scorer, cal, head, imgs, texts, pos, image_ood, ood):
-    """Bands of one batch of good rows; images unlike the model's world are added to their
-    rows' ``ood`` reasons. Returns (band, image embeddings)."""
-    pred = scorer.predict(np.stack(imgs), texts, head=head)
-    if image_ood is not None:
-        for i, why in zip(pos, image_ood.reasons(imgs), strict=True):
-            if why:
-                ood[i] = f"{ood[i]}; {why}" if ood[i] else why
-    return cal.predict(pred), pred.embedding
+def _usable_rows(stage, df, positions, size):
+    """Split ``positions`` into usable rows ``(positions, images, captions)`` and records of
+    the rest (``error`` says why). ``size``: images as arrays of that size; None: PIL
+    images at their own size."""
+    good, imgs, texts, bad = [], [], [], {}
+    for i in positions:
+        text = cell_text(df, stage.text_col, i)
+        if text is None:
+            bad[i] = {"error": f"{stage.text_col}: empty caption"}
+            continue
+        try:
+            arr = load_image(df[stage.image_col].iloc[i], size, stage.base_dir)
+        except ValueError as err:
+            bad[i] = {"error": f"{stage.image_col}: {err}"}
+            continue
+        good.append(i)
+        imgs.append(arr if size is not None else Image.fromarray(arr))
+        texts.append(text)
+    return good, imgs, texts, bad
+
+
+class _PairStage(Stage):
+    """A stage over (image, caption) rows with a model identified by ``fingerprint``."""
+
+    fingerprint = ""
+
+    def __init__(self, image_col, text_col, batch_size, base_dir):
+        super().__init__(base_dir)
+        self.image_col, self.text_col, self.batch_size = image_col, text_col, batch_size
+        self.inputs = {"image_col": image_col, "text_col": text_col}
+
+    def key(self, df, i):
+        image = df[self.image_col].iloc[i]
+        f = None if cell_text(df, self.image_col, i) is None else resolve_path(image,
+                                                                              self.base_dir)
+        return row_key(self.fingerprint, *self.setup, image, file_digest(f),
+                       cell_text(df, self.text_col, i))
+
+    def process(self, df, positions):
+        good, imgs, texts, bad = _usable_rows(self, df, positions, self.image_size)
+        done = dict(zip(good, self.predict(good, imgs, texts), strict=True)) if good else {}
+        return [bad.get(i) or {**done[i], "error": ""} for i in positions]
+
+
+class QuantileScoreStage(_PairStage):
+    """Bands from a quantile scorer (the embedded model family) and its calibrator; images
+    unlike the calibration images and unknown words are flagged in ``band_ood``, and the
+    run's image embeddings feed the shift alarm."""
+
+    label = "scoring"
+    error_column = "band_error"
+    outputs = {"band_median": np.nan, "band_lo": np.nan, "band_hi": np.nan, "band_error": "",
+               "band_truncated": False, "band_ood": ""}
+    flags = ("band_truncated", "band_ood")
+
+    def __init__(self, model="embedded:default", *, image_col="image", text_col="caption",
+                 batch_size=256, base_dir=None):
+        super().__init__(image_col, text_col, batch_size, base_dir)
+        self.model = model
+        self.scorer, self.cal, doc, cal_sha = _scorer_with_calibrator(model)
+        self.head = doc.get("inputs", {}).get("head", "chained_ci")
+        self.fingerprint, self.setup = self.scorer.fingerprint, (cal_sha, self.head)
+        self.image_size = self.scorer.model.cfg.image_size
+        self.ref = reference_items(self.scorer, doc)
+        self.image_ood = ImageOOD(self.ref[0]) if self.ref is not None else None
+        self.emb: list = []
+
+    def predict(self, pos, imgs, texts):
+        pred = self.scorer.predict(np.stack(imgs), texts, head=self.head)
+        band = self.cal.predict(pred)
+        self.emb.append(pred.embedding)
+        img_why = (self.image_ood.reasons(imgs) if self.image_ood is not None
+                   else [""] * len(imgs))
+        recs = []
+        for j, text in enumerate(texts):
+            _, trunc, _ = self.scorer.tokenizer.encode(text)
+            why = [w for w in (self.scorer.tokenizer.out_of_vocabulary(text), img_why[j]) if w]
+            recs.append({"band_median": band.median01[j], "band_lo": band.lo01[j],
+                         "band_hi": band.hi01[j], "band_truncated": bool(trunc),
+                         "band_ood": "; ".join(why)})
+        return recs
+
+    def constants(self):
+        return {"scorer_fingerprint": self.fingerprint}
+
+    def summary(self):
+        emb = np.concatenate(self.emb) if self.emb else None
+        return {"shift": shift_alarm(None if self.ref is None else self.ref[1], emb)}
+
+    def components(self):
+        return {"backbone": {"backbone": str(self.model), "weights_sha256": self.fingerprint,
+                             "preprocessing": {"size": self.image_size,
+                                               "interpolation": "bicubic", "range": [-1, 1]},
+                             "dtype": "float32"}}
 
 
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
@@ -65,87 +142,16 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     Bands are on [0, 1]: band_median, band_lo, band_hi; band_error names the problem of a
     row that could not be scored; band_truncated flags captions cut to the model's length.
     ``journal`` (a path): every finished row is appended and flushed there as it is done, and
-    a rerun after an interruption reuses those rows (as ``judge`` and ``roundtrip`` do).
+    a rerun after an interruption reuses those rows (the row engine, as for ``judge`` and
+    ``roundtrip``).
     """
-    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
-        if col not in df.columns:
-            raise InputError(f"{flag} column {col!r} is not in the table; available: "
-                             f"{', '.join(map(str, df.columns))}")
     if batch_size < 1:
-        raise InputError(f"batch_size must be >= 1, got {batch_size}")
-    scorer, cal, doc, cal_sha = _scorer_with_calibrator(model)
-    head = doc.get("inputs", {}).get("head", "chained_ci")
-    size = scorer.model.cfg.image_size
-    n = len(df)
-    errors = np.full(n, "", dtype=object)
-    ood = np.full(n, "", dtype=object)
-    truncated = np.zeros(n, dtype=bool)
-    med = np.full(n, np.nan)
-    lo = np.full(n, np.nan)
-    hi = np.full(n, np.nan)
-    reused = 0
-    emb: list = []
-    ref = reference_items(scorer, doc)
-    image_ood = ImageOOD(ref[0]) if ref is not None else None
-
-    with row_progress(progress, "scoring", n) as update, RowJournal(journal) as jr:
-        for s in range(0, n, batch_size):
-            e = min(n, s + batch_size)
-            imgs, texts, pos, keys = [], [], [], {}
-            for i in range(s, e):
-                text = cell_text(df, text_col, i)
-                image = df[image_col].iloc[i]
-                key = None
-                if journal is not None:
-                    f = None if cell_text(df, image_col, i) is None else resolve_path(image,
-                                                                                    base_dir)
-                    key = row_key(scorer.fingerprint, cal_sha, head, image, file_digest(f), text)
-                    rec = jr.get(key)
-                    if rec is not None:
-                        med[i], lo[i], hi[i] = (np.nan if rec[k] is None else rec[k]
-                                                for k in ("median", "lo", "hi"))
-                        errors[i], truncated[i] = rec["error"], rec["truncated"]
-                        ood[i] = rec.get("ood", "")
-                        reused += 1
-                        continue
-                keys[i] = key
-                if text is None:
-                    errors[i] = f"{text_col}: empty caption"
-                    continue
-                try:
-                    imgs.append(load_image(image, size, base_dir))
-                except ValueError as err:
-                    errors[i] = f"{image_col}: {err}"
-                    continue
-                texts.append(text)
-                pos.append(i)
-                _, trunc, _ = scorer.tokenizer.encode(text)
-                truncated[i] = trunc
-                ood[i] = scorer.tokenizer.out_of_vocabulary(text)
-            if pos:
-                band, e_batch = _band_batch(scorer, cal, head, imgs, texts, pos, image_ood, ood)
-                emb.append(e_batch)
-                med[pos], lo[pos], hi[pos] = band.median01, band.lo01, band.hi01
-            for i, key in keys.items():
-                jr.add({"key": key, "median": _num(med[i]), "lo": _num(lo[i]),
-                        "hi": _num(hi[i]), "error": errors[i], "truncated": bool(truncated[i]),
-                        "ood": ood[i]})
-            update(e)
-    out = df.copy()
-    out["band_median"] = med
-    out["band_lo"] = lo
-    out["band_hi"] = hi
-    out["band_error"] = errors
-    out["band_truncated"] = truncated
-    out["band_ood"] = ood  # why the band may not mean much for this row ("" when none)
-    out["scorer_fingerprint"] = scorer.fingerprint
-    out.attrs["reused_rows"] = reused
-    out.attrs["shift"] = shift_alarm(None if ref is None else ref[1],
-                                     np.concatenate(emb) if emb else None)
-    comps = {"backbone": {"backbone": model, "weights_sha256": scorer.fingerprint,
-                          "preprocessing": {"size": size, "interpolation": "bicubic",
-                                            "range": [-1, 1]}, "dtype": "float32"}}
-    return out, int((errors != "").sum()), comps
+        raise InputError(f"`batch_size` must be >= 1, got {batch_size}")
+    stage = QuantileScoreStage(model, image_col=image_col, text_col=text_col,
+                               batch_size=batch_size, base_dir=base_dir)
+    run = run_rows(df, stage, journal=journal, progress=progress)
+    run.table.attrs.update(reused_rows=run.reused, shift=run.summary["shift"])
+    return run.table, len(run.failures), stage.components()
 
 
 _REFERENCE: dict = {}  # (scorer fingerprint, calibration set) -> reference items
@@ -217,108 +223,82 @@ def shift_alarm(reference, embeddings) -> dict | None:
             "reference": f"{len(reference)} calibration items"}
 
 
-def _num(v) -> float | None:
-    return None if np.isnan(v) else float(v)
+class BackboneScoreStage(_PairStage):
+    """Bands from a model trained on a registered backbone (BEiT-3, CLIP ...)."""
+
+    label = "scoring"
+    error_column = "band_error"
+    outputs = {"band_median": np.nan, "band_lo": np.nan, "band_hi": np.nan, "band_error": "",
+               "band_truncated": False, "n_tokens": 0}
+    flags = ("band_truncated",)
+    image_size = None
+
+    def __init__(self, model_dir, *, image_col="image", text_col="caption", batch_size=32,
+                 base_dir=None, device="cpu", dtype=None):
+        from scoreband.scorers.backbone_scorer import BackboneScorer
+
+        super().__init__(image_col, text_col, batch_size, base_dir)
+        self.model_dir = model_dir
+        self.scorer = BackboneScorer.load(model_dir, device=device, dtype=dtype)
+        cal_path = Path(model_dir) / "calibrator.json"
+        if not cal_path.exists():
+            raise InputError(f"model {str(model_dir)!r} has no calibrator.json; retrain it or "
+                             "calibrate it")
+        self.cal, _ = load_calibrator(cal_path, scorer_fingerprint=self.scorer.fingerprint)
+        self.fingerprint, self.setup = self.scorer.fingerprint, (file_sha256(cal_path),)
+
+    def predict(self, pos, imgs, texts):
+        band = self.cal.predict(self.scorer.predict(imgs, texts))
+        return [{"band_median": band.median01[j], "band_lo": band.lo01[j],
+                 "band_hi": band.hi01[j], "band_truncated": bool(self.scorer.last_truncated[j]),
+                 "n_tokens": int(self.scorer.last_counts[j])} for j in range(len(texts))]
+
+    def constants(self):
+        return {"scorer_fingerprint": self.fingerprint}
+
+    def components(self):
+        return {"backbone": self.scorer.backbone.describe(),
+                "scorer_fingerprint": self.fingerprint, "model_dir": str(self.model_dir)}
 
 
-def _row_batches(df, image_col, text_col, base_dir, batch_size, errors):
-    """Batches ``(positions, PIL images, captions)`` of the usable rows; the reason a row is
-    not usable goes into ``errors[position]``."""
-    batch: list = []
-    for i in range(len(df)):
-        text = cell_text(df, text_col, i)
-        if text is None:
-            errors[i] = f"{text_col}: empty caption"
-            continue
-        try:
-            img = Image.fromarray(load_image(df[image_col].iloc[i], None, base_dir))
-        except ValueError as err:
-            errors[i] = f"{image_col}: {err}"
-            continue
-        batch.append((i, img, text))
-        if len(batch) >= batch_size:
-            yield tuple(map(list, zip(*batch, strict=True)))
-            batch = []
-    if batch:
-        yield tuple(map(list, zip(*batch, strict=True)))
-
-
-def score_table_backbone(df: pd.DataFrame, model_dir, *, image_col: str = "image",
-                         text_col: str = "caption", batch_size: int = 32, progress=None,
-                         base_dir=None, device: str = "cpu",
-                         dtype: str | None = None) -> tuple[pd.DataFrame, int, dict]:
-    """``score_table`` for a model trained on a registered backbone (BEiT-3, CLIP ...).
-    Returns ``(table, bad rows, provenance components)``."""
-    from scoreband.scorers.backbone_scorer import BackboneScorer
-
-    for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
-        if col not in df.columns:
-            raise InputError(f"{flag} column {col!r} is not in the table; available: "
-                             f"{', '.join(map(str, df.columns))}")
-    scorer = BackboneScorer.load(model_dir, device=device, dtype=dtype)
-    cal_path = Path(model_dir) / "calibrator.json"
-    if not cal_path.exists():
-        raise InputError(f"model {str(model_dir)!r} has no calibrator.json; retrain it or "
-                         "calibrate it")
-    cal, _ = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
-    n = len(df)
-    cols = {k: np.full(n, np.nan) for k in ("band_median", "band_lo", "band_hi")}
-    errors = np.full(n, "", dtype=object)
-    trunc = np.zeros(n, dtype=bool)
-    counts = np.zeros(n, dtype=int)
-    for pos, images, texts in _row_batches(df, image_col, text_col, base_dir, batch_size,
-                                           errors):
-        band = cal.predict(scorer.predict(images, texts))
-        cols["band_median"][pos] = band.median01
-        cols["band_lo"][pos] = band.lo01
-        cols["band_hi"][pos] = band.hi01
-        trunc[pos] = scorer.last_truncated
-        counts[pos] = scorer.last_counts
-    out = df.copy()
-    for k, v in cols.items():
-        out[k] = v
-    out["band_error"] = errors
-    out["band_truncated"] = trunc
-    out["n_tokens"] = counts
-    out["scorer_fingerprint"] = scorer.fingerprint
-    comps = {"backbone": scorer.backbone.describe(), "scorer_fingerprint": scorer.fingerprint,
-             "model_dir": str(model_dir)}
-    return out, int((errors != "").sum()), comps
-
-
-def clip_s_table(df: pd.DataFrame, backbone: str, *, image_col: str = "image",
-                 text_col: str = "caption", batch_size: int = 32, base_dir=None,
-                 device: str = "cpu", dtype: str = "float32") -> tuple[pd.DataFrame, int, dict]:
+class ClipSStage(_PairStage):
     """CLIP-S point scores (w = 2.5, max(cos, 0); no band) with a dual-encoder backbone."""
-    from scoreband.backbones import load_backbone
-    from scoreband.backbones.dual import CLIP_S_W, clip_s
 
-    bb = load_backbone(backbone, device=device, dtype=dtype)
-    if getattr(bb, "kind", "") != "dual-encoder":
-        raise InputError(f"CLIP-S needs a dual encoder (hf:... or open_clip:...), got "
-                         f"{backbone!r}")
-    import torch
+    label = "CLIP-S"
+    error_column = "score_error"
+    outputs = {"clip_s": np.nan, "score_error": "", "truncated": False, "n_tokens": 0}
+    flags = ("truncated",)
+    image_size = None
 
-    n = len(df)
-    score = np.full(n, np.nan)
-    errors = np.full(n, "", dtype=object)
-    trunc = np.zeros(n, dtype=bool)
-    counts = np.zeros(n, dtype=int)
-    for pos, images, texts in _row_batches(df, image_col, text_col, base_dir, batch_size,
-                                           errors):
-        tb, tr, ct = bb.encode_text(texts)
+    def __init__(self, backbone, *, image_col="image", text_col="caption", batch_size=32,
+                 base_dir=None, device="cpu", dtype="float32"):
+        from scoreband.backbones import load_backbone
+
+        super().__init__(image_col, text_col, batch_size, base_dir)
+        self.bb = load_backbone(backbone, device=device, dtype=dtype)
+        if getattr(self.bb, "kind", "") != "dual-encoder":
+            raise InputError(f"CLIP-S needs a dual encoder (hf:... or open_clip:...), got "
+                             f"{backbone!r}")
+        self.fingerprint = json.dumps(self.bb.describe(), sort_keys=True, default=str)
+        self.setup = ("clip-s",)
+
+    def predict(self, pos, imgs, texts):
+        import torch
+
+        from scoreband.backbones.dual import clip_s
+
+        tb, tr, ct = self.bb.encode_text(texts)
         with torch.inference_mode():
-            ei, et = bb.embeddings(bb.preprocess(images), tb)
-        score[pos] = clip_s(ei.float().cpu().numpy(), et.float().cpu().numpy())
-        trunc[pos], counts[pos] = tr, ct
-    out = df.copy()
-    out["clip_s"] = score
-    out["score_error"] = errors
-    out["truncated"] = trunc
-    out["n_tokens"] = counts
-    comps = {"backbone": bb.describe(), "scorer": {"name": "clip-s", "w": CLIP_S_W,
-                                                   "formula": "w * max(cos(e_img, e_txt), 0)"}}
-    return out, int((errors != "").sum()), comps
+            ei, et = self.bb.embeddings(self.bb.preprocess(imgs), tb)
+        sc = clip_s(ei.float().cpu().numpy(), et.float().cpu().numpy())
+        return [{"clip_s": sc[j], "truncated": bool(tr[j]), "n_tokens": int(ct[j])}
+                for j in range(len(texts))]
+
+    def components(self):
+        from scoreband.backbones.dual import CLIP_S_W
+
+        return {"backbone": self.bb.describe(), "scorer": {
+            "name": "clip-s", "w": CLIP_S_W, "formula": "w * max(cos(e_img, e_txt), 0)"}}
 
 
 def model_format(model) -> str | None:
@@ -334,37 +314,46 @@ def model_format(model) -> str | None:
     return doc.get("format") if isinstance(doc, dict) else None
 
 
-def score_any(df: pd.DataFrame, *, model=None, backbone: str = "embedded:default",
-              scorer: str | None = None, image_col: str = "image", text_col: str = "caption",
-              batch_size: int = 256, base_dir=None, device: str = "cpu", dtype=None,
-              journal=None, progress=None) -> dict:
-    """Score a table with whatever was asked: a point scorer (``scorer="clip-s"`` on a dual
-    encoder), a model trained on a registered backbone, or a quantile scorer (the bundled one
-    by default). Returns ``{table, n_bad, components, files, error_column}``."""
-    from scoreband.scorers.model import bundled_model_dir
-
+def score_stage(*, model=None, backbone: str = "embedded:default", scorer: str | None = None,
+                image_col: str = "image", text_col: str = "caption", batch_size: int = 256,
+                base_dir=None, device: str = "cpu", dtype=None) -> _PairStage:
+    """The stage for what was asked: a point scorer (``scorer="clip-s"`` on a dual encoder),
+    a model trained on a registered backbone, or a quantile scorer (the bundled one by
+    default). Its ``error_column``, ``components()`` and ``calibrator`` file say the rest."""
+    if batch_size < 1:
+        raise InputError(f"`batch_size` must be >= 1, got {batch_size}")
     kw = dict(image_col=image_col, text_col=text_col, base_dir=base_dir)
     if scorer is not None:
         if scorer != "clip-s":
             raise InputError(f"`scorer` {scorer!r}: the only point scorer is clip-s")
         if model is not None:
             raise InputError("`scorer` clip-s uses `backbone`, not `model`")
-        res, bad, comps = clip_s_table(df, backbone, batch_size=min(batch_size, 64),
-                                       device=device, dtype=dtype or "float32", **kw)
-        return dict(table=res, n_bad=bad, components=comps, files={},
-                    error_column="score_error")
+        st = ClipSStage(backbone, batch_size=min(batch_size, 64), device=device,
+                        dtype=dtype or "float32", **kw)
+        st.calibrator = None
+        return st
     if model is not None and model_format(model) == "scoreband.backbone-scorer":
-        res, bad, comps = score_table_backbone(df, model, batch_size=min(batch_size, 64),
-                                               device=device, dtype=dtype, **kw)
-        cal = Path(model) / "calibrator.json"
-    else:
-        if backbone != "embedded:default" and model is None:
-            raise InputError(f"`backbone` {backbone}: bands need a model trained on it "
-                             "(scoreband train TABLE --backbone ... --out DIR, then --model "
-                             "DIR), or use `scorer` clip-s")
-        res, bad, comps = score_table(df, model=str(model) if model else backbone,
-                                      batch_size=batch_size, progress=progress,
-                                      journal=journal, **kw)
-        cal = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
-    return dict(table=res, n_bad=bad, components=comps, files={"calibrator": cal},
-                error_column="band_error")
+        st = BackboneScoreStage(model, batch_size=min(batch_size, 64), device=device,
+                                dtype=dtype, **kw)
+        st.calibrator = Path(model) / "calibrator.json"
+        return st
+    if backbone != "embedded:default" and model is None:
+        raise InputError(f"`backbone` {backbone}: bands need a model trained on it "
+                         "(scoreband train TABLE --backbone ... --out DIR, then --model "
+                         "DIR), or use `scorer` clip-s")
+    from scoreband.scorers.model import bundled_model_dir
+
+    st = QuantileScoreStage(str(model) if model else backbone, batch_size=batch_size, **kw)
+    st.calibrator = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
+    return st
+
+
+def score_any(df: pd.DataFrame, *, journal=None, progress=None, **kw) -> dict:
+    """Score a table in memory with :func:`score_stage` (same arguments). Returns
+    ``{table, n_bad, components, files, error_column}``."""
+    stage = score_stage(**kw)
+    run = run_rows(df, stage, journal=journal, progress=progress)
+    run.table.attrs.update(reused_rows=run.reused, **run.summary)
+    return dict(table=run.table, n_bad=len(run.failures), components=stage.components(),
+                files={"calibrator": stage.calibrator} if stage.calibrator else {},
+                error_column=stage.error_column)

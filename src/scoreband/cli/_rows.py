@@ -1,0 +1,76 @@
+"""The row commands (score, judge, roundtrip) on the row engine: local (the whole table, or
+streamed chunk by chunk when both files are CSV / TSV / JSONL / Parquet) or on Ray, with the
+same journal, provenance and end-of-run report."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from scoreband.cli._app import err, fail
+from scoreband.cli._options import check_engine
+from scoreband.engine.rows import RowRun
+
+CHUNK_ROWS = 10_000
+
+
+def build_stage(factory: str, kw: dict):
+    mod, fn = factory.split(":")
+    return getattr(importlib.import_module(mod), fn)(**kw)
+
+
+def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict | None, *,
+              error_column: str, df=None, post=None, components: dict | None = None):
+    """Run the stage ``factory(**kw)`` over ``table`` into ``out``; returns ``(run, stage)``
+    (stage None on Ray). ``df``: an already prepared table (read whole); ``post(table)``:
+    a whole-table step before writing (forces the whole-table path)."""
+    from scoreband.engine.stream import STREAMABLE
+    from scoreband.provenance import write_provenance
+
+    if out.is_dir():
+        fail(f"--out {str(out)!r} is a folder; give a file name")
+    if engine_opts is not None and check_engine(engine_opts):
+        if df is not None or post is not None:
+            fail("--engine ray runs on the table as it is; drop --captioner / --references "
+                 "or run with --engine local")
+        return _ray(table, out, factory, kw, engine_opts, error_column, components), None
+    stage = build_stage(factory, {**kw, "base_dir": Path(table).parent})
+    journal = Path(str(out) + ".partial.jsonl")
+    streamed = (df is None and post is None and Path(table).suffix.lower() in STREAMABLE
+                and out.suffix.lower() in STREAMABLE)
+    if streamed:
+        from scoreband.engine.rows import run_file
+
+        run = run_file(table, stage, out, journal=journal, progress=err,
+                       chunk_rows=CHUNK_ROWS)
+    else:
+        from scoreband.engine.rows import run_rows
+        from scoreband.io import read_table, write_table
+
+        run = run_rows(read_table(table) if df is None else df, stage, journal=journal,
+                       progress=err)
+        if post is not None:
+            post(run.table)
+        write_table(run.table, out)
+        journal.unlink(missing_ok=True)  # the table is complete
+    comps = {**(components or {}), **(stage.components() if hasattr(stage, "components")
+                                      else {})}
+    write_provenance(out, comps, files=_files(stage))
+    return run, stage
+
+
+def _files(stage) -> dict:
+    cal = getattr(stage, "calibrator", None)
+    return {"calibrator": cal} if cal else {}
+
+
+def _ray(table, out, factory, kw, engine_opts, error_column, components) -> RowRun:
+    from scoreband.engine.ray_engine import stage_ray
+    from scoreband.provenance import write_provenance
+
+    n, failures = stage_ray(table, out, factory, kw, error_column=error_column,
+                            actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
+                            address=engine_opts["ray_address"])
+    write_provenance(out, {**(components or {}), "engine": {
+        "name": "ray", "actors": engine_opts["actors"], "num_gpus": engine_opts["num_gpus"]}})
+    return RowRun(None, n, failures)
