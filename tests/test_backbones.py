@@ -209,6 +209,9 @@ def test_train_calibrate_score_end_to_end(kind, models, tables, tmp_path):
 
     meta["backbone_fingerprint"] = "0" * 16
     (out / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="config.json was changed after the model was written"):
+        BackboneScorer.load(out)  # the folder's SHA256SUMS sees the edit
+    (out / "SHA256SUMS").unlink()  # a folder without checksums: the fingerprint check
     with pytest.raises(InputError, match="other weights"):
         BackboneScorer.load(out)
 

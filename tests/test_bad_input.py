@@ -91,8 +91,18 @@ def w(tmp_path_factory):
     allbad = wt.head(3).copy()
     allbad.to_csv(w / "world" / "allbad.csv", index=False)
     # model folders
-    for name in ("badcfg", "emptycfg", "trunc"):
+    for name in ("badcfg", "emptycfg", "trunc", "edited", "swapped"):
         shutil.copytree(bundled_model_dir(), w / name)
+    # well-formed edits that only the folder's SHA256SUMS reveals
+    cfg = json.loads((w / "edited" / "config.json").read_text())
+    cfg["levels"] = cfg["levels"][::-1]
+    (w / "edited" / "config.json").write_text(json.dumps(cfg))
+    from safetensors.torch import load_file, save_file
+
+    sd = load_file(str(w / "swapped" / "model.safetensors"))
+    k = sorted(sd)[0]
+    sd[k] = sd[k] * 1.01
+    save_file(sd, str(w / "swapped" / "model.safetensors"))
     (w / "badcfg" / "config.json").write_text("{not json")
     (w / "emptycfg" / "config.json").write_text("{}")
     st = (w / "trunc" / "model.safetensors").read_bytes()
@@ -228,6 +238,10 @@ CASES = [
           2, "config.json"),
     _case("score", ["{w}/world/world.csv", "--model", "{w}/trunc", "--out", "{w}/s.csv"], 2,
           "safetensors"),
+    _case("score", ["{w}/world/world.csv", "--model", "{w}/edited", "--out", "{w}/s.csv"], 2,
+          "config.json was changed after the model was written"),
+    _case("score", ["{w}/world/world.csv", "--model", "{w}/swapped", "--out", "{w}/s.csv"],
+          2, "model.safetensors was changed"),
     _case("score", ["{w}/world/world.csv", "--scorer", "magic", "--out", "{w}/s.csv"], 2,
           "clip-s"),
     _case("score", ["{w}/world/world.csv", "--backbone", "hf:{w}/missing", "--out",

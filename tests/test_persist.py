@@ -177,3 +177,30 @@ def test_huge_finite_q_is_refused(tmp_path):
     with pytest.raises(CalibratorMismatch, match="above 1"):
         load_calibrator(path)
 
+
+
+def test_model_folder_checksums_are_sha256sum_compatible_and_catch_edits(tmp_path):
+    """SHA256SUMS is what `sha256sum -c` reads; an edited or missing file is refused by
+    name, a folder without the file is not checked."""
+    import shutil
+    import subprocess
+
+    from scoreband.errors import InputError
+    from scoreband.files import verify_checksums, write_checksums
+
+    (tmp_path / "config.json").write_text('{"a": 1}')
+    (tmp_path / "w.bin").write_bytes(b"\0" * 100)
+    write_checksums(tmp_path, ["config.json", "w.bin", "absent.bin"])
+    verify_checksums(tmp_path)
+    if shutil.which("sha256sum"):
+        r = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "config.json").write_text('{"a": 2}')
+    with pytest.raises(InputError, match="config.json was changed"):
+        verify_checksums(tmp_path)
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(InputError, match="config.json is listed in SHA256SUMS but missing"):
+        verify_checksums(tmp_path)
+    (tmp_path / "SHA256SUMS").unlink()
+    verify_checksums(tmp_path)  # nothing to check against

@@ -93,3 +93,101 @@ def test_a_run_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, data):
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def test_train_killed_mid_epoch_five_times_resumes_bit_identical(tmp_path):
+    """`scoreband train` SIGKILLed five times at random moments of the point stage (inside
+    an epoch or while its checkpoint is written) and then resumed ends with exactly the
+    weights of an uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from safetensors.torch import load_file
+
+    args = ["--n-train", "200", "--n-val", "60", "--epochs", "9", "--head-epochs", "3",
+            "--clusters", "2", "--patience", "20"]
+
+    def run(out, *extra):
+        return subprocess.Popen([sys.executable, "-m", "scoreband.cli", "train", "--out",
+                                 str(out), *args, *extra], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    assert run(tmp_path / "whole").wait(timeout=600) == 0
+    state = tmp_path / "cut" / "checkpoint" / "state.json"
+    rng = np.random.default_rng(1)
+    epochs = []
+    for _ in range(5):
+        p = run(tmp_path / "cut")
+        before = state.stat().st_mtime_ns if state.exists() else 0
+        deadline = time.time() + 300
+        while time.time() < deadline and p.poll() is None:  # an epoch was checkpointed
+            if state.exists() and state.stat().st_mtime_ns != before:
+                break
+            time.sleep(0.01)
+        time.sleep(float(rng.uniform(0.0, 0.4)))  # then somewhere in the next epoch
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        import json
+
+        epochs.append(json.loads(state.read_text())["stage1"]["epoch"])
+    assert p.returncode != 0 and epochs[-1] < 9  # the last run was killed in the point stage
+    assert run(tmp_path / "cut").wait(timeout=600) == 0
+    for f in ("model.safetensors",):
+        a, b = load_file(str(tmp_path / "whole" / f)), load_file(str(tmp_path / "cut" / f))
+        assert a.keys() == b.keys()
+        for k in a:
+            assert torch.equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_backbone_trainer_resumes_bit_identical(tmp_path, freeze):
+    """The same loop trains heads on a registered backbone (a tiny CLIP here), frozen or
+    fine-tuned: killed after epoch 2 and resumed, it ends with the uninterrupted weights."""
+    from PIL import Image
+    from safetensors.torch import load_file
+    from tiny_models import tiny_clip
+
+    from scoreband.backbones import load_backbone
+    from scoreband.records import Scale
+    from scoreband.scorers.backbone_scorer import BackboneTrainConfig, train_backbone_scorer
+    from scoreband.scorers.pairs import LazyImages
+
+    clip = tiny_clip(tmp_path / "clip")
+    rng = np.random.default_rng(0)
+
+    def data(n, off):
+        paths = []
+        for i in range(n):
+            paths.append(tmp_path / f"img{off + i}.png")
+            Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(paths[-1])
+        return {"images": LazyImages(paths), "texts": [f"a red circle {i}" for i in range(n)],
+                "y01": rng.uniform(0, 1, n), "image_ids": [f"i{off + i}" for i in range(n)],
+                "scale": Scale(1, 5), "n_ratings": 3}
+
+    tr, va = data(40, 0), data(24, 100)
+    cfg = BackboneTrainConfig(epochs=4, head_epochs=2, clusters=1, patience=10,
+                              freeze_backbone=freeze, batch_size=8)
+
+    class Killed(Exception):
+        pass
+
+    def kill(stage, epoch, *_):
+        if stage == "point" and epoch == 2:
+            raise Killed
+
+    bb = load_backbone(f"hf:{clip}")
+    train_backbone_scorer(bb, tr, va, tmp_path / "whole", cfg)
+    with pytest.raises(Killed):
+        train_backbone_scorer(load_backbone(f"hf:{clip}"), tr, va, tmp_path / "cut", cfg,
+                              on_epoch=kill)
+    rep = train_backbone_scorer(load_backbone(f"hf:{clip}"), tr, va, tmp_path / "cut", cfg)
+    assert [h["epoch"] for h in rep["stage1"]["history"]] == [1, 2, 3, 4]
+    names = ["heads.safetensors"] + ([] if freeze else ["backbone.safetensors"])
+    for f in names:
+        a, b = load_file(str(tmp_path / "whole" / f)), load_file(str(tmp_path / "cut" / f))
+        for k in a:
+            assert torch.equal(a[k], b[k]), (f, k)

@@ -109,3 +109,37 @@ def model_source(source: str, prefix: str = "hf:") -> str:
                              "local model is a folder written by save_pretrained)")
         return str(p)
     return s
+
+
+SUMS_FILE = "SHA256SUMS"
+
+
+def write_checksums(folder, names: list[str]) -> Path:
+    """``folder/SHA256SUMS`` listing the SHA-256 of the named files (the format of
+    ``sha256sum``, so ``sha256sum -c SHA256SUMS`` checks a folder by hand too)."""
+    folder = Path(folder)
+    lines = [f"{file_sha256(folder / n)}  {n}\n" for n in names if (folder / n).exists()]
+    atomic_write_text(folder / SUMS_FILE, "".join(lines))
+    return folder / SUMS_FILE
+
+
+def verify_checksums(folder) -> None:
+    """Refuse a folder whose files differ from its ``SHA256SUMS`` (an edited config, a
+    replaced or damaged weights file), naming the file. A folder without the file (made
+    by hand, or by an older scoreband) is not checked."""
+    folder = Path(folder)
+    sums = folder / SUMS_FILE
+    if not sums.is_file():
+        return
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        f = folder / name.strip()
+        if not name.strip() or "/" in name or name.startswith("."):
+            raise InputError(f"{sums}: malformed line {line[:80]!r}")
+        if not f.is_file():
+            raise InputError(f"model folder {str(folder)!r}: {name} is listed in {SUMS_FILE} "
+                             "but missing; restore it or retrain the model")
+        if file_sha256(f) != digest.strip():
+            raise InputError(f"model folder {str(folder)!r}: {name} was changed after the "
+                             f"model was written (its SHA-256 differs from {SUMS_FILE}); "
+                             "restore the original file or retrain the model")

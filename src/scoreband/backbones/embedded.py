@@ -209,6 +209,8 @@ def read_model_folder(path) -> dict:
     ``model.safetensors``, the ``tokenizer`` and the weights ``fingerprint``."""
     from safetensors.torch import load_file
 
+    from scoreband.files import verify_checksums
+
     path = Path(path)
     cfg_file, w_file = path / "config.json", path / "model.safetensors"
     for f in (cfg_file, w_file):
@@ -231,6 +233,7 @@ def read_model_folder(path) -> dict:
         raise InputError(f"{w_file} cannot be read as safetensors weights ({type(e).__name__}: "
                          f"{' '.join(str(e).split())[:120]}); the file is truncated or "
                          "damaged: retrain or restore it") from None
+    verify_checksums(path)  # well-formed, but edited since it was written?
     return {"meta": meta, "config": cfg, "state": state,
             "tokenizer": WordTokenizer(vocab, cfg.max_len),
             "fingerprint": "sha256:" + hashlib.sha256(w_file.read_bytes()).hexdigest()[:16],

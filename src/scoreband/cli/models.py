@@ -9,15 +9,7 @@ from typing import Annotated
 import typer
 
 from scoreband.backbones import BACKBONES
-from scoreband.cli._app import (
-    app,
-    console,
-    err,
-    fail,
-    finish_rows,
-    guard,
-    report_rows,
-)
+from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
@@ -143,7 +135,7 @@ def _print_world_run(run: dict, out) -> None:
 
 def _print_table_run(report: dict, out) -> None:
     console.print(f"trained on {report['n_train']} rows in {report['seconds']} s: point val "
-                  f"MSE {report['point']['best_val']:.5f}; heads " + ", ".join(
+                  f"MSE {report['stage1']['best']:.5f}; heads " + ", ".join(
                       f"{k} {v['best_val']:.4f}" for k, v in report["heads"].items()))
     c = report["calibration"]
     console.print(f"calibrator (CRC on {c['n']} held-out rows): omega {c['omega']:.2f}, beta "

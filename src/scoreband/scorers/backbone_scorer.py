@@ -7,7 +7,8 @@ Training (``train_backbone_scorer``):
    the head stage cost no backbone pass; with fine-tuning the backbone is trained with the
    point head (lower learning rate) and the representations are recomputed afterwards;
 2. point head (MSE) first, group batches from k-means clusters of the image embeddings, early
-   stopping on the validation part;
+   stopping on the validation part, a checkpoint after every epoch (resumable) - the same
+   loop as the embedded scorer's (``scorers.train.train_quantile_scorer``);
 3. quantile heads initialised from the point head (chained + centred interval loss: the
    calibrated head; unconstrained + pinball as the baseline), on the frozen representations;
 4. calibration: CRC on a held-out part of the validation table (never the early-stopping
@@ -23,8 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +37,7 @@ from scoreband.records import QUANTILE_LEVELS, Predictions
 from scoreband.scorers.heads import PointHead
 from scoreband.scorers.model import HEAD_KINDS
 from scoreband.scorers.pairs import take_rows
-from scoreband.scorers.train import (
-    TrainConfig,
-    cluster_labels,
-    fit_head,
-    fit_quantile_heads,
-    group_batches,
-)
+from scoreband.scorers.train import PointTask, TrainConfig, train_quantile_scorer
 
 __all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
            "FORMAT"]
@@ -62,6 +56,12 @@ class BackboneTrainConfig(TrainConfig):
     freeze_backbone: bool = True
     alpha: float = 0.1
     dropout: float = 0.1
+    head_lr: float | None = None  # None: the heads learn at ``lr``
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.head_lr is None:
+            self.head_lr = self.lr
 
 
 class HeadSet(nn.Module):
@@ -120,60 +120,90 @@ def _cached_reps(backbone, images, texts, image_ids, cache_dir: Path, batch_size
     return reps, emb, trunc, counts
 
 
-def _head_kw(cfg: BackboneTrainConfig, on_epoch, tag: str) -> dict:
-    return dict(lr=cfg.lr, batch_size=cfg.batch_size, weight_decay=cfg.weight_decay,
-                patience=cfg.patience, seed=cfg.seed, min_delta=1e-7,
-                on_epoch=(lambda ep, vl: on_epoch(tag, ep, vl)) if on_epoch else None)
+class BackboneTask(PointTask):
+    """A registered backbone under :func:`~scoreband.scorers.train.train_quantile_scorer`:
+    frozen (the point head learns on cached representations) or fine-tuned with the point
+    head (the backbone at ``backbone_lr``; representations recomputed afterwards)."""
 
+    min_delta = 1e-7
+    head_min_delta = 1e-7
 
-def _fine_tune_point(backbone, heads, train, va, y_tr, y_va, cfg, on_epoch, report):
-    """Full fine-tuning: backbone + point head on mini-batches of images and texts, early
-    stopping on ``va``; the best state is loaded back. Returns (cluster labels, cluster
-    info, truncated-caption flags of the training rows)."""
-    module = backbone.trainable()
-    _, e_tr, tr_trunc, _ = _represent(backbone, train["images"], train["texts"], cfg.batch_size)
-    labels, cinfo = cluster_labels(e_tr.numpy(), cfg.clusters, cfg.seed)
-    opt = torch.optim.AdamW([
-        {"params": heads.point.parameters(), "lr": cfg.lr},
-        {"params": module.parameters(), "lr": cfg.backbone_lr}],
-        weight_decay=cfg.weight_decay)
-    best, bad, best_state, hist = float("inf"), 0, None, []
-    dev = getattr(backbone, "device", "cpu")
-    heads.point.to(dev)  # the point head trains beside the backbone, then returns
-    for ep in range(cfg.epochs):
-        module.train()
-        heads.train()
-        for b in group_batches(labels, cfg.batch_size, np.random.default_rng(ep)):
-            bi = torch.as_tensor(b)
-            px = backbone.preprocess(train["images"][list(b)])
-            tb, _, _ = backbone.encode_text([train["texts"][i] for i in b])
-            rep = backbone.represent(px, tb)
-            loss = nn.functional.mse_loss(heads.point(rep), y_tr[bi].to(rep.device))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        module.eval()
-        heads.eval()
-        h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
-        with torch.no_grad():
-            vl = float(nn.functional.mse_loss(heads.point(h_va.to(dev)), y_va.to(dev)))
-        hist.append(vl)
-        if on_epoch:
-            on_epoch("point+backbone", ep + 1, vl)
-        if vl < best - 1e-7:
-            best, bad = vl, 0
-            best_state = ({k: v.detach().clone() for k, v in module.state_dict().items()},
-                          {k: v.clone() for k, v in heads.point.state_dict().items()})
+    def __init__(self, backbone, heads: HeadSet, train: dict, va: dict,
+                 cfg: BackboneTrainConfig, cache: Path):
+        self.bb, self.heads, self.train_, self.va = backbone, heads, train, va
+        self.frozen, self.bs = cfg.freeze_backbone, cfg.batch_size
+        self.y_tr = torch.tensor(train["y01"], dtype=torch.float32)
+        self.y_va = torch.tensor(va["y01"], dtype=torch.float32)
+        self.module = None if self.frozen else backbone.trainable()
+        if self.frozen:
+            self.h_tr, self.e_tr, self.truncated, _ = _cached_reps(
+                backbone, train["images"], train["texts"], train["image_ids"], cache, self.bs)
+            self.h_va, _, _, _ = _cached_reps(backbone, va["images"], va["texts"],
+                                              va["image_ids"], cache, self.bs)
         else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
-    module.load_state_dict(best_state[0])
-    heads.point.load_state_dict(best_state[1])
-    heads.point.cpu()
-    module.eval()
-    report["point"] = {"epochs": len(hist), "best_val": best, "fine_tuned": True}
-    return labels, cinfo, tr_trunc
+            _, self.e_tr, self.truncated, _ = _represent(backbone, train["images"],
+                                                         train["texts"], self.bs)
+        self.dev = getattr(backbone, "device", "cpu")
+
+    def identity(self):
+        return json.loads(json.dumps(self.bb.describe(), sort_keys=True, default=str))
+
+    def n_train(self):
+        return len(self.y_tr)
+
+    def state_dict(self):
+        sd = {f"point.{k}": v for k, v in self.heads.point.state_dict().items()}
+        if self.module is not None:
+            sd.update({f"backbone.{k}": v for k, v in self.module.state_dict().items()})
+        return sd
+
+    def load_state_dict(self, sd):
+        for prefix, mod in (("point.", self.heads.point), ("backbone.", self.module)):
+            if mod is not None:
+                mod.load_state_dict({k[len(prefix):]: v for k, v in sd.items()
+                                     if k.startswith(prefix)})
+
+    def param_groups(self, cfg):
+        groups = [{"params": self.heads.point.parameters(), "lr": cfg.lr}]
+        if self.module is not None:
+            self.heads.point.to(self.dev)  # the point head trains beside the backbone
+            groups.append({"params": self.module.parameters(), "lr": cfg.backbone_lr})
+        return groups
+
+    def image_embeddings(self):
+        return self.e_tr.numpy()
+
+    def set_train(self, on):
+        self.heads.train(on)
+        if self.module is not None:
+            self.module.train(on)
+
+    def batch_loss(self, b, cfg):
+        bi = torch.as_tensor(b)
+        if self.frozen:
+            return nn.functional.mse_loss(self.heads.point(self.h_tr[bi]), self.y_tr[bi])
+        px = self.bb.preprocess(self.train_["images"][list(b)])
+        tb, _, _ = self.bb.encode_text([self.train_["texts"][i] for i in b])
+        rep = self.bb.represent(px, tb)
+        return nn.functional.mse_loss(self.heads.point(rep), self.y_tr[bi].to(rep.device))
+
+    @torch.no_grad()
+    def val_loss(self):
+        h = self.h_va if self.frozen else _represent(self.bb, self.va["images"],
+                                                     self.va["texts"], self.bs)[0]
+        dev = next(self.heads.point.parameters()).device
+        return float(nn.functional.mse_loss(self.heads.point(h.to(dev)), self.y_va.to(dev)))
+
+    def representations(self):
+        self.heads.point.cpu()
+        if not self.frozen:
+            self.h_tr = _represent(self.bb, self.train_["images"], self.train_["texts"],
+                                   self.bs)[0]
+            self.h_va = _represent(self.bb, self.va["images"], self.va["texts"], self.bs)[0]
+        return self.h_tr, self.y_tr, self.h_va, self.y_va
+
+    def head_owner(self):
+        return self.heads
 
 
 def _calibrate_heads(out: Path, backbone, ca: dict, alpha: float) -> dict:
@@ -195,48 +225,26 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
                           on_epoch=None, command: str = "") -> dict:
     """Train heads (and optionally the backbone) on ``train`` and ``val`` dicts with
     ``images`` (PIL), ``texts``, ``y01``, ``image_ids`` and ``scale`` (records.Scale), and
-    ``n_ratings`` (per-row counts or a number) on ``val``; write the model to ``out_dir``."""
+    ``n_ratings`` (per-row counts or a number) on ``val``, with the one training function
+    (:func:`~scoreband.scorers.train.train_quantile_scorer`: resumable per epoch); write the
+    model to ``out_dir``, calibrate it on half of ``val`` and write its model card."""
     cfg = cfg or BackboneTrainConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
-    t0 = time.perf_counter()
     if len(val["texts"]) < 20:
         raise InputError(f"the validation table has {len(val['texts'])} usable rows; at least "
                          "20 are needed (half for early stopping, half for calibration)")
     # the validation table: one part for early stopping, one part for calibration
-    rng = np.random.default_rng(cfg.seed)
-    perm = rng.permutation(len(val["texts"]))
+    perm = np.random.default_rng(cfg.seed).permutation(len(val["texts"]))
     es, cal = np.sort(perm[: len(perm) // 2]), np.sort(perm[len(perm) // 2:])
-
     va, ca = take_rows(val, es), take_rows(val, cal)
-    y_tr = torch.tensor(train["y01"], dtype=torch.float32)
-    y_va = torch.tensor(va["y01"], dtype=torch.float32)
     heads = HeadSet(backbone.dim, cfg.dropout)
-    cache = out / "cache"
-    report: dict = {"train_config": asdict(cfg), "n_train": len(y_tr), "n_early_stop": len(es),
-                    "n_calibration": len(cal), "backbone": backbone.describe()}
-    if cfg.freeze_backbone:
-        h_tr, e_tr, tr_trunc, _ = _cached_reps(backbone, train["images"], train["texts"],
-                                               train["image_ids"], cache, cfg.batch_size)
-        h_va, _, _, _ = _cached_reps(backbone, va["images"], va["texts"], va["image_ids"],
-                                     cache, cfg.batch_size)
-        labels, cinfo = cluster_labels(e_tr.numpy(), cfg.clusters, cfg.seed)
-        report["point"] = fit_head(heads.point, nn.functional.mse_loss, h_tr, y_tr, h_va,
-                                   y_va, labels, epochs=cfg.epochs, **_head_kw(cfg, on_epoch,
-                                                                               "point"))
-    else:
-        labels, cinfo, tr_trunc = _fine_tune_point(backbone, heads, train, va, y_tr, y_va,
-                                                   cfg, on_epoch, report)
-        h_tr, _, _, _ = _represent(backbone, train["images"], train["texts"], cfg.batch_size)
-        h_va, _, _, _ = _represent(backbone, va["images"], va["texts"], cfg.batch_size)
-    report["clusters"] = cinfo
-    report["train_truncated"] = int(tr_trunc.sum())
+    task = BackboneTask(backbone, heads, train, va, cfg, out / "cache")
+    report = train_quantile_scorer(task, out, cfg, on_epoch)
+    report.update(n_early_stop=len(es), n_calibration=len(cal),
+                  backbone=backbone.describe(), train_truncated=int(task.truncated.sum()))
     heads.eval()
-    report["heads"] = fit_quantile_heads(
-        heads, h_tr, y_tr, h_va, y_va, labels,
-        lambda name: dict(epochs=cfg.head_epochs, **_head_kw(cfg, on_epoch, name)))
-    report["seconds"] = round(time.perf_counter() - t0, 1)
     BackboneScorer.save(out, backbone, heads, report,
                         backbone_state=None if cfg.freeze_backbone else
                         backbone.trainable().state_dict())
@@ -260,8 +268,8 @@ def _write_card(out: Path, report: dict, command: str = "") -> None:
                "held-out validation rows",
                "backbone " + ("frozen (cached representations)" if cfg["freeze_backbone"]
                               else "fine-tuned"),
-               f"point head: {report['point']['epochs']} epochs, best val MSE "
-               f"{report['point']['best_val']:.5f}",
+               f"point stage: {report['stage1']['epoch']} epochs, best val MSE "
+               f"{report['stage1']['best']:.5f}",
                f"{report['train_truncated']} training captions were truncated to the text "
                "tower's length"],
         heads=report["heads"],
@@ -299,15 +307,20 @@ class BackboneScorer:
                 "fine_tuned": backbone_state is not None, "levels": list(QUANTILE_LEVELS),
                 "provenance": backbone.describe(), "training": report}
         atomic_write_text(path / "config.json", json.dumps(meta, indent=2, default=str))
+        from scoreband.files import write_checksums
+
+        write_checksums(path, ["config.json", "heads.safetensors", "backbone.safetensors"])
 
     @classmethod
     def load(cls, path, *, backbone=None, device: str = "cpu", dtype: str | None = None):
         from scoreband.backbones import load_backbone
+        from scoreband.files import verify_checksums
 
         path = Path(path)
         meta = json.loads((path / "config.json").read_text())
         if meta.get("format") != FORMAT:
             raise InputError(f"{path} is not a backbone scorer (format {meta.get('format')!r})")
+        verify_checksums(path)
         if backbone is None:
             prov = meta.get("provenance", {})
             backbone = load_backbone(meta["backbone_name"], device=device,

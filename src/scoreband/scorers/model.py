@@ -100,6 +100,9 @@ class QuantileScorer:
                 "vocab": tokenizer.vocab, "heads": list(model.heads.keys()),
                 "levels": list(QUANTILE_LEVELS), **(extra or {})}
         atomic_write_text(path / "config.json", json.dumps(meta, indent=2))
+        from scoreband.files import write_checksums
+
+        write_checksums(path, ["config.json", "model.safetensors"])
 
     # ----------------------------------------------------------------- scoring
     def _batches(self, images, texts, batch_size):

@@ -37,6 +37,10 @@ def _scorer_with_calibrator(model):
     return scorer, cal, doc, file_sha256(cal_path)
 
 
+#: scored rows whose image embeddings the shift alarm compares with the calibration items
+SHIFT_SAMPLE = 5000
+
+
 def _usable_rows(stage, df, positions, size):
     """Split ``positions`` into usable rows ``(positions, images, captions)`` and records of
     the rest (``error`` says why). ``size``: images as arrays of that size; None: PIL
@@ -103,11 +107,12 @@ class QuantileScoreStage(_PairStage):
         self.ref = reference_items(self.scorer, doc)
         self.image_ood = ImageOOD(self.ref[0]) if self.ref is not None else None
         self.emb: list = []
+        self._seen, self._rng = 0, np.random.default_rng(0)
 
     def predict(self, pos, imgs, texts):
         pred = self.scorer.predict(np.stack(imgs), texts, head=self.head)
         band = self.cal.predict(pred)
-        self.emb.append(pred.embedding)
+        self._keep(pred.embedding)
         img_why = (self.image_ood.reasons(imgs) if self.image_ood is not None
                    else [""] * len(imgs))
         recs = []
@@ -119,11 +124,23 @@ class QuantileScoreStage(_PairStage):
                          "band_ood": "; ".join(why)})
         return recs
 
+    def _keep(self, emb) -> None:
+        """A uniform sample of at most ``SHIFT_SAMPLE`` scored rows' image embeddings for the
+        shift alarm (reservoir sampling, seeded), so memory stays bounded on any table."""
+        for e in emb:
+            self._seen += 1
+            if len(self.emb) < SHIFT_SAMPLE:
+                self.emb.append(e)
+            else:
+                j = int(self._rng.integers(self._seen))
+                if j < SHIFT_SAMPLE:
+                    self.emb[j] = e
+
     def constants(self):
         return {"scorer_fingerprint": self.fingerprint}
 
     def summary(self):
-        emb = np.concatenate(self.emb) if self.emb else None
+        emb = np.stack(self.emb) if self.emb else None
         return {"shift": shift_alarm(None if self.ref is None else self.ref[1], emb)}
 
     def components(self):

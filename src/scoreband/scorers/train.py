@@ -23,7 +23,8 @@ from scoreband.scorers.heads import count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.model import HEAD_KINDS, QuantileScorer, ScorerModel
 
-__all__ = ["TrainConfig", "group_batches", "train_scorer", "fit_head", "cluster_labels"]
+__all__ = ["TrainConfig", "group_batches", "train_scorer", "train_quantile_scorer",
+           "PointTask", "EmbeddedTask", "fit_head", "cluster_labels"]
 
 
 @dataclass
@@ -122,7 +123,10 @@ def fit_head(head, loss_fn, h_tr, y_tr, h_va, y_va, labels, *, lr: float, epochs
 
 
 class _Checkpoint:
-    """state.json + safetensors weights + optimizer state, written atomically."""
+    """The stage-1 checkpoint: weights, optimizer and RNG state of the last finished epoch
+    (and the best weights so far) in files named by their epoch, listed by ``state.json``,
+    which is written last (atomically). A kill at any moment leaves ``state.json`` naming a
+    complete set; files it does not name are removed by the next save."""
 
     def __init__(self, folder: Path):
         self.dir = Path(folder)
@@ -132,20 +136,167 @@ class _Checkpoint:
     def load_state(self) -> dict:
         return json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
 
-    def save(self, state: dict, tensors: dict[str, dict], opt=None) -> None:
+    def save(self, state: dict, tensors: dict[str, dict], opt, epoch: int) -> dict:
+        files = dict(state.get("files", {}))
         for name, sd in tensors.items():
-            with atomic_path(self.dir / f"{name}.safetensors") as tmp:
+            files[name] = f"{name}-{epoch}.safetensors"
+            with atomic_path(self.dir / files[name]) as tmp:
                 save_file({k: v.detach().contiguous() for k, v in sd.items()}, tmp)
-        if opt is not None:
-            with atomic_path(self.dir / "optimizer.pt") as tmp:
-                torch.save(opt.state_dict(), tmp)
+        files["optimizer"] = f"optimizer-{epoch}.pt"
+        with atomic_path(self.dir / files["optimizer"]) as tmp:
+            torch.save(opt.state_dict(), tmp)
+        state = {**state, "files": files}
         atomic_write_text(self.state_file, json.dumps(state, indent=2))
+        keep = {"state.json", *files.values()}
+        for f in self.dir.iterdir():  # older epochs, and temp files of a killed writer
+            if f.name not in keep and f.is_file():
+                f.unlink(missing_ok=True)
+        return state
 
-    def tensors(self, name: str) -> dict:
-        return load_file(str(self.dir / f"{name}.safetensors"))
+    def tensors(self, state: dict, name: str) -> dict:
+        return load_file(str(self.dir / state["files"][name]))
 
-    def optimizer(self) -> dict:
-        return torch.load(self.dir / "optimizer.pt", weights_only=True)
+    def optimizer(self, state: dict) -> dict:
+        return torch.load(self.dir / state["files"]["optimizer"], weights_only=True)
+
+
+class PointTask:
+    """What the first training stage trains, for one scorer family: the backbone (or not)
+    with the point head. :func:`train_quantile_scorer` runs every family through the same
+    loop (group batches, AdamW, early stopping, per-epoch checkpoints, resume) and then
+    fits the quantile heads on the representations the task gives. An auxiliary loss (the
+    embedded world's per-patch targets) is part of the task's :meth:`batch_loss`."""
+
+    #: an epoch improves on the best validation loss only by more than this
+    min_delta = 0.0
+    #: the same for the quantile heads' early stopping
+    head_min_delta = 1e-6
+
+    def identity(self) -> dict:
+        """What a checkpoint must have been made with to be continued (model config)."""
+        raise NotImplementedError
+
+    def n_train(self) -> int:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        raise NotImplementedError
+
+    def load_state_dict(self, sd: dict) -> None:
+        raise NotImplementedError
+
+    def param_groups(self, cfg: TrainConfig) -> list[dict]:
+        raise NotImplementedError
+
+    def image_embeddings(self) -> np.ndarray:
+        """Image embeddings of the training items (k-means clusters for group batches)."""
+        raise NotImplementedError
+
+    def set_train(self, on: bool) -> None:
+        raise NotImplementedError
+
+    def batch_loss(self, b: np.ndarray, cfg: TrainConfig) -> torch.Tensor:
+        raise NotImplementedError
+
+    def val_loss(self) -> float:
+        raise NotImplementedError
+
+    def representations(self) -> tuple:
+        """``(h_tr, y_tr, h_va, y_va)`` of the trained backbone, for the quantile heads."""
+        raise NotImplementedError
+
+    def head_owner(self):
+        """The module with ``.point`` and ``.heads`` (by kind)."""
+        raise NotImplementedError
+
+
+def _point_epoch(task: PointTask, opt, labels, cfg: TrainConfig, rng) -> float:
+    """One epoch of stage 1 over group batches; the mean training loss."""
+    task.set_train(True)
+    tot, cnt = 0.0, 0
+    for b in group_batches(labels, cfg.batch_size, rng):
+        loss = task.batch_loss(b, cfg)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        tot += float(loss.detach()) * len(b)
+        cnt += len(b)
+    task.set_train(False)
+    return tot / cnt
+
+
+def _train_point(task: PointTask, ck: _Checkpoint, cfg: TrainConfig, on_epoch) -> dict:
+    """Stage 1, resumable from ``ck`` at the last finished epoch (weights, optimizer, RNG and
+    early-stopping state restored: a resumed run equals an uninterrupted one)."""
+    state = ck.load_state()
+    opt = torch.optim.AdamW(task.param_groups(cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # what must match for a resumed run to continue this one (more epochs are allowed)
+    train_keys = {k: v for k, v in asdict(cfg).items()
+                  if k not in ("epochs", "head_epochs", "patience")}
+    if state.get("stage1"):
+        if "files" not in state:
+            from scoreband.errors import InputError
+
+            raise InputError(f"{ck.dir} is a checkpoint of an older scoreband; delete it to "
+                             "train afresh")
+        _check_resumable(ck, state, task.identity(), train_keys)
+        task.load_state_dict(ck.tensors(state, "last"))
+        opt.load_state_dict(ck.optimizer(state))
+        torch.set_rng_state(ck.tensors(state, "rng")["torch"])  # dropout goes on as it was
+        s1 = state["stage1"]
+    else:
+        labels, cinfo = cluster_labels(task.image_embeddings(), cfg.clusters, cfg.seed)
+        s1 = {"epoch": 0, "best": float("inf"), "bad": 0, "done": False, "history": [],
+              "clusters": cinfo, "labels": labels.tolist()}
+    labels = np.asarray(s1["labels"])
+    while not s1["done"] and s1["epoch"] < cfg.epochs:
+        ep = s1["epoch"]
+        mean_loss = _point_epoch(task, opt, labels, cfg, np.random.default_rng(
+            cfg.seed * 1000 + ep))
+        val_loss = task.val_loss()
+        s1["epoch"] = ep + 1
+        s1["history"].append({"epoch": ep + 1, "train": mean_loss, "val": val_loss})
+        tensors = {"last": task.state_dict()}
+        if val_loss < s1["best"] - task.min_delta:
+            s1["best"], s1["bad"] = val_loss, 0
+            tensors["best"] = task.state_dict()
+        else:
+            s1["bad"] += 1
+            s1["done"] = s1["bad"] >= cfg.patience
+        tensors["rng"] = {"torch": torch.get_rng_state()}
+        state = ck.save({**state, "backbone": task.identity(), "train": train_keys,
+                         "stage1": s1}, tensors, opt, ep + 1)
+        if on_epoch:
+            on_epoch("point", ep + 1, mean_loss, val_loss)
+    task.load_state_dict(ck.tensors(state, "best"))
+    task.set_train(False)
+    return {k: s1[k] for k in ("epoch", "best", "history", "clusters")}
+
+
+def train_quantile_scorer(task: PointTask, out_dir, cfg: TrainConfig,
+                          on_epoch: Callable[[str, int, float, float], None] | None = None
+                          ) -> dict:
+    """The one training function of every scorer family: stage 1 (:func:`_train_point`,
+    checkpointed in ``out_dir/checkpoint``), then every quantile head initialised from the
+    point head and fitted on the trained backbone's representations, with group batches
+    from clusters of its image embeddings. Returns the report (the caller saves the model
+    in its family's format). The caller seeds torch (before building its modules)."""
+    t0 = time.perf_counter()
+    stage1 = _train_point(task, _Checkpoint(Path(out_dir) / "checkpoint"), cfg, on_epoch)
+    h_tr, y_tr, h_va, y_va = task.representations()
+    hlabels, hinfo = cluster_labels(task.image_embeddings(), cfg.clusters, cfg.seed)
+
+    def fit_kw(name):
+        return dict(lr=cfg.head_lr, epochs=cfg.head_epochs, batch_size=cfg.batch_size,
+                    weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
+                    min_delta=task.head_min_delta,
+                    on_epoch=(lambda ep, vl: on_epoch(name, ep, float("nan"), vl))
+                    if on_epoch else None)
+
+    heads = fit_quantile_heads(task.head_owner(), h_tr, y_tr, h_va, y_va, hlabels, fit_kw)
+    return {"train_config": asdict(cfg), "n_train": task.n_train(), "n_val": len(y_va),
+            "stage1": stage1, "heads": heads, "head_clusters": hinfo,
+            "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def _point_loss(model, px, ids, y):
@@ -161,20 +312,16 @@ def _cell_loss(model, px, colour, shape):
 
 
 @torch.no_grad()
-def _eval_point(model, px, ids, y, bs=512):
-    model.eval()
-    tot = 0.0
-    for s in range(0, len(y), bs):
-        tot += float(_point_loss(model, px[s:s + bs], ids[s:s + bs], y[s:s + bs])) * len(
-            y[s:s + bs])
-    return tot / len(y)
+def _represent_all(model, px, ids, bs=512):
+    return torch.cat([model.represent(px[s:s + bs], ids[s:s + bs])
+                      for s in range(0, len(px), bs)])
 
 
-def _check_resumable(ck: _Checkpoint, state: dict, bcfg, train_keys: dict) -> None:
+def _check_resumable(ck: _Checkpoint, state: dict, identity: dict, train_keys: dict) -> None:
     """A checkpoint continues only the run that wrote it (more epochs are allowed)."""
     from scoreband.errors import InputError
 
-    if state.get("backbone") != bcfg.to_dict():
+    if state.get("backbone") != identity:
         raise InputError(
             f"{ck.dir} holds a checkpoint of another model configuration "
             f"({state.get('backbone')}); delete it to start afresh, or use another `out`"
@@ -188,45 +335,72 @@ def _check_resumable(ck: _Checkpoint, state: dict, bcfg, train_keys: dict) -> No
             + "); rerun with the same settings to resume, or `overwrite`")
 
 
-def _point_epoch(model, opt, px, ids, y, labels, cfg: TrainConfig, rng, cells) -> float:
-    """One epoch of the backbone + point head over group batches; the mean training loss.
-    ``cells``: the embedded world's per-patch (colour, shape) targets for the auxiliary
-    loss, or None."""
-    model.train()
-    tot, cnt = 0.0, 0
-    for b in group_batches(labels, cfg.batch_size, rng):
+class EmbeddedTask(PointTask):
+    """The embedded scorer: its backbone and point head train end to end, with the
+    auxiliary per-patch loss when the data come from the embedded world (4x4 cells)."""
+
+    def __init__(self, model: ScorerModel, tok, train, val, cfg: TrainConfig):
+        bcfg = model.cfg
+        self.model, self.bcfg = model, bcfg
+        self.px_tr = preprocess_images(train.images, bcfg.image_size)
+        self.ids_tr, _, _ = tok.batch(train.captions)
+        self.y_tr = torch.tensor(train.y01, dtype=torch.float32)
+        self.px_va = preprocess_images(val.images, bcfg.image_size)
+        self.ids_va, _, _ = tok.batch(val.captions)
+        self.y_va = torch.tensor(val.y01, dtype=torch.float32)
+        n_patch = (bcfg.image_size // bcfg.patch) ** 2
+        aux = (getattr(train, "cell_colour", None) is not None and n_patch == 16
+               and cfg.aux_weight > 0)
+        self.cells = (torch.as_tensor(train.cell_colour),
+                      torch.as_tensor(train.cell_shape)) if aux else None
+
+    def identity(self):
+        return self.bcfg.to_dict()
+
+    def n_train(self):
+        return len(self.y_tr)
+
+    def state_dict(self):
+        return self.model.state_dict()
+
+    def load_state_dict(self, sd):
+        self.model.load_state_dict(sd, strict=False)
+
+    def param_groups(self, cfg):
+        return [{"params": list(self.model.backbone.parameters())
+                 + list(self.model.point.parameters())}]
+
+    @torch.no_grad()
+    def image_embeddings(self):
+        return self.model.backbone.image_embedding(self.px_tr).numpy()
+
+    def set_train(self, on):
+        self.model.train(on)
+
+    def batch_loss(self, b, cfg):
         bi = torch.as_tensor(b)
-        loss = _point_loss(model, px[bi], ids[bi], y[bi])
-        if cells is not None:
-            loss = loss + cfg.aux_weight * _cell_loss(model, px[bi], cells[0][bi],
-                                                      cells[1][bi])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        tot += float(loss.detach()) * len(b)
-        cnt += len(b)
-    return tot / cnt
+        loss = _point_loss(self.model, self.px_tr[bi], self.ids_tr[bi], self.y_tr[bi])
+        if self.cells is not None:
+            loss = loss + cfg.aux_weight * _cell_loss(self.model, self.px_tr[bi],
+                                                      self.cells[0][bi], self.cells[1][bi])
+        return loss
 
+    @torch.no_grad()
+    def val_loss(self, bs=512):
+        self.model.eval()
+        tot = 0.0
+        for s in range(0, len(self.y_va), bs):
+            sl = slice(s, s + bs)
+            tot += float(_point_loss(self.model, self.px_va[sl], self.ids_va[sl],
+                                     self.y_va[sl])) * len(self.y_va[sl])
+        return tot / len(self.y_va)
 
-def _fit_heads(model, train, val, cfg: TrainConfig, on_epoch) -> tuple[dict, dict]:
-    """Every quantile head on cached representations of the frozen backbone, initialised
-    from the point head; returns (per-head report, the clusters used for batching)."""
-    (px_tr, ids_tr, y_tr), (px_va, ids_va, y_va) = train, val
-    with torch.no_grad():
-        h_tr = torch.cat([model.represent(px_tr[s:s + 512], ids_tr[s:s + 512])
-                          for s in range(0, len(y_tr), 512)])
-        h_va = torch.cat([model.represent(px_va[s:s + 512], ids_va[s:s + 512])
-                          for s in range(0, len(y_va), 512)])
-        emb = model.backbone.image_embedding(px_tr).numpy()
-    hlabels, hinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
+    def representations(self):
+        return (_represent_all(self.model, self.px_tr, self.ids_tr), self.y_tr,
+                _represent_all(self.model, self.px_va, self.ids_va), self.y_va)
 
-    def fit_kw(name):
-        return dict(lr=cfg.head_lr, epochs=cfg.head_epochs, batch_size=cfg.batch_size,
-                    weight_decay=cfg.weight_decay, patience=cfg.patience, seed=cfg.seed,
-                    on_epoch=(lambda ep, vl: on_epoch(name, ep, float("nan"), vl))
-                    if on_epoch else None)
-
-    return fit_quantile_heads(model, h_tr, y_tr, h_va, y_va, hlabels, fit_kw), hinfo
+    def head_owner(self):
+        return self.model
 
 
 def fit_quantile_heads(model, h_tr, y_tr, h_va, y_va, labels, fit_kw) -> dict:
@@ -249,85 +423,16 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
                  backbone_cfg: EmbeddedConfig | None = None,
                  on_epoch: Callable[[str, int, float, float], None] | None = None) -> dict:
     """Train the embedded scorer on world datasets ``train`` / ``val`` (with ``images``,
-    ``captions`` and ``y01``); write the model to ``out_dir``. Resumes from
-    ``out_dir/checkpoint`` when it exists. Returns the training report."""
+    ``captions`` and ``y01``) with :func:`train_quantile_scorer`; write the model to
+    ``out_dir``. Resumes from ``out_dir/checkpoint`` when it exists. Returns the report."""
     cfg = cfg or TrainConfig()
-    out_dir = Path(out_dir)
-    ck = _Checkpoint(out_dir / "checkpoint")
-    state = ck.load_state()
     torch.manual_seed(cfg.seed)
     bcfg = backbone_cfg or EmbeddedConfig()
     tok = WordTokenizer(max_len=bcfg.max_len)
     bcfg.vocab_size = len(tok)
     model = ScorerModel(bcfg)
-    t0 = time.perf_counter()
-
-    px_tr = preprocess_images(train.images, bcfg.image_size)
-    ids_tr, _, _ = tok.batch(train.captions)
-    y_tr = torch.tensor(train.y01, dtype=torch.float32)
-    px_va = preprocess_images(val.images, bcfg.image_size)
-    ids_va, _, _ = tok.batch(val.captions)
-    y_va = torch.tensor(val.y01, dtype=torch.float32)
-    # auxiliary per-patch targets when the data come from the embedded world (4x4 cells)
-    n_patch = (bcfg.image_size // bcfg.patch) ** 2
-    aux = getattr(train, "cell_colour", None) is not None and n_patch == 16 and cfg.aux_weight > 0
-    cc_tr = torch.as_tensor(train.cell_colour) if aux else None
-    cs_tr = torch.as_tensor(train.cell_shape) if aux else None
-
-    # ---- stage 1: backbone + point head, group batching --------------------------------
-    opt = torch.optim.AdamW(list(model.backbone.parameters()) + list(model.point.parameters()),
-                            lr=cfg.lr, weight_decay=cfg.weight_decay)
-    # what must match for a resumed run to continue this one (more epochs are allowed)
-    train_keys = {k: v for k, v in asdict(cfg).items()
-                  if k not in ("epochs", "head_epochs", "patience")}
-    if state.get("stage1"):
-        _check_resumable(ck, state, bcfg, train_keys)
-        model.load_state_dict(ck.tensors("last"), strict=False)
-        opt.load_state_dict(ck.optimizer())
-        if (ck.dir / "rng.safetensors").exists():  # dropout continues where it stopped
-            torch.set_rng_state(ck.tensors("rng")["torch"])
-        s1 = state["stage1"]
-    else:
-        emb = model.backbone.image_embedding(px_tr).numpy()
-        labels, cinfo = cluster_labels(emb, cfg.clusters, cfg.seed)
-        s1 = {"epoch": 0, "best": float("inf"), "bad": 0, "done": False, "history": [],
-              "clusters": cinfo, "labels": labels.tolist()}
-    labels = np.asarray(s1["labels"])
-    while not s1["done"] and s1["epoch"] < cfg.epochs:
-        ep = s1["epoch"]
-        rng = np.random.default_rng(cfg.seed * 1000 + ep)
-        mean_loss = _point_epoch(model, opt, px_tr, ids_tr, y_tr, labels, cfg, rng,
-                                 (cc_tr, cs_tr) if aux else None)
-        val_loss = _eval_point(model, px_va, ids_va, y_va)
-        s1["epoch"] = ep + 1
-        s1["history"].append({"epoch": ep + 1, "train": mean_loss, "val": val_loss})
-        tensors = {"last": model.state_dict()}
-        if val_loss < s1["best"]:
-            s1["best"], s1["bad"] = val_loss, 0
-            tensors["best"] = model.state_dict()
-        else:
-            s1["bad"] += 1
-            if s1["bad"] >= cfg.patience:
-                s1["done"] = True
-        tensors["rng"] = {"torch": torch.get_rng_state()}
-        ck.save({**state, "backbone": bcfg.to_dict(), "train": train_keys, "stage1": s1},
-                tensors, opt)
-        if on_epoch:
-            on_epoch("point", ep + 1, mean_loss, val_loss)
-    s1["done"] = True
-    state["stage1"] = s1
-    model.load_state_dict(ck.tensors("best"), strict=False)
-    model.eval()
-
-    # ---- stage 2: quantile heads on the frozen backbone (cached representations) -------
-    report_heads, hinfo = _fit_heads(model, (px_tr, ids_tr, y_tr), (px_va, ids_va, y_va), cfg,
-                                     on_epoch)
-    report = {
-        "train_config": asdict(cfg), "n_train": len(y_tr), "n_val": len(y_va),
-        "stage1": {k: s1[k] for k in ("epoch", "best", "history", "clusters")},
-        "heads": report_heads, "head_clusters": hinfo,
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
+    report = train_quantile_scorer(EmbeddedTask(model, tok, train, val, cfg), out_dir, cfg,
+                                   on_epoch)
     QuantileScorer.save(model, tok, out_dir, extra={"training": report})
     return report
 
@@ -418,7 +523,8 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
                          "it, `resume` to continue it from its checkpoint, or another `out`")
     if overwrite and out.is_dir():
         for name in ("model.safetensors", "heads.safetensors", "backbone.safetensors",
-                     "config.json", "calibrator.json", "MODEL_CARD.md", "checkpoint", "cache"):
+                     "config.json", "calibrator.json", "MODEL_CARD.md", "SHA256SUMS",
+                     "checkpoint", "cache"):
             f = out / name
             shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
     if resume and not (out / "checkpoint").is_dir():
