@@ -154,3 +154,23 @@ def test_progress_when_piped_prints_lines_with_rate():
         step("clean set")
     assert "clean set" in buf.getvalue() and all(len(x) <= 80 for x in
                                                   buf.getvalue().splitlines())
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_evaluate_and_calibrate_read_only_the_columns_they_use(tmp_path, suffix):
+    """needed_columns names exactly the columns of the spec (globs expanded against the
+    header, scorer_fingerprint kept); read_table then skips the rest while reading."""
+    from scoreband.io import needed_columns, read_table, write_table
+
+    df = pd.DataFrame({"human": [1.0, 2.0], "med": [0.1, 0.2], "logp_1": [0.0, -1.0],
+                       "logp_2": [-1.0, 0.0], "junk": ["x", "y"], "big_text": ["a", "b"],
+                       "scorer_fingerprint": ["f", "f"]})
+    src = tmp_path / f"t{suffix}"
+    write_table(df, src)
+    spec = {"target": "human", "median": "med", "features": "logp_*"}
+    cols = needed_columns(src, spec)
+    assert cols == ["human", "med", "logp_1", "logp_2", "scorer_fingerprint"]
+    assert list(read_table(src, columns=cols).columns) == cols
+    # a name the header lacks: read everything, so the usual error names the column
+    assert needed_columns(src, {"target": "nope"}) is None
+    assert needed_columns(tmp_path / "t.jsonl", spec) is None  # JSONL: read whole

@@ -44,9 +44,11 @@ SUPPORTED_FORMATS = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet", "
 
 
 # --------------------------------------------------------------------------- reading
-def read_table(path) -> pd.DataFrame:
+def read_table(path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a table by its extension; a directory is read as a Hugging Face ``datasets``
     directory (``save_to_disk`` output: ``*.arrow`` files) or a folder of Parquet files.
+    ``columns``: only these (CSV / TSV / Parquet skip the others while reading; other
+    formats are read whole and then cut).
 
     Raises :class:`InputError` for a missing file, an unknown format or an empty table.
     """
@@ -59,13 +61,13 @@ def read_table(path) -> pd.DataFrame:
         else:
             suf = p.suffix.lower()
             if suf in (".csv", ".tsv"):
-                df = _read_delimited(p, "," if suf == ".csv" else "\t")
+                df = _read_delimited(p, "," if suf == ".csv" else "\t", columns)
             elif suf in (".jsonl", ".ndjson"):
                 df = pd.read_json(p, lines=True, precise_float=True)
             elif suf == ".json":
                 df = pd.read_json(p, precise_float=True)
             elif suf in (".parquet", ".pq"):
-                df = pd.read_parquet(p)
+                df = pd.read_parquet(p, columns=None if columns is None else list(columns))
             else:
                 raise InputError(
                     f"cannot read {p.name!r}: unknown table format {suf!r}; use one of "
@@ -77,7 +79,51 @@ def read_table(path) -> pd.DataFrame:
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
     if len(df) == 0:
         raise InputError(f"table {str(p)!r} has no rows")
+    if columns is not None and list(df.columns) != list(columns):
+        df = df[[c for c in columns if c in df.columns]]
     return df
+
+
+def table_columns(path) -> list[str] | None:
+    """The column names of a CSV / TSV / Parquet table, read from its header or schema
+    alone; None for formats that need reading whole (JSON, JSONL, dataset folders)."""
+    p = Path(path)
+    suf = p.suffix.lower()
+    try:
+        if p.is_file() and suf in (".csv", ".tsv"):
+            sep = "," if suf == ".csv" else "\t"
+            return [str(c) for c in pd.read_csv(p, sep=sep, nrows=0,
+                                                **_check_header(p, sep)).columns]
+        if p.is_file() and suf in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(p).names)
+    except InputError:
+        raise
+    except Exception:  # noqa: BLE001 - read_table reports what is wrong with the file
+        return None
+    return None
+
+
+def needed_columns(path, spec: dict, extra: Sequence[str | None] = ()) -> list[str] | None:
+    """The columns of the table at ``path`` that a column ``spec`` (target, ratings, median,
+    lo, hi, features, embedding, groups, id_col ...) and ``extra`` names use, in table
+    order, plus ``scorer_fingerprint`` when present; None (read everything) when the
+    header cannot be read alone or a name is not in it (the full read then reports it)."""
+    header = table_columns(path)
+    if header is None:
+        return None
+    names = [spec.get(k) for k in ("target", "ratings", "median", "lo", "hi", "groups",
+                                   "id_col", "split_by")] + list(extra)
+    try:
+        names += expand_columns(spec.get("features") or (), header)
+        names += expand_columns(spec.get("embedding") or (), header)
+    except InputError:
+        return None
+    names = {n for n in names if n} | ({"scorer_fingerprint"} & set(header))
+    if not names <= set(header):
+        return None
+    return [c for c in header if c in names]
 
 
 def _check_header(p: Path, sep: str) -> dict:
@@ -97,9 +143,10 @@ def _check_header(p: Path, sep: str) -> dict:
     return {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
 
 
-def _read_delimited(p: Path, sep: str) -> pd.DataFrame:
+def _read_delimited(p: Path, sep: str, columns=None) -> pd.DataFrame:
     """CSV / TSV with the guards of :func:`_check_header`."""
-    return pd.read_csv(p, sep=sep, keep_default_na=True, **_check_header(p, sep))
+    return pd.read_csv(p, sep=sep, keep_default_na=True, usecols=columns,
+                       **_check_header(p, sep))
 
 
 def _csv_quoting(df: pd.DataFrame) -> int:

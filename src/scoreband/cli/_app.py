@@ -165,14 +165,17 @@ def warnings_to_console():
     print_warnings(dict.fromkeys(str(w.message) for w in caught))
 
 
-def run_study(description: str, run, out, html=None):
-    """Run a study with progress (``run(on_step)`` returns a StudyResult) and write it to
-    ``out`` with its HTML report (``html``, default OUT/report.html); returns the result."""
+def run_study(description: str, run, out, html=None, *, show: bool = True):
+    """Run a study with progress (``run(on_step)`` returns a StudyResult), write it to
+    ``out`` with its HTML report (``html``, default OUT/report.html) and (``show``) print
+    its markdown; returns the result."""
     from scoreband.progress import step_status
 
     with step_status(err, description) as step:
         result = run(step)
         result.write(out, on_step=step, html=html or "report.html")
+    if show:
+        print_markdown(result.markdown)
     return result
 
 

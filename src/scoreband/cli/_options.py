@@ -111,6 +111,10 @@ def split_options(opts: dict) -> tuple[dict, dict]:
     return cols, cfg
 
 
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
+BaseUrlOpt = Annotated[str, typer.Option(
+    "--base-url", help="openai: endpoint root ($OPENAI_API_KEY is sent if set).")]
 HtmlOpt = Annotated[Path | None, typer.Option(
     "--html", help="Write the HTML report here (default for studies: OUT/report.html).")]
 

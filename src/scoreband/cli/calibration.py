@@ -108,10 +108,11 @@ def evaluate(
     """
     from scoreband import api
     from scoreband.files import write_json
+    from scoreband.io import needed_columns
     from scoreband.progress import step_status
 
-    df = api.read_table(table)
     cols, cfg = split_options(opts)
+    df = api.read_table(table, columns=needed_columns(table, cols, [split_by]))
     with step_status(err, f"calibrating over {seeds} splits ...", every_s=5) as step:
         res = api.evaluate(df, {**cols, "split_by": split_by}, cfg, seeds=seeds,
                            cal_frac=cal_frac, n_ratings=opts["n_ratings"],
@@ -157,9 +158,10 @@ def calibrate(
     --method split --out calibrator.json
     """
     from scoreband import api
+    from scoreband.io import needed_columns
 
-    df = api.read_table(table)
     cols, cfg = split_options(opts)
+    df = api.read_table(table, columns=needed_columns(table, cols))
     fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
                         on_warning=warn)
     report_rows(fit.errors, len(df))

@@ -7,19 +7,11 @@ from typing import Annotated
 
 import typer
 
-from scoreband.cli._app import (
-    app,
-    fail,
-    finish_rows,
-    guard,
-    print_markdown,
-    report_rows,
-    run_study,
-    text_or_file,
-)
+from scoreband.cli._app import app, fail, finish_rows, guard, report_rows, run_study, text_or_file
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
+    BaseUrlOpt,
     HtmlOpt,
     ImageColOpt,
     NRatingsOpt,
@@ -61,9 +53,7 @@ def judge(
     device: Annotated[str, typer.Option("--device", help="hf: cpu | cuda.")] = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
     = "float32",
-    base_url: Annotated[str, typer.Option(
-        "--base-url", help="openai: endpoint root ($OPENAI_API_KEY is sent if set).")]
-    = "https://api.openai.com/v1",
+    base_url: BaseUrlOpt = "https://api.openai.com/v1",
     top_logprobs: Annotated[int, typer.Option("--top-logprobs", help="openai: top-k.")] = 20,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="openai: answer length.")]
     = 256,
@@ -171,8 +161,7 @@ def judge_study(
                                        n_ratings=n_ratings)
     errors = data.pop("errors")
     report_rows(errors, len(data["y01"]) + len(errors))
-    result = run_study("judge study ...", lambda step: study.run(
+    run_study("judge study ...", lambda step: study.run(
         data.pop("judges"), data.pop("y01"), data.pop("tasks"), data.pop("n_ratings"),
         seeds=seeds, alpha=alpha, threshold=threshold, simulated=table is None, on_step=step,
         map_method=map_method, **data), out, html)
-    print_markdown(result.markdown)

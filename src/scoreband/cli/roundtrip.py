@@ -7,20 +7,13 @@ from typing import Annotated
 
 import typer
 
-from scoreband.cli._app import (
-    app,
-    console,
-    err,
-    fail,
-    finish_rows,
-    guard,
-    print_markdown,
-    report_rows,
-    run_study,
-)
+from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows, run_study
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
+    BaseUrlOpt,
+    DeviceOpt,
+    DtypeOpt,
     HtmlOpt,
     ImageColOpt,
     NRatingsOpt,
@@ -73,12 +66,11 @@ def roundtrip(
     steps: Annotated[int, typer.Option("--steps", help="diffusers: inference steps.")] = 25,
     size: Annotated[int, typer.Option("--size", help="Generated image size (pixels).")] = 512,
     guidance: Annotated[float, typer.Option("--guidance", help="diffusers: guidance.")] = 7.5,
-    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
+    device: DeviceOpt = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16 "
                                                        "(similarities are float32).")]
     = "float32",
-    base_url: Annotated[str, typer.Option("--base-url", help="openai: endpoint root.")]
-    = "https://api.openai.com/v1",
+    base_url: BaseUrlOpt = "https://api.openai.com/v1",
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="openai: image cache folder (default OUT.cache/).")] = None,
     **engine_opts,
@@ -167,12 +159,9 @@ def roundtrip_study(
     size: Annotated[int, typer.Option("--size", help="Generated image size.")] = 512,
     guidance: Annotated[float, typer.Option(
         "--guidance", help="diffusers: classifier-free guidance scale.")] = 7.5,
-    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16.")]
-    = "float32",
-    base_url: Annotated[str, typer.Option(
-        "--base-url", help="openai: endpoint root ($OPENAI_API_KEY is sent if set).")]
-    = "https://api.openai.com/v1",
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
+    base_url: BaseUrlOpt = "https://api.openai.com/v1",
     html: HtmlOpt = None,
 ):
     """Validate the round-trip score and calibrate a band around it.
@@ -191,8 +180,7 @@ def roundtrip_study(
 
     gen, enc = _components(generator, encoder, steps, size, guidance, device, dtype, base_url,
                            Path(out) / "generations")
-    result = run_study("round-trip study ...", lambda step: study.run(
+    run_study("round-trip study ...", lambda step: study.run(
         gen, enc, table=table, n=n, n_gen=n_gen, image_col=image_col, text_col=text_col,
         target=target, scale=Scale.parse(scale), n_ratings=n_ratings, alpha=alpha,
         seeds=seeds, on_step=step, progress=err, on_rows=report_rows), out, html)
-    print_markdown(result.markdown)

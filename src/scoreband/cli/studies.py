@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, fail, guard, print_markdown, run_study
+from scoreband.cli._app import app, console, fail, guard, run_study
 from scoreband.cli._options import (
     AlphaOpt,
     HtmlOpt,
@@ -46,7 +46,8 @@ def demo(
     if quick:
         n_test, seeds, mc_passes = 200, 3, 5
     result = run_study("demo: scoring the three test sets ...", lambda step: run(
-        n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out, html)
+        n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out, html,
+        show=False)
     _print_demo(result.doc, alpha, seeds, n_test)
     console.print(f"wrote {out}/results.json, results.md, widths.png, examples.png and "
                   f"{html or Path(out) / 'report.html'} ({result.doc['_meta']['seconds']} s)")
@@ -157,7 +158,6 @@ def stress(
                                              text_col, domain_col, in_domain, n_ratings)
     result = run_study("stress study ...", lambda step: study.run(
         scorer, items=items, in_domain=in_domain, scale=sc, on_step=step, **kw), out, html)
-    print_markdown(result.markdown)
     console.print(f"wrote {out}/results.json, results.md, figures and "
                   f"{html or Path(out) / 'report.html'} ({result.doc['seconds']} s)")
 

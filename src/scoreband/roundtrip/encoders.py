@@ -146,6 +146,5 @@ ENCODERS.register("hf:", argument="PATH_OR_ID", factory=HFImageEncoder,
                        "ResNet ... (local directory or hub id)")
 
 
-def make_encoder(spec: str, **kw):
-    """Build an encoder by address (see ``ENCODERS``); unused options are ignored."""
-    return ENCODERS.create(spec, **kw)
+#: build an encoder by address (see ``ENCODERS``); options it does not take are ignored
+make_encoder = ENCODERS.create

@@ -259,6 +259,5 @@ GENERATORS.register("openai:", argument="MODEL", factory=OpenAIImageGenerator,
                          "($OPENAI_API_KEY)")
 
 
-def make_generator(spec: str, **kw):
-    """Build a generator by address (see ``GENERATORS``); unused options are ignored."""
-    return GENERATORS.create(spec, **kw)
+#: build a generator by address (see ``GENERATORS``); options it does not take are ignored
+make_generator = GENERATORS.create
