@@ -70,7 +70,9 @@ def _dataset(table, block_rows: int):
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True  # rows come back in the table's order
     if suf in (".parquet", ".pq"):
-        return ray.data.read_parquet(str(p))
+        # a file read as one block would be one task on one actor: cut it into blocks of
+        # ``block_rows`` (a streaming split, no shuffle) so every actor gets work
+        return ray.data.read_parquet(str(p)).repartition(target_num_rows_per_block=block_rows)
     if suf in (".csv", ".tsv", ".jsonl", ".ndjson"):
         # read by scoreband's own chunked reader (same types and guards as the local engine),
         # handed to Ray block by block
@@ -114,11 +116,12 @@ class _Stage:
     def __call__(self, batch):
         from scoreband.engine.rows import run_rows
 
-        return run_rows(batch.reset_index(drop=True), self.stage).table
+        return run_rows(batch.reset_index(drop=True), self.stage, summarize=False).table
 
 
 def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on_rows=None,
-         error_column: str | None = None) -> tuple[int, dict[int, str]]:
+         error_column: str | None = None, write_rows: int = 10_000
+         ) -> tuple[int, dict[int, str]]:
     """Map the dataset and write it in order; returns (rows written, position -> reason of
     the rows whose ``error_column`` holds one), gathered as the batches pass."""
     from ray.data import ActorPoolStrategy
@@ -133,7 +136,9 @@ def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on
     # retried, but the stages turn row errors into records, never exceptions
     done, failures = 0, {}
     with ChunkWriter(out) as w:
-        for batch in mapped.iter_batches(batch_format="pandas", batch_size=None):
+        # written in pieces of ``write_rows`` (Parquet row groups of a useful size)
+        for batch in mapped.iter_batches(batch_format="pandas",
+                                         batch_size=max(batch_rows, write_rows)):
             w.write(batch)
             if error_column in batch:
                 errs = batch[error_column].fillna("").astype(str).to_numpy()
@@ -157,15 +162,16 @@ def apply_ray(table, calibrator, out, *, columns: dict | None = None, n_ratings=
 
 def stage_ray(table, out, factory: str, kw: dict, *, error_column: str, actors: int = 2,
               num_gpus: float = 0.0, address: str | None = None, batch_rows: int = 256,
-              on_rows=None) -> tuple[int, dict[int, str]]:
+              on_rows=None, write_rows: int = 10_000) -> tuple[int, dict[int, str]]:
     """A row stage (``score``, ``judge``, ``roundtrip``) on Ray Data: ``factory(**kw)``
     builds the stage in each actor (``base_dir`` is the table's folder); returns (rows
     written, position -> reason of the rows that failed)."""
     connect(address, actors=actors)
-    ds = _dataset(table, batch_rows)
+    ds = _dataset(table, 4 * batch_rows)  # a few batches per task
     kw = {**kw, "base_dir": str(Path(table).parent.resolve())}
     return _run(ds, _Stage, (factory, kw), out, actors=actors, num_gpus=num_gpus,
-                batch_rows=batch_rows, on_rows=on_rows, error_column=error_column)
+                batch_rows=batch_rows, on_rows=on_rows, error_column=error_column,
+                write_rows=write_rows)
 
 
 def score_ray(table, out, *, actors: int = 2, num_gpus: float = 0.0,

@@ -170,16 +170,18 @@ def _tally(table: pd.DataFrame, stage: Stage, offset: int, run: RowRun) -> None:
 
 
 def run_rows(df: pd.DataFrame, stage: Stage, *, journal: Path | None = None,
-             progress=None) -> RowRun:
+             progress=None, summarize: bool = True) -> RowRun:
     """Run ``stage`` over every row of ``df``; the output table is ``run.table`` (every input
-    row and column kept, the stage's columns added)."""
+    row and column kept, the stage's columns added). ``summarize=False`` skips the stage's
+    run summary (a Ray actor runs one batch at a time: the summary is the driver's)."""
     check_columns(df, stage.inputs)
     with RowJournal(journal) as jr, row_progress(progress, stage.label, len(df)) as update:
         records, reused = _records(df.reset_index(drop=True), stage, jr, update)
     table = _assemble(df, stage, records)
     run = RowRun(table, len(df), {}, reused)
     _tally(table, stage, 0, run)
-    run.summary = stage.summary()
+    if summarize:
+        run.summary = stage.summary()
     return run
 
 
