@@ -146,3 +146,19 @@ def test_a_worker_killed_mid_run_loses_no_row(world, tmp_path):
     assert n == len(big) and list(b["id"]) == list(range(len(big)))
     _same(a, b, ["band_lo", "band_median", "band_hi"])
     assert sorted(failures) == [4, 34, 64, 94]
+
+
+def test_an_unreachable_cluster_is_a_clear_error_within_the_timeout():
+    """--ray-address pointing at nothing: a clear error naming the address, in time (a
+    fresh process: the module's local Ray would be reused otherwise)."""
+    import subprocess
+    import time
+
+    code = ("from scoreband.engine.ray_engine import connect\n"
+            "try:\n    connect('127.0.0.1:9', timeout=10)\n"
+            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    t0 = time.time()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert time.time() - t0 < 60
+    assert "InputError" in r.stdout and "127.0.0.1:9" in r.stdout, r.stdout + r.stderr[-1000:]
