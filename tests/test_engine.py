@@ -177,3 +177,14 @@ def test_stage_records_never_raise_for_bad_rows(pairs):
     recs = score_stage(base_dir=d).process(df, [4, 5, 23])
     assert recs[0]["error"] == "" and recs[0]["band_lo"] <= recs[0]["band_hi"]
     assert "missing" in recs[1]["error"] and "empty caption" in recs[2]["error"]
+
+
+def test_score_any_scores_a_table_in_memory(pairs):
+    """The library entry for an in-memory table: the run's table and its failures."""
+    from scoreband.scorers.scoring import score_any
+
+    d, df = pairs
+    run = score_any(df.head(8), base_dir=d, journal=None)
+    assert run["error_column"] == "band_error" and run["n_bad"] == 1
+    assert run["files"]["calibrator"].name == "calibrator.json"
+    assert run["table"]["band_lo"].notna().sum() == 7

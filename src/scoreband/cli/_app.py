@@ -82,12 +82,6 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> 
         err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
 
 
-def row_failures(res, col: str) -> dict[int, str]:
-    """Position -> reason for the rows of an output table whose ``col`` holds one."""
-    bad = res.loc[res[col] != "", col]
-    return {int(i): str(e) for i, e in bad.items()}
-
-
 def as_flags(message: str) -> str:
     """The library names parameters in backticks (`image_col`); on the command line they
     are the current command's options (--image-col)."""

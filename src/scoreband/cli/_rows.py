@@ -4,19 +4,13 @@ same journal, provenance and end-of-run report."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from scoreband.cli._app import err, fail
 from scoreband.cli._options import check_engine
-from scoreband.engine.rows import RowRun
+from scoreband.engine.rows import RowRun, build_stage
 
 CHUNK_ROWS = 10_000
-
-
-def build_stage(factory: str, kw: dict):
-    mod, fn = factory.split(":")
-    return getattr(importlib.import_module(mod), fn)(**kw)
 
 
 def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict | None, *,

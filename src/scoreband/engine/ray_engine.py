@@ -108,10 +108,9 @@ class _Stage:
     values by ``factory`` ("module:function"), run on each batch by the row engine."""
 
     def __init__(self, factory: str, kw: dict):
-        import importlib
+        from scoreband.engine.rows import build_stage
 
-        mod, fn = factory.split(":")
-        self.stage = getattr(importlib.import_module(mod), fn)(**kw)
+        self.stage = build_stage(factory, kw)
 
     def __call__(self, batch):
         from scoreband.engine.rows import run_rows

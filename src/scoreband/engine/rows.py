@@ -20,7 +20,16 @@ import pandas as pd
 from scoreband.batch import RowJournal, row_progress
 from scoreband.errors import InputError
 
-__all__ = ["Stage", "RowRun", "run_rows", "run_file", "check_columns"]
+__all__ = ["Stage", "RowRun", "run_rows", "run_file", "check_columns", "build_stage"]
+
+
+def build_stage(factory: str, kw: dict) -> Stage:
+    """The stage ``factory(**kw)``, ``factory`` named as "module:function" (so a Ray actor
+    can build it from plain values)."""
+    import importlib
+
+    mod, fn = factory.split(":")
+    return getattr(importlib.import_module(mod), fn)(**kw)
 
 
 def check_columns(df: pd.DataFrame, needed: dict[str, str]) -> None:
