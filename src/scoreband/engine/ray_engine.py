@@ -16,7 +16,7 @@ from pathlib import Path
 
 from scoreband.errors import InputError
 
-__all__ = ["connect", "apply_ray", "score_ray", "stage_ray"]
+__all__ = ["connect", "apply_ray", "stage_ray"]
 
 EXTRA = 'pip install "scoreband[ray]"'
 
@@ -171,14 +171,3 @@ def stage_ray(table, out, factory: str, kw: dict, *, error_column: str, actors: 
     return _run(ds, _Stage, (factory, kw), out, actors=actors, num_gpus=num_gpus,
                 batch_rows=batch_rows, on_rows=on_rows, error_column=error_column,
                 write_rows=write_rows)
-
-
-def score_ray(table, out, *, actors: int = 2, num_gpus: float = 0.0,
-              address: str | None = None, batch_rows: int = 256, on_rows=None,
-              **score_kw) -> tuple[int, dict[int, str]]:
-    """``score`` on Ray Data (one model replica per actor); returns (rows written, position
-    -> reason of the rows that could not be scored)."""
-    return stage_ray(table, out, "scoreband.scorers.scoring:score_stage", score_kw,
-                     error_column="score_error" if score_kw.get("scorer") else "band_error",
-                     actors=actors, num_gpus=num_gpus, address=address,
-                     batch_rows=batch_rows, on_rows=on_rows)

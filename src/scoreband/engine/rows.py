@@ -34,10 +34,9 @@ def build_stage(factory: str, kw: dict) -> Stage:
 
 def check_columns(df: pd.DataFrame, needed: dict[str, str]) -> None:
     """Every ``{parameter: column}`` must be in the table (the error names both)."""
-    for param, col in needed.items():
-        if col not in df.columns:
-            raise InputError(f"`{param}` column {col!r} is not in the table; available: "
-                             f"{', '.join(map(str, df.columns))}")
+    from scoreband.io import _check_columns
+
+    _check_columns(df, [(f"`{param}`", col) for param, col in needed.items()])
 
 
 class Stage:
