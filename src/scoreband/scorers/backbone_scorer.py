@@ -132,6 +132,7 @@ class BackboneTask(PointTask):
                  cfg: BackboneTrainConfig, cache: Path):
         self.bb, self.heads, self.train_, self.va = backbone, heads, train, va
         self.frozen, self.bs = cfg.freeze_backbone, cfg.batch_size
+        self.trains_backbone = not self.frozen
         self.y_tr = torch.tensor(train["y01"], dtype=torch.float32)
         self.y_va = torch.tensor(va["y01"], dtype=torch.float32)
         self.module = None if self.frozen else backbone.trainable()

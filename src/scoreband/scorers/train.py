@@ -171,6 +171,8 @@ class PointTask:
     min_delta = 0.0
     #: the same for the quantile heads' early stopping
     head_min_delta = 1e-6
+    #: whether stage 1 changes the image embeddings (False: its clusters serve the heads too)
+    trains_backbone = True
 
     def identity(self) -> dict:
         """What a checkpoint must have been made with to be continued (model config)."""
@@ -270,7 +272,7 @@ def _train_point(task: PointTask, ck: _Checkpoint, cfg: TrainConfig, on_epoch) -
             on_epoch("point", ep + 1, mean_loss, val_loss)
     task.load_state_dict(ck.tensors(state, "best"))
     task.set_train(False)
-    return {k: s1[k] for k in ("epoch", "best", "history", "clusters")}
+    return {k: s1[k] for k in ("epoch", "best", "history", "clusters", "labels")}
 
 
 def train_quantile_scorer(task: PointTask, out_dir, cfg: TrainConfig,
@@ -283,8 +285,12 @@ def train_quantile_scorer(task: PointTask, out_dir, cfg: TrainConfig,
     in its family's format). The caller seeds torch (before building its modules)."""
     t0 = time.perf_counter()
     stage1 = _train_point(task, _Checkpoint(Path(out_dir) / "checkpoint"), cfg, on_epoch)
+    labels = np.asarray(stage1.pop("labels"))
     h_tr, y_tr, h_va, y_va = task.representations()
-    hlabels, hinfo = cluster_labels(task.image_embeddings(), cfg.clusters, cfg.seed)
+    if task.trains_backbone:  # the trained backbone embeds the images anew
+        hlabels, hinfo = cluster_labels(task.image_embeddings(), cfg.clusters, cfg.seed)
+    else:  # the same embeddings: the same clusters (k-means and k choice are seeded)
+        hlabels, hinfo = labels, stage1["clusters"]
 
     def fit_kw(name):
         return dict(lr=cfg.head_lr, epochs=cfg.head_epochs, batch_size=cfg.batch_size,
