@@ -118,7 +118,7 @@ EDITS = {
     "q text": ("split", lambda d: d["calibrator"]["params"].__setitem__("q", "abc"), "number"),
     "q deleted": ("split", lambda d: d["calibrator"]["params"].pop("q"), "no 'q'"),
     "q negative": ("split", lambda d: d["calibrator"]["params"].__setitem__("q", -0.5), ">= 0"),
-    "calibrator deleted": ("split", lambda d: d.pop("calibrator"), "no valid 'calibrator'"),
+    "calibrator deleted": ("split", lambda d: d.pop("calibrator"), "missing key 'calibrator'"),
     "unknown config": ("split", lambda d: d["calibrator"]["config"].__setitem__("zz", 1),
                        "malformed"),
     "beta null": ("crc", lambda d: d["calibrator"]["params"].__setitem__("beta", None),

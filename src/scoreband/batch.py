@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scoreband.files import check_output
 from scoreband.progress import row_progress  # noqa: F401  (re-exported)
 
 __all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress", "row_key", "file_digest"]
@@ -62,7 +63,7 @@ class RowJournal:
         self._f = None
         if path is None:
             return
-        path = Path(path)
+        path = check_output(path, what="journal")
         torn = False
         if path.exists():
             data = path.read_bytes()

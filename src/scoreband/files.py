@@ -1,16 +1,35 @@
-"""Files without tables: JSON (numpy-aware), atomic writes, content hashes.
+"""Files without tables: the output policy, atomic writes, JSON (numpy-aware), content
+hashes.
+
+The output policy is the one mechanism that keeps a user's files safe, whatever the command:
+every writer in scoreband (tables, JSON, weights, checkpoints, images, journals, reports) goes
+through :func:`check_output` before it creates or replaces a file, and it refuses
+
+* an output that is one of the running command's inputs (same real path or same inode:
+  ``--out TABLE``, a hard link, a symlink to it), named with both;
+* an existing output that is not a regular file (a device such as ``/dev/null``, a FIFO, a
+  socket, a folder where a file is written): atomic replace is only for regular files;
+* inside a folder a command writes (``demo --out DIR``, ``train --out DIR``), an existing file
+  that scoreband did not write there: every folder output keeps the list of what it wrote in
+  ``DIR/.scoreband-files``, and only those files may be replaced.
+
+The CLI declares each command's inputs and outputs once (:func:`output_policy`, from the
+command's options); the Python API declares its own where a function takes both.
 
 Free of pandas, so the conformal core and calibrator files load fast.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +37,134 @@ import numpy as np
 from scoreband.errors import InputError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
-           "to_jsonable", "file_sha256", "model_source"]
+           "to_jsonable", "file_sha256", "model_source", "output_policy", "check_output",
+           "check_outputs", "record_written", "MANIFEST", "read_json", "json_depth"]
+
+#: the list of files a folder output holds that scoreband wrote (one relative path a line)
+MANIFEST = ".scoreband-files"
+
+
+@dataclass
+class _Policy:
+    inputs: list[tuple[str, Path]] = field(default_factory=list)  # (what, path)
+    folders: list[Path] = field(default_factory=list)  # folder outputs (resolved)
+
+
+_POLICY: contextvars.ContextVar[_Policy | None] = contextvars.ContextVar("scoreband_outputs",
+                                                                         default=None)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+@contextmanager
+def output_policy(inputs=(), folders=()):
+    """Declare the running command's inputs (``(what, path)`` pairs: "TABLE", "--calibrator")
+    and the folders it writes; :func:`check_output` refuses any write onto an input, and
+    any replace of a file in a folder output that scoreband did not write. Nested policies
+    add to the outer one."""
+    outer = _POLICY.get()
+    pol = _Policy(list(outer.inputs) if outer else [], list(outer.folders) if outer else [])
+    for what, p in inputs:
+        if p is not None and str(p) != "":
+            pol.inputs.append((what, Path(p).expanduser()))
+    for f in folders:
+        if f is not None:
+            pol.folders.append(Path(f).expanduser().resolve())
+    token = _POLICY.set(pol)
+    try:
+        yield pol
+    finally:
+        _POLICY.reset(token)
+
+
+def check_outputs(outputs, inputs=()) -> None:
+    """Check every ``(what, path)`` output before any work (see :func:`check_output`), with
+    ``inputs`` added to the running policy's."""
+    with output_policy(inputs):
+        for what, p in outputs:
+            if p is not None and str(p) != "":
+                check_output(p, what=what)
+
+
+def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
+    """Refuse to write ``path`` when it is an input of the running command, an existing
+    non-regular file (a folder too, unless ``folder``), or an existing file of a folder
+    output that scoreband did not write (see the module docstring). Returns the path."""
+    path = Path(path).expanduser()
+    pol = _POLICY.get()
+    for name, inp in (pol.inputs if pol else []):
+        if _same(path, inp):
+            raise InputError(f"{what} {str(path)!r} is the same file as {name} {str(inp)!r}: "
+                             "scoreband never writes over one of its own inputs; choose "
+                             "another output path")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as e:
+        raise InputError(f"{what} {str(path)!r} cannot be used: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        if folder:
+            return path
+        raise InputError(f"{what} {str(path)!r} is a folder; give a file name to write "
+                         f"(e.g. {str(path / 'out.csv')!r})")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                "a FIFO" if stat.S_ISFIFO(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise InputError(f"{what} {str(path)!r} exists and is {kind}: scoreband writes "
+                         "only regular files; choose another output path")
+    if folder:
+        raise InputError(f"{what} {str(path)!r} is a file; give a folder to write into")
+    root = _owning_folder(path, pol)
+    if root is not None and path.name != MANIFEST:
+        rel = path.resolve().relative_to(root).as_posix()
+        if rel not in _manifest(root):
+            raise InputError(f"{str(path)!r} exists and was not written by scoreband (it is "
+                             f"not in {str(root / MANIFEST)!r}): scoreband does not replace "
+                             "files it did not write; move it away or choose another folder")
+    return path
+
+
+def _owning_folder(path: Path, pol: _Policy | None) -> Path | None:
+    if pol is None:
+        return None
+    parent = path.resolve().parent
+    best = None
+    for f in pol.folders:
+        if parent == f or f in parent.parents:
+            if best is None or len(f.parts) > len(best.parts):
+                best = f
+    return best
+
+
+def _manifest(folder: Path) -> set[str]:
+    try:
+        text = (folder / MANIFEST).read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError):
+        return set()
+    return {line for line in text.splitlines() if line}
+
+
+def record_written(path) -> None:
+    """Add ``path`` to the manifest of the folder output that holds it (if any)."""
+    path = Path(path)
+    root = _owning_folder(path, _POLICY.get())
+    if root is None or path.name == MANIFEST:
+        return
+    rel = path.resolve().relative_to(root).as_posix()
+    known = _manifest(root)
+    if rel in known:
+        return
+    with open(root / MANIFEST, "a", encoding="utf-8") as f:
+        f.write(rel + "\n")
 
 
 @contextmanager
@@ -28,10 +174,7 @@ def atomic_path(path):
 
     Every writer in scoreband (tables, JSON, weights, checkpoints) goes through this.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{str(path)!r} is a folder; give a file name to write (e.g. "
-                         f"{str(path / 'out.csv')!r})")
+    path = check_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -40,7 +183,9 @@ def atomic_path(path):
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        check_output(path)  # again: the path may have changed while the file was written
         os.replace(tmp, path)
+        record_written(path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -83,6 +228,68 @@ def to_jsonable(x):
     if isinstance(x, np.bool_):
         return bool(x)
     return x
+
+
+#: JSON files scoreband reads back (calibrators, configs, results) are refused above this
+MAX_JSON_BYTES = 256 << 20
+#: ... or nested deeper than this (Python's parser would end in RecursionError)
+MAX_JSON_DEPTH = 100
+
+
+def read_json(path, *, what: str = "file", max_bytes: int = MAX_JSON_BYTES,
+              max_depth: int = MAX_JSON_DEPTH):
+    """Parse a JSON file, refusing first what would exhaust memory or the stack: a path that
+    is not a regular file (a FIFO or a device is an endless stream), one larger than
+    ``max_bytes``, one nested deeper than ``max_depth``. Errors name ``what`` and the path."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError(f"{what} {str(p)!r} does not exist") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{what} {str(p)!r} is a folder; give the JSON file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {str(p)!r} is not a regular file (a device, FIFO or "
+                         "socket); give the JSON file")
+    if st.st_size > max_bytes:
+        raise InputError(f"{what} {str(p)!r} is {st.st_size / 2**20:,.0f} MiB, above the "
+                         f"{max_bytes / 2**20:,.0f} MiB scoreband reads")
+    with open(p, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} {str(p)!r} grew above {max_bytes / 2**20:,.0f} MiB while "
+                         "read")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {str(p)!r} is not valid JSON (its bytes are not UTF-8 text)") from None
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise InputError(f"{what} {str(p)!r} is nested {depth} levels deep, above the "
+                         f"{max_depth} scoreband reads")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{what} {str(p)!r} is not valid JSON ({e.msg} at line {e.lineno}, "
+                         f"column {e.colno})") from None
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text (strings skipped), found with two
+    regex passes and a cumulative sum (C speed, no recursion).
+
+    >>> json_depth('{"a": [1, {"b": "[[["}]}')
+    3
+    """
+    import re
+
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"', "", text)
+    brackets = re.sub(r"[^\[\]{}]", "", bare)
+    if not brackets:
+        return 0
+    step = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
+    delta = np.where((step == ord("[")) | (step == ord("{")), 1, -1)
+    return int(np.cumsum(delta).max())
 
 
 def file_sha256(path) -> str:

@@ -4,7 +4,6 @@ caption tokens (BEiT-3's fused encoder at toy scale), trained from scratch on CP
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -15,6 +14,8 @@ import torch
 from torch import nn
 
 from scoreband.errors import InputError
+from scoreband.files import read_json
+from scoreband.schemas import EmbeddedModelDoc, validate
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES
 
 __all__ = ["WordTokenizer", "EmbeddedConfig", "EmbeddedCrossEncoder", "preprocess_images"]
@@ -218,15 +219,18 @@ def read_model_folder(path) -> dict:
             raise InputError(f"model folder {str(path)!r} has no {f.name}; train one with "
                              "`scoreband train --out DIR`")
     try:
-        meta = json.loads(cfg_file.read_text(encoding="utf-8"))
-        cfg = EmbeddedConfig(**meta["backbone"])
-        vocab = meta["vocab"]
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{cfg_file} is not valid JSON ({type(e).__name__}); the model folder "
-                         "is damaged: retrain it or restore the file") from None
-    except (KeyError, TypeError) as e:
-        raise InputError(f"{cfg_file} is not a scoreband model config (missing or wrong "
-                         f"entry {e}); retrain it with `scoreband train`") from None
+        meta = read_json(cfg_file, what="model config")
+    except InputError as e:
+        raise InputError(f"{e}; the model folder is damaged: retrain it or restore the "
+                         "file") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{cfg_file} is not a scoreband model config (a JSON object); "
+                         "retrain it with `scoreband train`")
+    doc = validate(EmbeddedModelDoc, meta, cfg_file,
+                   fix="the model folder is damaged or not a scoreband model: retrain it with "
+                       "`scoreband train` or restore the file")
+    cfg = EmbeddedConfig(**doc.backbone.model_dump())
+    vocab = doc.vocab
     try:
         state = load_file(str(w_file))  # checks the header and the tensors' byte ranges
     except Exception as e:  # safetensors raises its own error type for a damaged file

@@ -99,18 +99,81 @@ def as_flags(message: str) -> str:
             opts = [o for o in p.opts if o.startswith("--")]
             if opts:
                 flags[p.name.rstrip("_")] = opts[0]
+            elif p.name:  # an argument: named as --help shows it
+                flags[p.name.rstrip("_")] = p.name.upper()
     return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(0)), message)
 
 
+#: options that name what a command writes; every other path option is an input
+OUTPUT_OPTIONS = ("out", "html", "cache", "keep_images")
+#: commands whose --out is a folder (only files they wrote there may be replaced)
+FOLDER_COMMANDS = {"demo", "stress", "judge_study", "roundtrip_study", "train", "world"}
+
+
+def _path_of(value) -> Path | None:
+    """The local path an option's value names, if it names an existing one: a Path, a
+    string such as ``@rubric.txt`` or ``hf:./model`` (prefix stripped)."""
+    import re
+
+    if isinstance(value, Path):
+        return value
+    if isinstance(value, str) and value:
+        s = value[1:] if value.startswith("@") else re.sub(r"^[a-z][a-z0-9_-]*:(?!//)", "",
+                                                            value)
+        try:
+            if s and Path(s).expanduser().exists():
+                return Path(s)
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def declared_files(command: str, kw: dict):
+    """The command's inputs and outputs from its options: ``(inputs, outputs, folders)``,
+    each ``(what, path)`` with ``what`` the option as the library names it."""
+    inputs, outputs, folders = [], [], []
+    for name, value in kw.items():
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            what = f"`{name}`"
+            if name in OUTPUT_OPTIONS:
+                if v is None or str(v) == "":
+                    continue
+                is_folder = name in ("cache", "keep_images") or (
+                    name == "out" and command in FOLDER_COMMANDS)
+                (folders if is_folder else outputs).append((what, Path(v)))
+            else:
+                p = _path_of(v)
+                if p is not None:
+                    inputs.append((what, p))
+    return inputs, outputs, folders
+
+
+@contextmanager
+def _outputs_checked(command: str, kw: dict):
+    """The output policy (scoreband.files) for one command run: outputs checked against
+    its inputs before any work, and every later write checked the same way."""
+    from scoreband.files import check_output, output_policy
+
+    inputs, outputs, folders = declared_files(command, kw)
+    with output_policy(inputs, [p for _, p in folders]):
+        for what, p in outputs:
+            check_output(p, what=what)
+        for what, p in folders:
+            check_output(p, what=what, folder=True)
+        yield
+
+
 def guard(fn):
-    """Turn scoreband errors into a clean message and exit code 2."""
+    """Turn scoreband errors into a clean message and exit code 2; run the command under
+    the output policy (its outputs never replace its inputs, a device or a file it did not
+    write)."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
             _SHOWN.clear()  # once per command run
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _outputs_checked(fn.__name__, kw):
                 warnings.simplefilter("default")
                 warnings.showwarning = _show_warning_once
                 return fn(*a, **kw)

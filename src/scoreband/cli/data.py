@@ -21,13 +21,12 @@ def example(
     2,000 simulated quantile-scorer outputs with 3 annotators each; see
     scripts/make_example_predictions.py).
     """
-    import shutil
     from importlib import resources
 
+    from scoreband.files import atomic_write_bytes
+
     src = resources.files("scoreband") / "data" / "example_predictions.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with resources.as_file(src) as p:
-        shutil.copyfile(p, out)
+    atomic_write_bytes(out, src.read_bytes())
     from scoreband.provenance import write_provenance
 
     write_provenance(out, {"table": "the bundled example predictions (embedded world, seeded)"})

@@ -10,8 +10,9 @@ from pathlib import Path
 from scoreband import __version__
 from scoreband.conformal.base import Calibrator, calibrator_from_state
 from scoreband.errors import CalibratorMismatch, InputError
-from scoreband.files import atomic_write_text, file_sha256
+from scoreband.files import atomic_write_text, file_sha256, read_json
 from scoreband.records import Scale
+from scoreband.schemas import CalibratorDoc, validate
 
 __all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256",
            "content_checksum", "validate_calibrator_document"]
@@ -112,13 +113,11 @@ def validate_calibrator_document(doc: dict, path="calibrator") -> None:
         raise CalibratorMismatch(f"{path} was edited after it was written (its checksum does "
                                  "not match its content); recalibrate with `scoreband "
                                  "calibrate` rather than editing the file")
-    state = doc.get("calibrator")
-    if not isinstance(state, dict) or "method" not in state or "alpha" not in state:
-        raise CalibratorMismatch(f"{path} has no valid 'calibrator' entry (method, alpha, "
-                                 "params); recalibrate with `scoreband calibrate`")
-    _number(state["alpha"], "calibrator.alpha", lo=0.0, inf_ok=False)
-    if not 0 < state["alpha"] < 1:
-        raise CalibratorMismatch(f"{path}: calibrator.alpha must lie in (0, 1)")
+    # every key, type and range of the document (scoreband.schemas), then each method's
+    # parameters, which depend on the method
+    validate(CalibratorDoc, doc, path, error=CalibratorMismatch,
+             fix="recalibrate with `scoreband calibrate` rather than editing the file")
+    state = doc["calibrator"]
     _check_params(_leaf_method(state), state.get("params"), "calibrator.params")
     cols = (doc.get("inputs") or {}).get("columns") or {}
     if cols.get("scale") and Scale.from_dict(cols["scale"]) != Scale.from_dict(doc["scale"]):
@@ -138,10 +137,10 @@ def load_calibrator(path, *, scale: Scale | None = None,
         raise InputError(f"calibrator file {str(path)!r} does not exist; write one with "
                          "`scoreband calibrate ... --out calibrator.json`")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{path} is not valid JSON ({type(e).__name__}); is it a scoreband "
-                         "calibrator? (calibrators are JSON, never pickle)") from None
+        doc = read_json(path, what="calibrator file")
+    except InputError as e:
+        raise InputError(f"{e}; is it a scoreband calibrator? (calibrators are JSON, never "
+                         "pickle)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CalibratorMismatch(f"{path} is not a scoreband calibrator file (format != {FORMAT!r})")
     if doc.get("format_version") != FORMAT_VERSION:

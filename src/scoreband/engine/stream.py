@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from scoreband.errors import InputError
+from scoreband.files import check_output, record_written
 
 __all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "table_rows"]
 
@@ -106,8 +107,7 @@ class ChunkWriter:
         if self.suffix not in STREAMABLE:
             raise InputError(f"cannot stream into {self.path.name!r}; streamable formats: "
                              f"{', '.join(STREAMABLE)}")
-        if self.path.is_dir():
-            raise InputError(f"output {str(self.path)!r} is a folder; give a file name")
+        check_output(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale(self.path)
         self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -148,7 +148,9 @@ class ChunkWriter:
         if not self.tmp.exists():
             raise InputError("nothing was written: the table has no rows")
         os.chmod(self.tmp, 0o666 & ~_umask())
+        check_output(self.path)
         os.replace(self.tmp, self.path)
+        record_written(self.path)
         return self.path
 
     def abort(self) -> None:

@@ -21,6 +21,7 @@ from PIL import Image
 from scoreband.batch import cell_text, file_digest, resolve_path, row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
+from scoreband.files import atomic_path
 from scoreband.roundtrip.encoders import cosine
 from scoreband.roundtrip.generators import GenerationError
 
@@ -96,7 +97,8 @@ class RoundTripStage(Stage):
                 names = []
                 for j, g in enumerate(gens):
                     f = Path(self.keep_dir) / f"row{i:06d}_seed{self.seed + j}.png"
-                    g.save(f)
+                    with atomic_path(f) as tmp:
+                        g.save(tmp, format="PNG")
                     names.append(str(f))
                 rec["roundtrip_images"] = ";".join(names)
         except GenerationError as e:

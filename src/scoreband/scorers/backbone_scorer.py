@@ -315,12 +315,16 @@ class BackboneScorer:
     @classmethod
     def load(cls, path, *, backbone=None, device: str = "cpu", dtype: str | None = None):
         from scoreband.backbones import load_backbone
-        from scoreband.files import verify_checksums
+        from scoreband.files import read_json, verify_checksums
+        from scoreband.schemas import BackboneModelDoc, validate
 
         path = Path(path)
-        meta = json.loads((path / "config.json").read_text())
-        if meta.get("format") != FORMAT:
-            raise InputError(f"{path} is not a backbone scorer (format {meta.get('format')!r})")
+        meta = read_json(path / "config.json", what="model config")
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise InputError(f"{path} is not a backbone scorer (format "
+                             f"{meta.get('format') if isinstance(meta, dict) else None!r})")
+        validate(BackboneModelDoc, meta, path / "config.json",
+                 fix="the model folder is damaged: retrain it or restore the file")
         verify_checksums(path)
         if backbone is None:
             prov = meta.get("provenance", {})

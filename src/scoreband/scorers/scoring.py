@@ -321,12 +321,11 @@ class ClipSStage(_PairStage):
 def model_format(model) -> str | None:
     """The ``format`` a model folder's config.json declares (None when unreadable: the loader
     then reports what is wrong with the folder)."""
-    import json
+    from scoreband.files import read_json
 
-    f = Path(model) / "config.json"
     try:
-        doc = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-    except (ValueError, UnicodeDecodeError):
+        doc = read_json(Path(model) / "config.json")
+    except InputError:
         return None
     return doc.get("format") if isinstance(doc, dict) else None
 

@@ -12,6 +12,7 @@ from PIL import Image
 if TYPE_CHECKING:
     import pandas as pd
 
+from scoreband.files import atomic_path
 from scoreband.records import Record, Scale
 from scoreband.world.scenes import (
     COLOURS,
@@ -92,7 +93,8 @@ class WorldDataset:
             paths = []
             for i, im in zip(self.ids, self.images, strict=True):
                 p = image_dir / f"{i}.png"
-                Image.fromarray(im).save(p)
+                with atomic_path(p) as tmp:
+                    Image.fromarray(im).save(tmp, format="PNG")
                 paths.append(str(p))
         import pandas as pd
 
