@@ -13,7 +13,7 @@ import pandas as pd
 from scoreband.files import check_output
 from scoreband.progress import row_progress  # noqa: F401  (re-exported)
 
-__all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress", "row_key", "file_digest"]
+__all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress", "row_key"]
 
 
 def cell_text(df: pd.DataFrame, col: str, i: int) -> str | None:
@@ -31,16 +31,6 @@ def resolve_path(value, base_dir=None) -> Path:
     if not p.is_absolute() and not p.exists() and base_dir is not None:
         p = Path(base_dir) / p
     return p
-
-
-def file_digest(path) -> str:
-    """SHA-256 (hex) of a file's bytes, or "" when there is no readable file."""
-    try:
-        if path is not None and Path(path).is_file():
-            return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        pass
-    return ""
 
 
 def row_key(*parts) -> str:

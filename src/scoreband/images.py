@@ -1,50 +1,161 @@
-"""Opening one image for a model: checks with reasons a user can act on (a leaf module: the
-scorers, judges and the round trip all read images through it)."""
+"""The one image decoder of scoreband: every path that reads an image (score, judge,
+roundtrip, stress, the Ray engine, images from an endpoint) goes through :func:`decode_image`
+or :func:`load_image`, so a file means the same picture everywhere.
+
+* Every mode PIL reads becomes RGB by its meaning, not by PIL's default conversion: 16-bit
+  greyscale (``I;16*``, and ``I``, taken as 16-bit) scaled by 255/65535 rather than clipped
+  (PIL's ``convert`` turns a 16-bit picture white), floating point (``F``) read as [0, 1]
+  when it lies there, alpha (``RGBA``, ``LA``, ``PA``, ``P`` with transparency) composited
+  on white, CMYK, palette and 1-bit as PIL converts them; the EXIF orientation applied.
+* Limits are per-row errors (:class:`ValueError` with a reason a user can act on): files
+  above :data:`MAX_IMAGE_BYTES`, images above :data:`MAX_PIXELS`, decompression bombs,
+  truncated or non-image files.
+* Hashes for journals and caches are streamed (:func:`image_digest`), never a whole-file read.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import math
+import os
 import warnings
+from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from scoreband.batch import resolve_path
 
-__all__ = ["load_image", "MAX_PIXELS"]
+__all__ = ["load_image", "decode_image", "to_rgb", "read_image_bytes", "image_digest",
+           "MAX_PIXELS", "MAX_IMAGE_BYTES"]
 
 #: images above this many pixels are refused (a decompression bomb or a mistake)
 MAX_PIXELS = 50_000_000
+#: image files above this many bytes are refused before they are read
+MAX_IMAGE_BYTES = 256 << 20
 
 
-def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
-    """Open, check and resize one image to ``size`` x ``size`` RGB (bicubic; ``size=None``
-    keeps the image's own size).
+def _check_size(p: Path) -> int:
+    size = os.stat(p).st_size
+    if size > MAX_IMAGE_BYTES:
+        raise ValueError(f"image file is {size / 2**20:,.0f} MiB, above the "
+                         f"{MAX_IMAGE_BYTES >> 20} MiB scoreband reads: {str(p)!r}")
+    return size
 
-    A relative path is looked up from the working directory, then from ``base_dir`` (the
-    table's folder). Raises ValueError with a reason a user can act on.
-    """
+
+def _path(path, base_dir=None) -> Path:
     if path is None or (isinstance(path, float) and math.isnan(path)) or str(path).strip() == "":
         raise ValueError("no image path (empty cell)")
-    p = resolve_path(path, base_dir)
-    if not p.is_file():
-        raise ValueError(f"image file not found: {str(p)!r}")
+    try:
+        p = resolve_path(path, base_dir)
+        if not p.is_file():
+            raise ValueError(f"image file not found: {str(p)[:200]!r}")
+    except OSError as e:  # a name too long for the file system, a bad character
+        raise ValueError(f"not a usable image path ({e.strerror or e}): "
+                         f"{str(path)[:80]!r}...") from None
+    return p
+
+
+def read_image_bytes(path, base_dir=None) -> bytes:
+    """The bytes of an image file (to upload it), refused above :data:`MAX_IMAGE_BYTES`."""
+    p = _path(path, base_dir)
+    _check_size(p)
+    with open(p, "rb") as f:
+        data = f.read(MAX_IMAGE_BYTES + 1)
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ValueError(f"image file grew above {MAX_IMAGE_BYTES >> 20} MiB while read")
+    return data
+
+
+def image_digest(path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB chunks; for a file above
+    :data:`MAX_IMAGE_BYTES` (which no command reads) a digest of its size and modification
+    time; "" when there is no readable file."""
+    try:
+        if path is None or not Path(path).is_file():
+            return ""
+        st = os.stat(path)
+        if st.st_size > MAX_IMAGE_BYTES:
+            return "large:" + hashlib.sha256(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return ""
+
+
+def to_rgb(im: Image.Image) -> Image.Image:
+    """An opened image as 8-bit RGB by what its mode means (see the module docstring).
+
+    >>> im16 = Image.fromarray(np.full((2, 2), 65535, dtype=np.uint16))
+    >>> np.asarray(to_rgb(im16))[0, 0].tolist(), np.asarray(to_rgb(im16.point(lambda v: v // 2)))[0, 0].tolist()
+    ([255, 255, 255], [128, 128, 128])
+    """
+    mode = im.mode
+    if mode.startswith("I;16") or mode == "I":
+        a = np.asarray(im).astype(np.float64)
+        g = np.clip(np.rint(a * (255.0 / 65535.0)), 0, 255).astype(np.uint8)
+        return Image.fromarray(g, "L").convert("RGB")
+    if mode == "F":
+        a = np.asarray(im).astype(np.float64)
+        a = np.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
+        scale = 255.0 if a.size and a.max() <= 1.0 else 1.0
+        return Image.fromarray(np.clip(np.rint(a * scale), 0, 255).astype(np.uint8),
+                               "L").convert("RGB")
+    if mode == "P" and "transparency" in im.info:
+        im, mode = im.convert("RGBA"), "RGBA"
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    if mode == "RGB":
+        return im
+    return im.convert("RGB")
+
+
+def decode_image(source, size: int | None = None, base_dir=None) -> Image.Image:
+    """Open, check and convert one image (a path, or the bytes of an image file) to RGB,
+    resized to ``size`` x ``size`` (bicubic) when given. Raises ValueError with a reason
+    a user can act on."""
+    if isinstance(source, (bytes, bytearray)):
+        if len(source) > MAX_IMAGE_BYTES:
+            raise ValueError(f"image data is above the {MAX_IMAGE_BYTES >> 20} MiB scoreband "
+                             "reads")
+        src, p = io.BytesIO(source), None
+    else:
+        p = _path(source, base_dir)
+        _check_size(p)
+        src = p
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as im:
+            with Image.open(src) as im:
                 w, h = im.size
                 if w * h > MAX_PIXELS:
                     raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
                 im.load()
-                rgb = im.convert("RGB")
+                rgb = to_rgb(ImageOps.exif_transpose(im))
                 if size is not None:
                     rgb = rgb.resize((size, size), Image.Resampling.BICUBIC)
+                else:
+                    rgb = rgb.copy()
     except ValueError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError,
             Image.DecompressionBombWarning) as e:
         raise ValueError(f"not a readable image ({type(e).__name__})") from None
-    except OSError as e:  # truncated or corrupt files
+    except (OSError, SyntaxError, EOFError) as e:  # truncated or corrupt files
         raise ValueError(f"image could not be decoded: {e}") from None
-    return np.asarray(rgb, dtype=np.uint8)
+    return rgb
+
+
+def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
+    """:func:`decode_image` as a uint8 array (H, W, 3).
+
+    A relative path is looked up from the working directory, then from ``base_dir`` (the
+    table's folder). Raises ValueError with a reason a user can act on.
+    """
+    return np.asarray(decode_image(path, size, base_dir), dtype=np.uint8)

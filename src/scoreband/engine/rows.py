@@ -125,6 +125,25 @@ def _json_safe(rec: dict) -> dict:
     return out
 
 
+_FATAL = (KeyboardInterrupt, SystemExit, MemoryError)
+
+
+def _process(stage: Stage, df: pd.DataFrame, positions: list[int]) -> list[dict]:
+    """The stage's records for ``positions``. A stage reports a bad row in its record; if
+    a batch raises instead (an answer, a file or a value nobody foresaw), its rows are done
+    one at a time and a row that still raises gets the exception as its error: one row
+    never ends the run."""
+    try:
+        return stage.process(df, positions)
+    except _FATAL:
+        raise
+    except Exception as e:
+        if len(positions) == 1:
+            msg = " ".join(str(e).split())[:300]
+            return [{"error": f"unexpected {type(e).__name__}: {msg}"}]
+    return [_process(stage, df, [i])[0] for i in positions]
+
+
 def _records(df: pd.DataFrame, stage: Stage, jr: RowJournal, update,
              offset: int = 0) -> tuple[list[dict], int]:
     """The record of every row of ``df``: from the journal where it holds one, else
@@ -145,7 +164,7 @@ def _records(df: pd.DataFrame, stage: Stage, jr: RowJournal, update,
                 records[i] = rec
                 reused += 1
         if todo:
-            for i, rec in zip(todo, stage.process(df, todo), strict=True):
+            for i, rec in zip(todo, _process(stage, df, todo), strict=True):
                 rec = _json_safe({**rec, "key": keys[i]})
                 jr.add(rec)
                 records[i] = rec

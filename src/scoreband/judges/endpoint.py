@@ -12,7 +12,8 @@ Every successful response is cached on disk under a key of endpoint, model, prom
 image hash and decoding parameters, so a rerun after an interruption asks only for what is
 missing. The API key is read from the environment and never written anywhere.
 
-HTTP goes through :func:`scoreband.http.post_json` (the standard library's urllib).
+HTTP goes through :func:`scoreband.http.post_json` (httpx, with scoreband's HTTP policy). A
+damaged cache entry is reported and asked again.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import warnings
 from pathlib import Path
 
-from scoreband.http import EndpointClient, public_url
-from scoreband.io import atomic_write_text
+from scoreband.errors import InputError
+from scoreband.files import atomic_write_text, read_json
+from scoreband.http import MAX_RESPONSE_BYTES, EndpointClient, public_url
+from scoreband.images import read_image_bytes
 from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import canonical_token, find_score_position, fold_top_logprobs
 
@@ -56,7 +60,10 @@ class OpenAIJudge(EndpointClient):
 
     # ------------------------------------------------------------------ judging
     def judge(self, image_path: Path, text: str) -> JudgeResult:
-        image = Path(image_path).read_bytes()
+        try:
+            image = read_image_bytes(image_path)  # bounded: the file is uploaded whole
+        except ValueError as e:
+            raise JudgeError(str(e)) from None
         image_hash = hashlib.sha256(image).hexdigest()
         key = hashlib.sha256(json.dumps({
             "endpoint": public_url(self.base_url), "model": self.model,
@@ -64,33 +71,58 @@ class OpenAIJudge(EndpointClient):
             **self._decoding()}, sort_keys=True).encode()).hexdigest()
         cached = self.cache_dir / f"{key}.json" if self.cache_dir is not None else None
         if cached is not None and cached.exists():
-            resp = json.loads(cached.read_text())
-        else:
-            mime = _mime(image)
-            body = {"model": self.model, "messages": [{"role": "user", "content": [
-                {"type": "text", "text": text},
-                {"type": "image_url", "image_url": {
-                    "url": f"data:{mime};base64,{base64.b64encode(image).decode()}"}}]}],
-                "logprobs": True, **self._decoding()}
-            resp = self._post("chat/completions", body)
-            if cached is not None:
-                # cached only once it is a well-formed answer: failures are asked again
-                self._parse(resp)
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(cached, json.dumps(resp))
-        return self._parse(resp)
+            hit = self._from_cache(cached)
+            if hit is not None:
+                return hit
+        mime = _mime(image)
+        body = {"model": self.model, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {
+                "url": f"data:{mime};base64,{base64.b64encode(image).decode()}"}}]}],
+            "logprobs": True, **self._decoding()}
+        resp = self._post("chat/completions", body)
+        result = self._parse(resp)  # only a well-formed answer is cached
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(cached, json.dumps(resp))
+        return result
 
-    def _parse(self, resp: dict) -> JudgeResult:
-        labels = self.prompt.labels
+    def _from_cache(self, cached: Path) -> JudgeResult | None:
+        """The cached answer, or None (reported) when the entry is damaged: it is then
+        asked again and the entry replaced."""
         try:
-            choice = resp["choices"][0]
-        except (KeyError, IndexError, TypeError):
-            raise JudgeError(f"malformed response (no choices): {str(resp)[:200]}") from None
-        content = (choice.get("logprobs") or {}).get("content")
+            return self._parse(read_json(cached, what="cache entry", max_bytes=MAX_RESPONSE_BYTES))
+        except (InputError, JudgeError) as e:
+            warnings.warn(f"damaged judge cache entry {cached.name} ({e}); asking the "
+                          "endpoint again", stacklevel=2)
+            return None
+
+    def _parse(self, resp) -> JudgeResult:
+        """The score distribution from one chat-completions answer; anything malformed is a
+        :class:`JudgeError` saying what (never another exception)."""
+        try:
+            return self._parse_answer(resp)
+        except JudgeError:
+            raise
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+            raise JudgeError(f"malformed answer ({type(e).__name__}: {e}): "
+                             f"{str(resp)[:160]}") from None
+
+    def _parse_answer(self, resp) -> JudgeResult:
+        labels = self.prompt.labels
+        choices = resp.get("choices") if isinstance(resp, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise JudgeError(f"malformed response (no choices): {str(resp)[:200]}")
+        choice = choices[0]
+        logprobs = choice.get("logprobs")
+        content = logprobs.get("content") if isinstance(logprobs, dict) else None
         if not content:
             raise JudgeError(f"the model {self.model!r} returned no log-probs; it (or the "
                              "endpoint) does not support `logprobs`. Choose a model that "
                              "does: a score without its distribution cannot be calibrated")
+        if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
+            raise JudgeError(f"malformed logprobs.content (expected a list of token objects, "
+                             f"got {type(content).__name__}): {str(content)[:120]}")
         texts = [str(c.get("token", "")) for c in content]
         pos = find_score_position(texts, self.prompt.delimiter)
         where = "generated"
@@ -108,8 +140,12 @@ class OpenAIJudge(EndpointClient):
             raise JudgeError(f"the score was spelled with several tokens ({texts[pos]!r} + "
                              f"{nxt!r}); one next-token distribution cannot hold it. Use a "
                              "scale whose labels are single tokens (e.g. 1-9)")
-        top = content[pos].get("top_logprobs") or [
-            {"token": content[pos].get("token"), "logprob": content[pos].get("logprob")}]
+        top = content[pos].get("top_logprobs")
+        if not isinstance(top, list) or not top or not all(isinstance(t, dict) for t in top):
+            # the chosen token's own log-prob alone would read as a certain judge
+            raise JudgeError(f"the endpoint returned no top_logprobs list at the score "
+                             f"position (asked for {self.top_logprobs}); one token's "
+                             "log-prob is not a distribution over the labels")
         try:
             lp, missing = fold_top_logprobs(((t.get("token"), t.get("logprob")) for t in top),
                                             labels)

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.batch import cell_text, file_digest, resolve_path, row_key
+from scoreband.batch import cell_text, resolve_path, row_key
 from scoreband.engine.rows import Stage, run_rows
+from scoreband.images import image_digest, load_image
 from scoreband.judges.base import (  # noqa: F401  (re-exported)
     DEFAULT_RUBRIC,
     DEFAULT_TEMPLATE,
@@ -43,8 +44,6 @@ def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
 
 def _judge_row(judge: Judge, img, ins, resp, img_file, cols) -> dict:
     """Judge one row; the journal record (``error`` says why a row failed)."""
-    from scoreband.images import load_image
-
     image_col, instruction_col, response_col = cols
     rec = {"logp": None, "judge_missing_mass": None, "judge_position": "", "error": ""}
     try:
@@ -117,7 +116,7 @@ class JudgeStage(Stage):
     def key(self, df, i):
         img, ins, resp, f = self._cells(df, i)
         p = self.judge.prompt
-        return row_key(self._setup, img, file_digest(f), ins, resp, p.template, p.rubric,
+        return row_key(self._setup, img, image_digest(f), ins, resp, p.template, p.rubric,
                        p.delimiter)
 
     def process(self, df, positions):

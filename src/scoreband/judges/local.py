@@ -76,10 +76,13 @@ class LocalVLMJudge:
 
     def judge(self, image_path: Path, text: str) -> JudgeResult:
         import torch
-        from PIL import Image
 
-        with Image.open(image_path) as im:
-            image = im.convert("RGB")
+        from scoreband.images import decode_image
+
+        try:
+            image = decode_image(image_path)
+        except ValueError as e:
+            raise JudgeError(str(e)) from None
         inputs = self.processor(images=image, text=self._prompt_text(text),
                                 return_tensors="pt").to(self.device)
         if "pixel_values" in inputs:

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
-from scoreband.files import model_source
+from scoreband.files import atomic_path, model_source
 from scoreband.http import EndpointClient, public_url
+from scoreband.images import decode_image
 from scoreband.registry import Registry
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, render
 
@@ -229,20 +230,26 @@ class OpenAIImageGenerator(EndpointClient):
                              ).hexdigest()
         f = self.cache_dir / f"{key}.png" if self.cache_dir is not None else None
         if f is not None and f.exists():
-            return Image.open(f).convert("RGB")
+            try:
+                return decode_image(f)
+            except ValueError as e:  # a damaged cache entry: reported, generated again
+                warnings.warn(f"damaged image cache entry {f.name} ({e}); asking the "
+                              "endpoint again", stacklevel=2)
         body = {"model": self.model, "prompt": caption, "n": 1,
                 "size": f"{self.size}x{self.size}", "response_format": "b64_json"}
         if self.send_seed:
             body["seed"] = int(seed)
         resp = self._post("images/generations", body)
         try:
-            data = base64.b64decode(resp["data"][0]["b64_json"])
-            img = Image.open(io.BytesIO(data)).convert("RGB")
-        except (KeyError, IndexError, TypeError, ValueError, OSError) as e:
-            raise GenerationError(f"the endpoint returned no decodable image ({e})") from None
+            data = base64.b64decode(resp["data"][0]["b64_json"], validate=True)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            raise GenerationError(f"the endpoint returned no image data ({type(e).__name__}: "
+                                  f"{e})") from None
+        try:  # the one image decoder: size, pixel and bomb limits
+            img = decode_image(data)
+        except ValueError as e:
+            raise GenerationError(f"the endpoint's image is unusable: {e}") from None
         if f is not None:
-            from scoreband.io import atomic_path
-
             f.parent.mkdir(parents=True, exist_ok=True)
             with atomic_path(f) as tmp:
                 img.save(tmp, format="PNG")

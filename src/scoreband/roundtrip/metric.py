@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import cell_text, file_digest, resolve_path, row_key
+from scoreband.batch import cell_text, resolve_path, row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import atomic_path
+from scoreband.images import decode_image, image_digest
 from scoreband.roundtrip.encoders import cosine
 from scoreband.roundtrip.generators import GenerationError
 
@@ -71,24 +72,22 @@ class RoundTripStage(Stage):
 
     def key(self, df, i):
         _, caption, p = self._cells(df, i)
-        return row_key(self._setup, caption, file_digest(p))
+        return row_key(self._setup, caption, image_digest(p))
 
     def process(self, df, positions):
         return [self._row(self.offset + i, *self._cells(df, i)) for i in positions]
 
     def _row(self, i, img_path, caption, p) -> dict:
-        from scoreband.images import load_image
-
         rec = {"error": ""}
         try:
             if caption is None:
                 raise GenerationError(f"{self.text_col}: empty caption")
             try:
-                arr = load_image(p if p is not None else img_path, None)
+                image = decode_image(p if p is not None else img_path)
             except ValueError as e:
                 raise GenerationError(f"{self.image_col}: {e}") from None
             gens = [self.gen.generate(caption, self.seed + j) for j in range(self.n_gen)]
-            emb = self.enc.embed([Image.fromarray(arr)] + gens)
+            emb = self.enc.embed([image] + gens)
             sims = cosine(np.repeat(emb[:1], self.n_gen, axis=0), emb[1:])
             if not np.isfinite(sims).all():
                 raise GenerationError("non-finite similarity (a blank generation?)")

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import cell_text, file_digest, resolve_path, row_key
+from scoreband.batch import cell_text, resolve_path, row_key
 from scoreband.conformal import load_calibrator
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
-from scoreband.images import MAX_PIXELS, load_image  # noqa: F401  (re-exported)
+from scoreband.images import MAX_PIXELS, image_digest, load_image  # noqa: F401  (re-exported)
 from scoreband.scorers.model import QuantileScorer
 
 __all__ = ["load_image", "score_table", "score_stage", "score_any", "MAX_PIXELS",
@@ -76,7 +76,7 @@ class _PairStage(Stage):
         image = df[self.image_col].iloc[i]
         f = None if cell_text(df, self.image_col, i) is None else resolve_path(image,
                                                                               self.base_dir)
-        return row_key(self.fingerprint, *self.setup, image, file_digest(f),
+        return row_key(self.fingerprint, *self.setup, image, image_digest(f),
                        cell_text(df, self.text_col, i))
 
     def process(self, df, positions):
