@@ -91,7 +91,7 @@ def test_apply_refuses_other_scorer(tmp_path):
 
 @pytest.mark.parametrize("args,msg", [
     (["--target", "nope", *COMMON], "available: id, image, task"),
-    (["--target", "human", *COMMON, "--alpha", "1.5"], "alpha must lie strictly between"),
+    (["--target", "human", *COMMON, "--alpha", "1.5"], "Invalid value for '--alpha': 1.5 is not in (0, 1)"),
     (["--target", "human", *COMMON, "--method", "magic"], "unknown calibration method 'magic'; choose one of split, crc"),
     (["--target", "human", "--scale", "5,1", "--median", "median"], "A < B"),
     (["--target", "human", *COMMON, "--lo", "q05"], "both --lo and --hi"),

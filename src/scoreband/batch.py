@@ -28,7 +28,11 @@ def resolve_path(value, base_dir=None) -> Path:
     """A relative path is looked up from the working directory, then from ``base_dir``
     (the table's folder)."""
     p = Path(str(value))
-    if not p.is_absolute() and not p.exists() and base_dir is not None:
+    try:
+        exists = p.exists()
+    except OSError:  # a name the file system cannot hold (too long ...): the reader reports it
+        return p
+    if not p.is_absolute() and not exists and base_dir is not None:
         p = Path(base_dir) / p
     return p
 

@@ -77,6 +77,7 @@ def read_table(path, columns: Sequence[str] | None = None) -> pd.DataFrame:
         raise
     except Exception as e:  # parser errors from pandas/pyarrow: name the file
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
+    check_unique_columns(df.columns, p)
     if len(df) == 0:
         raise InputError(f"table {str(p)!r} has no rows")
     if columns is not None and list(df.columns) != list(columns):
@@ -136,11 +137,39 @@ def _check_header(p: Path, sep: str) -> dict:
     with open(p, newline="", encoding="utf-8", errors="replace") as f:
         head = f.read(1 << 20)
     header = next(csv.reader([head.split("\n", 1)[0].rstrip("\r")], delimiter=sep), [])
-    dups = sorted({c for c in header if header.count(c) > 1})
+    check_unique_columns(header, p)
+    return {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
+
+
+def check_unique_columns(columns, p) -> None:
+    """Refuse a table with two columns of one name (every format: pandas would rename or
+    keep both, and one of them would be used silently), naming them."""
+    names = [str(c) for c in columns]
+    dups = sorted({c for c in names if names.count(c) > 1})
     if dups:
         raise InputError(f"table {str(p)!r} has duplicated column names: "
                          f"{', '.join(map(repr, dups))}; rename them so each column is unique")
-    return {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
+
+
+def arrow_table(df: pd.DataFrame):
+    """``df`` as an Arrow table for Parquet. A text column that Arrow cannot type (integers
+    beyond int64, mixed numbers and text) is written as text, exactly as it reads, instead
+    of failing the whole write."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pass
+    fixed = df.copy()
+    for c in fixed.columns:
+        if fixed[c].dtype == object:
+            try:
+                pa.array(fixed[c], from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                fixed[c] = fixed[c].map(lambda v: v if v is None or (isinstance(v, float)
+                                                                     and v != v) else str(v))
+    return pa.Table.from_pandas(fixed, preserve_index=False)
 
 
 def _read_delimited(p: Path, sep: str, columns=None) -> pd.DataFrame:
@@ -204,6 +233,12 @@ def _read_dir(p: Path) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- writing
+def _write_parquet(df: pd.DataFrame, path) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(arrow_table(df), path)
+
+
 def write_table(df: pd.DataFrame, path) -> Path:
     """Write a table atomically in the format its extension names."""
     path = Path(path)
@@ -214,8 +249,8 @@ def write_table(df: pd.DataFrame, path) -> Path:
         ".jsonl": lambda t: _write_json_records(df, t, lines=True),
         ".ndjson": lambda t: _write_json_records(df, t, lines=True),
         ".json": lambda t: _write_json_records(df, t, lines=False),
-        ".parquet": lambda t: df.to_parquet(t, index=False),
-        ".pq": lambda t: df.to_parquet(t, index=False),
+        ".parquet": lambda t: _write_parquet(df, t),
+        ".pq": lambda t: _write_parquet(df, t),
     }
     if suf not in writers:
         raise InputError(f"cannot write {path.name!r}: unknown format {suf!r}; use one of "
@@ -376,8 +411,14 @@ def _row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
 
 
 def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
-    """Column as floats; non-numeric, missing and infinite cells become row errors."""
+    """Column as floats; non-numeric, missing and infinite cells become row errors. A column
+    of booleans is refused (True/False would silently read as ratings 1/0)."""
     raw = df[col]
+    if pd.api.types.is_bool_dtype(raw) or (
+            raw.dtype == object and len(raw.dropna())
+            and raw.dropna().map(lambda v: isinstance(v, (bool, np.bool_))).all()):
+        raise InputError(f"column {col!r} holds True/False values, not numbers; give a "
+                         "numeric column (a boolean is not a rating or a score)")
     num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     isna = raw.isna().to_numpy()
     for i in np.flatnonzero(~np.isfinite(num)):

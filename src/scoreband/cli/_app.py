@@ -101,7 +101,14 @@ def as_flags(message: str) -> str:
                 flags[p.name.rstrip("_")] = opts[0]
             elif p.name:  # an argument: named as --help shows it
                 flags[p.name.rstrip("_")] = p.name.upper()
+    for lib, opt in PARAM_ALIASES.items():  # a library parameter the CLI spells otherwise
+        if opt in flags:
+            flags.setdefault(lib, flags[opt])
     return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(0)), message)
+
+
+#: library parameter -> the command parameter that sets it
+PARAM_ALIASES = {"n_clusters": "clusters", "cache_dir": "cache", "keep_dir": "keep_images"}
 
 
 #: options that name what a command writes; every other path option is an input

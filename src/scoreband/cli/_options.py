@@ -17,13 +17,13 @@ def _column(flag: str, help: str):
 
 
 Table_ = Annotated[Path, typer.Argument(help="Table: .csv .tsv .jsonl .json .parquet, or a "
-                                              "Hugging Face datasets directory.")]
+                                             "Hugging Face datasets directory.")]
 TargetOpt = _column("--target", "Column of the human target (mean rating).")
 RatingsOpt = _column("--ratings", "Column of ';'-separated annotator ratings (replaces "
                      "--target; the target is their mean and the achievable grid follows from "
                      "their count).")
 ScaleOpt = Annotated[str, typer.Option("--scale", help="Native scale of the target, 'A,B' "
-                                                        "(e.g. 1,5 or 0,1).")]
+                                                       "(e.g. 1,5 or 0,1).")]
 MedianOpt = _column("--median", "Column of the point prediction.")
 LoOpt = _column("--lo", "Column of the uncalibrated 90 % interval's lower end (for CRC).")
 HiOpt = _column("--hi", "Column of the uncalibrated 90 % interval's upper end (for CRC).")
@@ -46,7 +46,24 @@ RandomizeOpt = Annotated[bool | None, typer.Option(
                                        "1 - alpha in expectation on discrete targets instead "
                                        "of over-covering. Default: on for chr and auto, off "
                                        "for the others.")]
-AlphaOpt = Annotated[float, typer.Option("--alpha", help="Target miscoverage, in (0, 1).")]
+def open_unit(value: float | None) -> float | None:
+    """An option that must lie strictly between 0 and 1 (checked before any work)."""
+    if value is not None and not 0 < value < 1:
+        raise typer.BadParameter(f"{value:g} is not in (0, 1), both ends excluded")
+    return value
+
+
+def positive(value: float | None) -> float | None:
+    """An option that must be a finite number above 0 (checked before any work)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value:g} is not a finite number above 0")
+    return value
+
+
+AlphaOpt = Annotated[float, typer.Option("--alpha", callback=open_unit,
+                                         help="Target miscoverage, in (0, 1).")]
 MondrianOpt = Annotated[bool, typer.Option(
     "--mondrian", help="Group-conditional calibration: per --groups label, or Easy/Medium/Hard "
                        "difficulty groups when no --groups is given.")]
@@ -56,14 +73,15 @@ PredScaleOpt = Annotated[str | None, typer.Option(
     "--pred-scale", help="Scale of the prediction columns, 'A,B' (default: --scale; a "
                          "quantile head writes 0,1).")]
 KOpt = Annotated[str, typer.Option("--clusters", help="k for the cluster rules, or 'auto' "
-                                                       "(elbow + silhouette).")]
+                                                      "(elbow + silhouette).")]
 SmallOpt = Annotated[str, typer.Option(
     "--small-group", help="Groups too small for alpha: marginal | full | error.")]
 IdOpt = Annotated[str | None, typer.Option("--id-col", help="Column naming each row in "
-                                                             "error reports.")]
+                                                            "error reports.")]
 NRatingsOpt = Annotated[int | None, typer.Option(
-    "--n-ratings", help="Annotators behind each --target value: the targets' achievable grid "
-                        "(a --ratings column gives it per row).")]
+    "--n-ratings", min=1, max=10_000,
+    help="Annotators behind each --target value: the targets' achievable grid "
+         "(a --ratings column gives it per row).")]
 ScorerOpt = Annotated[str | None, typer.Option(
     "--scorer-id", help="Fingerprint of the scorer that made the predictions; a calibrator "
                         "refuses predictions from another scorer.")]

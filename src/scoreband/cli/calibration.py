@@ -29,6 +29,7 @@ from scoreband.cli._options import (
     ScorerOpt,
     Table_,
     check_engine,
+    open_unit,
     split_options,
     with_options,
 )
@@ -88,9 +89,11 @@ def print_metrics_table(res: dict, title: str) -> None:
 @with_options(CALIBRATION_OPTIONS)
 def evaluate(
     table: Table_,
-    seeds: Annotated[int, typer.Option("--seeds", help="Number of random splits.")] = 10,
-    cal_frac: Annotated[float, typer.Option("--cal-frac", help="Calibration share of each "
-                                                               "split.")] = 0.5,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, max=10_000,
+                                       help="Number of random splits.")] = 10,
+    cal_frac: Annotated[float, typer.Option("--cal-frac", callback=open_unit,
+                                            help="Calibration share of each "
+                                                 "split.")] = 0.5,
     split_by: Annotated[str | None, typer.Option(
         "--split-by", help="Rows sharing this column's value stay on one side of every "
                            "split.")] = None,

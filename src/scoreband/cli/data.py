@@ -59,7 +59,7 @@ def datasets_prepare(
     root: Annotated[Path, typer.Argument(help="Folder of the local copy.")],
     out: Annotated[Path, typer.Option("--out", help="Standard table to write.")],
     split: Annotated[str | None, typer.Option("--split", help="Split (default: the test "
-                                                               "split).")] = None,
+                                                              "split).")] = None,
     image_dir: Annotated[Path | None, typer.Option(
         "--image-dir", help="Where images stored inside Parquet / arrow files are written "
                             "(default ROOT/.scoreband-images).")] = None,
@@ -91,14 +91,17 @@ def datasets_prepare(
 def world(
     out: Annotated[Path, typer.Option("--out", help="Output folder (world.csv + images/).")]
     = Path("world"),
-    n: Annotated[int, typer.Option("--n", help="Items.")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")] = 0,
+    n: Annotated[int, typer.Option("--n", min=1, max=1_000_000, help="Items.")] = 200,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="Random seed (same seed, same result).")] = 0,
     style: Annotated[str, typer.Option("--style", help="photo | painting (out of domain).")]
     = "photo",
-    annotators: Annotated[int, typer.Option("--annotators", help="Simulated ratings per "
-                                                                 "item.")] = 3,
+    annotators: Annotated[int, typer.Option("--annotators", min=1, max=1000,
+                                            help="Simulated ratings per "
+                                                 "item.")] = 3,
     p_corrupt: Annotated[float, typer.Option(
-        "--p-corrupt", help="Share of captions with corruptions (0: only correct captions).")]
+        "--p-corrupt", min=0, max=1,
+        help="Share of captions with corruptions (0: only correct captions).")]
     = 0.6,
 ):
     """Write items of the embedded world as a table with PNG images.

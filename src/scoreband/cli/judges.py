@@ -18,6 +18,7 @@ from scoreband.cli._options import (
     RatingsOpt,
     Table_,
     TargetOpt,
+    positive,
     with_options,
 )
 from scoreband.judges.registry import JUDGES
@@ -32,7 +33,7 @@ def judge(
         "--judge", help=JUDGES.choices() + ".")],
     out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
     scale: Annotated[str, typer.Option("--scale", help="Integer label scale 'A,B', e.g. 1,5; "
-                                                        "every label must be one token.")] = "1,5",
+                                                       "every label must be one token.")] = "1,5",
     image_col: ImageColOpt = "image",
     instruction_col: Annotated[str, typer.Option(
         "--instruction-col", help="Column of the instruction the response answers.")]
@@ -48,19 +49,24 @@ def judge(
         "--delimiter", help="Text after which the judge writes its score, searched from the "
                             "end of the answer (e.g. 'Score:' or '\"score\":').")] = "Score:",
     max_new_tokens: Annotated[int, typer.Option(
-        "--max-new-tokens", help="hf: tokens of reasoning before the score (0: read the score "
-                                 "right after the prompt and delimiter).")] = 0,
+        "--max-new-tokens", min=0, max=100_000,
+        help="hf: tokens of reasoning before the score (0: read the score "
+             "right after the prompt and delimiter).")] = 0,
     device: Annotated[str, typer.Option("--device", help="hf: cpu | cuda.")] = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
     = "float32",
     base_url: BaseUrlOpt = "https://api.openai.com/v1",
-    top_logprobs: Annotated[int, typer.Option("--top-logprobs", help="openai: top-k.")] = 20,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="openai: answer length.")]
+    top_logprobs: Annotated[int, typer.Option("--top-logprobs", min=1, max=100,
+                                              help="openai: top-k.")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, max=1_000_000,
+                                            help="openai: answer length.")]
     = 256,
-    timeout: Annotated[float, typer.Option("--timeout", help="openai: seconds per request.")]
+    timeout: Annotated[float, typer.Option("--timeout", callback=positive,
+                                           help="openai: seconds per request.")]
     = 60.0,
-    retries: Annotated[int, typer.Option("--retries", help="openai: retries on 429/5xx/"
-                                                           "time-outs.")] = 4,
+    retries: Annotated[int, typer.Option("--retries", min=0, max=100,
+                                         help="openai: retries on 429/5xx/"
+                                              "time-outs.")] = 4,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="openai: response cache folder (default: OUT.cache/).")] = None,
     **engine_opts,
@@ -118,18 +124,21 @@ def judge_study(
     target: TargetOpt = None,
     ratings: RatingsOpt = None,
     scale: Annotated[str, typer.Option("--scale", help="Label scale 'A,B' (K = B - A + 1 "
-                                                        "labels).")] = "1,5",
+                                                       "labels).")] = "1,5",
     task_col: Annotated[str | None, typer.Option(
         "--task-col", help="Column of the task / category (Mondrian groups and the "
                            "reliability map).")] = None,
     n_ratings: NRatingsOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("judge-study"),
-    n: Annotated[int, typer.Option("--n", help="Items of the embedded world.")] = 2000,
-    seeds: Annotated[int, typer.Option("--seeds", help="Random calibration/test splits.")] = 10,
+    n: Annotated[int, typer.Option("--n", min=40, max=1_000_000,
+                                   help="Items of the embedded world.")] = 2000,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, max=10_000,
+                                       help="Random calibration/test splits.")] = 10,
     alpha: AlphaOpt = 0.1,
     threshold: Annotated[float, typer.Option(
-        "--threshold", help="Width (share of the scale) above which a task is sent to "
-                            "pairwise ranking.")] = 0.5,
+        "--threshold", min=0, max=1,
+        help="Width (share of the scale) above which a task is sent to "
+             "pairwise ranking.")] = 0.5,
     map_method: Annotated[str, typer.Option(
         "--map-method", help="Bands of the reliability map: split (around the judge's own "
                              "score: can its absolute scores be used?) or r2ccp (a model "

@@ -20,6 +20,7 @@ from scoreband.cli._options import (
     Table_,
     TargetOpt,
     TextColOpt,
+    positive,
     with_options,
 )
 
@@ -55,23 +56,30 @@ def train(
                                                        "bfloat16 | float16 (heads: float32).")]
     = "float32",
     image_size: Annotated[int | None, typer.Option(
-        "--image-size", help="beit3: input size (224 / 384; position embeddings are "
-                             "interpolated bicubically).")] = None,
+        "--image-size", min=8, max=4096,
+        help="beit3: input size (224 / 384; position embeddings are "
+             "interpolated bicubically).")] = None,
     alpha: AlphaOpt = 0.1,
     n_train: Annotated[int, typer.Option("--n-train", min=10,
                                          help="Embedded-world training items.")]
     = 8000,
     n_val: Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")] = 1000,
-    annotators: Annotated[int, typer.Option("--annotators", help="Annotators per training "
-                                                                 "item.")] = 3,
-    epochs: Annotated[int, typer.Option("--epochs", help="Max epochs of the point stage.")] = 30,
-    head_epochs: Annotated[int, typer.Option("--head-epochs", help="Max epochs per quantile "
-                                                                   "head.")] = 200,
-    patience: Annotated[int, typer.Option("--patience", help="Early-stopping patience.")] = 15,
+    annotators: Annotated[int, typer.Option("--annotators", min=1, max=1000,
+                                            help="Annotators per training "
+                                                 "item.")] = 3,
+    epochs: Annotated[int, typer.Option("--epochs", min=1, max=100_000,
+                                        help="Max epochs of the point stage.")] = 30,
+    head_epochs: Annotated[int, typer.Option("--head-epochs", min=1, max=100_000,
+                                             help="Max epochs per quantile "
+                                                  "head.")] = 200,
+    patience: Annotated[int, typer.Option("--patience", min=1, max=100_000,
+                                          help="Early-stopping patience.")] = 15,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
-    lr: Annotated[float, typer.Option("--lr", help="AdamW learning rate (point stage).")] = 1e-3,
+    lr: Annotated[float, typer.Option("--lr", callback=positive,
+                                      help="AdamW learning rate (point stage).")] = 1e-3,
     clusters: KOpt = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="Random seed (same seed, same result).")] = 0,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the finished run in --out from its checkpoint.")] = False,
     overwrite: Annotated[bool, typer.Option(
@@ -118,7 +126,7 @@ def train(
             return _print_table_run(report, out)
         run = train_embedded(out, TrainConfig(**common), n_train=n_train, n_val=n_val,
                              annotators=annotators, command=command, on_epoch=on_epoch,
-                             on_step=step)
+                             on_step=step, alpha=alpha)
     _print_world_run(run, out)
 
 

@@ -30,8 +30,9 @@ GeneratorOpt = Annotated[str, typer.Option(
 EncoderOpt = Annotated[str, typer.Option(
     "--encoder", help=ENCODERS.help_text() + " (CLIP/SigLIP vision tower, ViT, DINOv2, "
                       "ResNet).")]
-NGenOpt = Annotated[int, typer.Option("--n-gen", help="Generations per caption (seeds "
-                                                      "SEED, SEED+1, ...).")]
+NGenOpt = Annotated[int, typer.Option("--n-gen", min=1, max=1000,
+                                      help="Generations per caption (seeds "
+                                           "SEED, SEED+1, ...).")]
 
 
 def _components(generator, encoder, steps, size, guidance, device, dtype, base_url, cache):
@@ -55,7 +56,8 @@ def roundtrip(
         "--captioner", help="hf:PATH_OR_ID of an image-to-text model: caption the images "
                             "first and score those captions (the model under test).")] = None,
     n_gen: NGenOpt = 4,
-    seed: Annotated[int, typer.Option("--seed", help="First generation seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="First generation seed.")] = 0,
     image_col: ImageColOpt = "image",
     text_col: TextColOpt = "caption",
     references: Annotated[str | None, typer.Option(
@@ -63,9 +65,12 @@ def roundtrip(
                              "ROUGE-L and CIDEr-D per row (needs scoreband[text]).")] = None,
     keep_images: Annotated[Path | None, typer.Option(
         "--keep-images", help="Folder to keep the generated images in.")] = None,
-    steps: Annotated[int, typer.Option("--steps", help="diffusers: inference steps.")] = 25,
-    size: Annotated[int, typer.Option("--size", help="Generated image size (pixels).")] = 512,
-    guidance: Annotated[float, typer.Option("--guidance", help="diffusers: guidance.")] = 7.5,
+    steps: Annotated[int, typer.Option("--steps", min=1, max=10_000,
+                                       help="diffusers: inference steps.")] = 25,
+    size: Annotated[int, typer.Option("--size", min=8, max=4096,
+                                      help="Generated image size (pixels).")] = 512,
+    guidance: Annotated[float, typer.Option("--guidance", min=0, max=100,
+                                            help="diffusers: guidance.")] = 7.5,
     device: DeviceOpt = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | float16 "
                                                        "(similarities are float32).")]
@@ -146,19 +151,23 @@ def roundtrip_study(
     generator: GeneratorOpt = "embedded:renderer",
     encoder: EncoderOpt = "embedded:default",
     n_gen: NGenOpt = 4,
-    n: Annotated[int, typer.Option("--n", help="World: images in the validation study "
-                                               "(the calibration set has 4x as many).")] = 500,
+    n: Annotated[int, typer.Option("--n", min=20, max=1_000_000,
+                                   help="World: images in the validation study "
+                                        "(the calibration set has 4x as many).")] = 500,
     image_col: ImageColOpt = "image",
     text_col: TextColOpt = "caption",
     target: TargetOpt = None,
     scale: Annotated[str, typer.Option("--scale", help="Native scale of --target.")] = "1,5",
     n_ratings: NRatingsOpt = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Random 50/50 splits.")] = 10,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, max=10_000,
+                                       help="Random 50/50 splits.")] = 10,
     alpha: AlphaOpt = 0.1,
-    steps: Annotated[int, typer.Option("--steps", help="diffusers: inference steps.")] = 25,
-    size: Annotated[int, typer.Option("--size", help="Generated image size.")] = 512,
+    steps: Annotated[int, typer.Option("--steps", min=1, max=10_000,
+                                       help="diffusers: inference steps.")] = 25,
+    size: Annotated[int, typer.Option("--size", min=8, max=4096,
+                                      help="Generated image size.")] = 512,
     guidance: Annotated[float, typer.Option(
-        "--guidance", help="diffusers: classifier-free guidance scale.")] = 7.5,
+        "--guidance", min=0, max=100, help="diffusers: classifier-free guidance scale.")] = 7.5,
     device: DeviceOpt = "cpu",
     dtype: DtypeOpt = "float32",
     base_url: BaseUrlOpt = "https://api.openai.com/v1",

@@ -25,11 +25,14 @@ from scoreband.cli._options import (
 @guard
 def demo(
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("scoreband-demo"),
-    n_test: Annotated[int, typer.Option("--n-test", help="Items per test set.")] = 600,
-    seeds: Annotated[int, typer.Option("--seeds", help="Random calibration/test splits.")]
+    n_test: Annotated[int, typer.Option("--n-test", min=20, max=1_000_000,
+                                        help="Items per test set.")] = 600,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, max=10_000,
+                                       help="Random calibration/test splits.")]
     = 10,
     alpha: AlphaOpt = 0.1,
-    mc_passes: Annotated[int, typer.Option("--mc-passes", help="MC-dropout passes.")] = 25,
+    mc_passes: Annotated[int, typer.Option("--mc-passes", min=2, max=10_000,
+                                           help="MC-dropout passes.")] = 25,
     html: HtmlOpt = None,
     quick: Annotated[bool, typer.Option(
         "--quick", help="A first look in about 10 s: 200 items per set, 3 splits, 5 "
@@ -127,9 +130,10 @@ def stress(
     n: Annotated[int, typer.Option("--n", min=40, help="World: items per style.")] = 1500,
     alpha: AlphaOpt = 0.1,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Resplits of the domain-"
-                                                               "shift study.")] = 10,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the split and the "
-                                                     "distortions.")] = 0,
+                                                              "shift study.")] = 10,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="Seed of the split and the "
+                                           "distortions.")] = 0,
     html: HtmlOpt = None,
 ):
     """How bands react to distortions, domain shift, caption length and k.

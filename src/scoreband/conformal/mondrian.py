@@ -248,7 +248,8 @@ class ClusterConservative(_Grouped):
         if rule not in ("conservative", "mondrian"):
             raise InputError(f"rule must be 'conservative' or 'mondrian', got {rule!r}")
         if not (n_clusters == "auto" or (isinstance(n_clusters, int) and n_clusters >= 1)):
-            raise InputError(f"n_clusters must be 'auto' or an integer >= 1, got {n_clusters!r}")
+            raise InputError(f"`n_clusters` must be 'auto' or an integer >= 1, got "
+                             f"{n_clusters!r}")
         self.n_clusters = n_clusters
         self.rule = rule
         self.seed = seed
@@ -262,6 +263,9 @@ class ClusterConservative(_Grouped):
         k = self.n_clusters
         if k == "auto":
             k = choose_k(pred.embedding, seed=self.seed).k
+        elif int(k) > len(pred):
+            raise InputError(f"`n_clusters` = {k} is more than the {len(pred)} calibration "
+                             "items; give fewer clusters or 'auto'")
         labels, centers = fit_kmeans(pred.embedding, int(k), seed=self.seed)
         return labels.astype(str), centers.tolist()
 

@@ -17,7 +17,6 @@ the table; ``scoreband train/score/evaluate`` then take it like any other.
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from scoreband.errors import InputError
+from scoreband.files import atomic_path
+from scoreband.images import decode_image
 from scoreband.records import Scale
 
 __all__ = ["BENCHMARKS", "Benchmark", "load_benchmark", "list_benchmarks", "load_generic"]
@@ -65,22 +66,42 @@ def _frame(rows: dict, scale: Scale, split: str) -> pd.DataFrame:
     return df[COLUMNS]
 
 
+def _inside(root: Path, rel, where: str) -> str:
+    """``root / rel`` for a path the benchmark's own files name, refused when it leaves the
+    benchmark folder (an absolute path, ``..``, a symlink out): such a file would then be
+    read, and by ``judge``, uploaded."""
+    rel = str(rel)
+    p = root / rel
+    try:
+        ok = not Path(rel).is_absolute() and p.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{where}: image path {rel[:120]!r} leaves the benchmark folder "
+                         f"{str(root)!r}; paths in a benchmark's files must be relative and "
+                         "inside it")
+    return str(p)
+
+
 def _save_images(blobs, image_dir: Path, prefix: str) -> list[str]:
-    """Write image bytes (or HF image structs) once as PNG files; returns the paths."""
-    from PIL import Image
+    """Write image bytes (or HF image structs) once as PNG files named by their content
+    (a changed source never pairs new captions with old images); returns the paths."""
+    import hashlib
 
     image_dir.mkdir(parents=True, exist_ok=True)
     out = []
     for i, b in enumerate(blobs):
-        f = image_dir / f"{prefix}-{i:06d}.png"
+        data = b.get("bytes") if isinstance(b, dict) else b
+        if not isinstance(data, (bytes, bytearray)):
+            raise InputError(f"{prefix} row {i}: the image column holds no bytes")
+        f = image_dir / f"{prefix}-{hashlib.sha256(data).hexdigest()[:24]}.png"
         if not f.exists():
-            data = b.get("bytes") if isinstance(b, dict) else b
-            if data is None:
-                raise InputError(f"{prefix} row {i}: the image column holds no bytes")
-            from scoreband.io import atomic_path
-
-            with atomic_path(f) as tmp, Image.open(io.BytesIO(data)) as im:
-                im.convert("RGB").save(tmp, format="PNG")
+            try:
+                im = decode_image(bytes(data))
+            except ValueError as e:
+                raise InputError(f"{prefix} row {i}: {e}") from None
+            with atomic_path(f) as tmp:
+                im.save(tmp, format="PNG")
         out.append(str(f))
     return out
 
@@ -132,7 +153,8 @@ def _vicr(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
         raise InputError(f"{f.name}: expected columns image, caption and ratings (';'-separated "
                          f"1-5) or rating; have {', '.join(df.columns)}")
     rows = {"id": [f"vicr-{split}-{i}" for i in range(len(df))],
-            "image": [str(root / "images" / p) for p in df["image"]],
+            "image": [_inside(root, Path("images") / str(p), f"{f.name} row {i + 1}")
+                      for i, p in enumerate(df["image"])],
             "caption": df["caption"].astype(str)}
     if "ratings" in df.columns:
         r = [[float(x) for x in str(c).split(";") if x.strip()] for c in df["ratings"]]
@@ -159,7 +181,7 @@ def _evalmuse(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
         # total_score: the annotators' 1-5 scores (a list) or their mean; to [0, 1]
         vals = [float(v) for v in (s if isinstance(s, list) else [s]) if v is not None]
         rows["id"].append(str(it.get("prompt_id", f"evalmuse-{split}-{i}")))
-        rows["image"].append(str(root / img))
+        rows["image"].append(_inside(root, img, f"{f.name} item {len(rows['image']) + 1}"))
         rows["caption"].append(str(prompt))
         rows["target"].append((np.mean(vals) - 1) / 4 if vals else np.nan)
         rows["n_ratings"].append(len(vals) if isinstance(s, list) else np.nan)
@@ -198,7 +220,7 @@ def _flickr8k_expert(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
                              "Flickr8k.token.txt")
         r = [int(s) for s in scores]
         rows["id"].append(f"{img}|{cid}")
-        rows["image"].append(str(img_dir / img))
+        rows["image"].append(_inside(img_dir, img, f"ExpertAnnotations.txt line {n + 1}"))
         rows["caption"].append(caps[cid])
         rows["target"].append(float(np.mean(r)))
         rows["n_ratings"].append(3)
@@ -219,7 +241,8 @@ def _composite(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
                          f"{', '.join(df.columns)}")
     r = [[float(x) for x in str(c).split(";") if x.strip()] for c in df["ratings"]]
     return _frame({"id": [f"composite-{i}" for i in range(len(df))],
-                   "image": [str(root / "images" / p) for p in df["image"]],
+                   "image": [_inside(root, Path("images") / str(p), f"{f.name} row {i + 1}")
+                             for i, p in enumerate(df["image"])],
                    "caption": df["caption"].astype(str), "target": [np.mean(x) for x in r],
                    "n_ratings": [len(x) for x in r],
                    "ratings": [";".join(f"{v:g}" for v in x) for x in r],
@@ -251,7 +274,8 @@ def _mllm_judge(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
         if missing:
             raise InputError(f"{f.name} item {i}: field(s) {missing} missing")
         rows["id"].append(str(it.get("id", f"mllm-judge-{i}")))
-        rows["image"].append(str(root / it["image_path"]))
+        rows["image"].append(_inside(root, it["image_path"],
+                                     f"{f.name} item {len(rows['image']) + 1}"))
         rows["caption"].append(str(it.get("answer", it.get("response"))))
         rows["instruction"].append(str(it["instruction"]))
         rows["target"].append(float(score))

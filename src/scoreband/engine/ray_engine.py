@@ -30,7 +30,7 @@ def connect(address: str | None = None, *, actors: int = 2,
     try:
         import ray
     except ImportError:
-        raise InputError(f"--engine ray needs Ray Data: {EXTRA}") from None
+        raise InputError(f"`engine` ray needs Ray Data: {EXTRA}") from None
     import logging
 
     import ray.data
@@ -59,7 +59,7 @@ def connect(address: str | None = None, *, actors: int = 2,
         why = f"{type(box['error']).__name__}: {box['error']}" if "error" in box else \
             f"no answer within {timeout:.0f} s"
         raise InputError(f"cannot reach the Ray cluster at {address!r} ({why}); check "
-                         "--ray-address / RAY_ADDRESS, or omit it to run a local Ray")
+                         "`ray_address` / RAY_ADDRESS, or omit it to run a local Ray")
 
 
 def _dataset(table, block_rows: int):
@@ -79,7 +79,7 @@ def _dataset(table, block_rows: int):
         from scoreband.engine.stream import iter_chunks
 
         return ray.data.from_pandas(list(iter_chunks(p, block_rows)))
-    raise InputError(f"--engine ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
+    raise InputError(f"`engine` ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
 
 
 class _Apply:

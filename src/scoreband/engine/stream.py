@@ -23,7 +23,7 @@ STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
 def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.DataFrame]:
     """The table at ``path`` as DataFrames of at most ``chunk_rows`` rows (``columns``: only
     those, where the format can skip the others)."""
-    from scoreband.io import _check_header
+    from scoreband.io import _check_header, check_unique_columns
 
     p = Path(path)
     if not p.is_file():
@@ -36,6 +36,7 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
             import pyarrow.parquet as pq
 
             f = pq.ParquetFile(p)
+            check_unique_columns(f.schema_arrow.names, p)
             for batch in f.iter_batches(batch_size=chunk_rows, columns=columns):
                 yield batch.to_pandas()
             return
@@ -116,7 +117,7 @@ class ChunkWriter:
         self.columns: list | None = None
 
     def write(self, df: pd.DataFrame) -> None:
-        from scoreband.io import _csv_quoting, _write_json_records
+        from scoreband.io import _csv_quoting, _write_json_records, arrow_table
 
         if self.columns is None:
             self.columns = list(df.columns)
@@ -127,13 +128,7 @@ class ChunkWriter:
                                  "did not have")
             df = df.reindex(columns=self.columns, fill_value="")
         if self.suffix in (".parquet", ".pq"):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            table = pa.Table.from_pandas(df, preserve_index=False)
-            if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self.tmp, table.schema)
-            self._parquet.write_table(table.cast(self._parquet.schema))
+            self._write_parquet(arrow_table(df))
         elif self.suffix in (".jsonl", ".ndjson"):
             _write_json_records(df, self.tmp, lines=True, append=self.rows > 0)
         else:
@@ -141,6 +136,27 @@ class ChunkWriter:
                       mode="a" if self.rows else "w", header=self.rows == 0,
                       quoting=_csv_quoting(df))
         self.rows += len(df)
+
+    def _write_parquet(self, table) -> None:
+        """One schema for the whole file: a chunk whose types differ from the file's so far
+        (a column empty in the first chunk and text later, integers then floats) widens
+        the schema, and the row groups already written are rewritten in it (rare: only
+        when a type changes)."""
+        import pyarrow.parquet as pq
+
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(self.tmp, table.schema)
+            self._schema = table.schema
+        if not table.schema.equals(self._schema):
+            unified = _unify(self._schema, table.schema)
+            if not unified.equals(self._schema):
+                self._parquet.close()
+                done = pq.read_table(self.tmp)
+                self._parquet = pq.ParquetWriter(self.tmp, unified)
+                self._parquet.write_table(_cast(done, unified))
+                self._schema = unified
+            table = _cast(table, self._schema)
+        self._parquet.write_table(table)
 
     def close(self) -> Path:
         if self._parquet is not None:
@@ -166,6 +182,40 @@ class ChunkWriter:
             self.close()
         else:
             self.abort()
+
+
+def _unify(a, b):
+    """The schema both chunks fit: Arrow's permissive promotion (null -> any type, int ->
+    float ...); a column whose types cannot be reconciled becomes text."""
+    import pyarrow as pa
+
+    fields = []
+    for f in a:
+        g = b.field(f.name) if f.name in b.names else f
+        if f.type == g.type:
+            fields.append(f)
+            continue
+        try:
+            fields.append(pa.unify_schemas([pa.schema([f]), pa.schema([g])],
+                                           promote_options="permissive").field(0))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
+            fields.append(pa.field(f.name, pa.string()))
+    return pa.schema(fields)
+
+
+def _cast(table, schema):
+    """``table`` in ``schema``, columns that do not cast written as text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = []
+    for f in schema:
+        col = table.column(f.name)
+        try:
+            cols.append(col.cast(f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            cols.append(pc.cast(col, pa.string()).cast(f.type))
+    return pa.table(cols, schema=schema)
 
 
 def _umask() -> int:

@@ -539,9 +539,10 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
 
 def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int = 1000,
                    annotators: int = 3, command: str = "", on_epoch=None,
-                   on_step=None) -> dict:
-    """Train the embedded scorer from scratch on the embedded world, calibrate it on a fresh
-    in-domain set and write its model card. Returns ``{report, calibration, heldout}``."""
+                   on_step=None, alpha: float = 0.1) -> dict:
+    """Train the embedded scorer from scratch on the embedded world, calibrate it at
+    ``alpha`` on a fresh in-domain set and write its model card. Returns ``{report,
+    calibration, heldout}``."""
     from scoreband.world import make_dataset
 
     step = on_step or (lambda msg: None)
@@ -550,7 +551,7 @@ def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int
     va = make_dataset(n_val, cfg.seed + 2, n_annotators=annotators, name="val")
     report = train_scorer(tr, va, out_dir, cfg, on_epoch=on_epoch)
     step("calibrating on a fresh in-domain set ...")
-    calib = calibrate_model(out_dir, seed=cfg.seed + 7)
+    calib = calibrate_model(out_dir, seed=cfg.seed + 7, alpha=alpha)
     step("held-out evaluation ...")
     held = heldout_metrics(out_dir, seed=cfg.seed + 9)
     write_model_card(out_dir, command or f"scoreband train --out {out_dir}", report, calib,

@@ -11,6 +11,7 @@ from scipy import stats
 from scoreband import metrics as M
 from scoreband.conformal import CHR, CQR, R2CCP, Mondrian, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
+from scoreband.errors import InputError, RowError
 from scoreband.judges.features import expected_score, max_prob
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
@@ -59,8 +60,6 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
     re-learned on its log-probs); ``map_method`` picks the one reported as
     ``reliability_map`` and drawn, both are in ``reliability_maps``."""
     if map_method not in ("split", "r2ccp"):
-        from scoreband.errors import InputError
-
         raise InputError(f"`map_method` {map_method!r}: choose split or r2ccp")
     step = on_step or (lambda m: None)
     # boundary adjustment onto the wrong grid destroys coverage: refuse it up front
@@ -158,7 +157,6 @@ def judges_from_table(df, judges: list[str], *, scale: Scale, target=None, ratin
     """Read judges' log-prob columns from a table. ``judges``: ``NAME=COLUMNS`` strings (a
     comma list or glob, in label order), one per judge. Returns the inputs of :func:`run`
     and the skipped rows (``errors``)."""
-    from scoreband.errors import InputError
     from scoreband.io import ColumnSpec, expand_columns, load_inputs
 
     if not judges:
@@ -179,14 +177,26 @@ def judges_from_table(df, judges: list[str], *, scale: Scale, target=None, ratin
     inp = load_inputs(df, ColumnSpec(scale=scale, target=target, ratings=ratings,
                                      features=allcols, groups=task_col),
                       require_median=False, n_ratings=n_ratings)
+    feats = inp.pred.features
+    # a log-prob is at most 0: a positive one is a probability or a logit in the wrong column
+    bad = np.flatnonzero((feats > 1e-6).any(axis=1))
+    errors = list(inp.errors)
+    for i in bad:
+        j = int(np.argmax(feats[i] > 1e-6))
+        errors.append(RowError(inp.row_ids[i], allcols[j],
+                               f"log-prob {feats[i, j]:g} is above 0 (these columns must be "
+                               "log-probabilities, e.g. judge's logp_*)", int(inp.rows[i])))
+    keep = np.setdiff1d(np.arange(len(feats)), bad)
     out, at = {}, 0
     for name, cols in parts.items():
-        out[name] = inp.pred.features[:, at:at + len(cols)]
+        out[name] = feats[keep, at:at + len(cols)]
         at += len(cols)
     # without a task column the table is one task: Mondrian is then the marginal band
-    tasks = np.full(len(inp.y01), "all") if inp.groups is None else inp.groups.astype(str)
-    return {"judges": out, "y01": inp.y01, "tasks": tasks, "n_ratings": inp.n_ratings,
-            "scale": scale, "errors": inp.errors}
+    tasks = np.full(len(keep), "all") if inp.groups is None else inp.groups[keep].astype(str)
+    if not len(keep):
+        raise InputError("no row has valid log-probs (every row was skipped)")
+    return {"judges": out, "y01": inp.y01[keep], "tasks": tasks,
+            "n_ratings": inp.n_ratings[keep], "scale": scale, "errors": errors}
 
 
 def _order_agreement(maps: dict) -> dict:

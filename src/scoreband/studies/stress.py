@@ -357,8 +357,8 @@ def _k_sensitivity(pred, y, cal, test, ks, alpha, scale, seed) -> dict:
     from scoreband.conformal import ClusterConservative
 
     if max(ks) > len(cal):
-        raise InputError(f"k = {max(ks)} is larger than the {len(cal)} calibration items; "
-                         "give smaller k")
+        raise InputError(f"`ks`: k = {max(ks)} is larger than the {len(cal)} calibration "
+                         "items; give smaller k")
     auto = choose_k(pred.take(cal).embedding, seed=seed).k
     out = {}
     for k in sorted(set(ks) | {auto}):
