@@ -9,9 +9,10 @@ through :func:`check_output` before it creates or replaces a file, and it refuse
   ``--out TABLE``, a hard link, a symlink to it), named with both;
 * an existing output that is not a regular file (a device such as ``/dev/null``, a FIFO, a
   socket, a folder where a file is written): atomic replace is only for regular files;
-* inside a folder a command writes (``demo --out DIR``, ``train --out DIR``), an existing file
-  that scoreband did not write there: every folder output keeps the list of what it wrote in
-  ``DIR/.scoreband-files``, and only those files may be replaced.
+* inside a folder a command writes (``demo --out DIR``, ``train --out DIR``) or reads (a
+  benchmark folder, ``--model DIR``), an existing file that scoreband did not write there:
+  such a folder keeps the list of what scoreband wrote in ``DIR/.scoreband-files``, and only
+  those files may be replaced.
 
 The CLI declares each command's inputs and outputs once (:func:`output_policy`, from the
 command's options); the Python API declares its own where a function takes both.
@@ -74,6 +75,8 @@ def output_policy(inputs=(), folders=()):
     for what, p in inputs:
         if p is not None and str(p) != "":
             pol.inputs.append((what, Path(p).expanduser()))
+            if Path(p).expanduser().is_dir():  # its files are the user's too (see below)
+                pol.folders.append(Path(p).expanduser().resolve())
     for f in folders:
         if f is not None:
             pol.folders.append(Path(f).expanduser().resolve())

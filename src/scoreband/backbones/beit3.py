@@ -42,6 +42,7 @@ from PIL import Image
 from torch import nn
 
 from scoreband.errors import InputError
+from scoreband.files import read_json
 from scoreband.provenance import weights_fingerprint
 
 __all__ = ["BEiT3Config", "BEiT3", "BEiT3Tokenizer", "BEiT3Backbone", "load_beit3_state",
@@ -378,7 +379,6 @@ class BEiT3Backbone:
 
     def __init__(self, path, *, image_size: int | None = None, device: str = "cpu",
                  dtype: str = "float32"):
-        import json
 
         p = Path(path)
         cfg_over = {}
@@ -391,7 +391,7 @@ class BEiT3Backbone:
                                  f"({', '.join(c.name for c in ckpts)}); pass one file")
             ckpt, folder = ckpts[0], p
             if (p / "config.json").is_file():
-                cfg_over = json.loads((p / "config.json").read_text())
+                cfg_over = read_json(p / "config.json", what="BEiT-3 config")
         else:
             ckpt, folder = p, p.parent
         spm = folder / "beit3.spm"

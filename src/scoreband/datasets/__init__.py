@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from scoreband.errors import InputError
-from scoreband.files import atomic_path
+from scoreband.files import atomic_path, read_json
 from scoreband.images import decode_image
 from scoreband.records import Scale
 
@@ -168,7 +168,7 @@ def _vicr(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
 # ------------------------------------------------------------------ EvalMuse-40K
 def _evalmuse(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
     f = _need(root / f"{split}_list.json", f"EvalMuse-40K {split} annotations")
-    items = json.loads(f.read_text())
+    items = read_json(f, what="annotations")
     rows: dict = {k: [] for k in ("id", "image", "caption", "target", "n_ratings", "ratings",
                                   "task")}
     for i, it in enumerate(items):
@@ -261,7 +261,7 @@ def _mllm_judge(root: Path, split: str, image_dir: Path) -> pd.DataFrame:
     if f.suffix == ".jsonl":
         items = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
     else:
-        items = json.loads(f.read_text())
+        items = read_json(f, what="annotations")
     rows: dict = {k: [] for k in ("id", "image", "caption", "target", "n_ratings", "task",
                                   "instruction")}
     for i, it in enumerate(items):

@@ -153,6 +153,9 @@ def apply_ray(table, calibrator, out, *, columns: dict | None = None, n_ratings=
               on_rows=None) -> tuple[int, dict[int, str]]:
     """``apply`` on Ray Data; returns (rows written, position -> reason of unbanded rows)."""
     connect(address, actors=actors)
+    from scoreband.conformal import load_calibrator
+
+    load_calibrator(calibrator)  # every check of the file before the cluster sees it
     text = Path(calibrator).read_text(encoding="utf-8")
     ds = _dataset(table, batch_rows)
     return _run(ds, _Apply, (text, columns or {}, n_ratings), out, actors=actors, num_gpus=0,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scoreband.files import atomic_write_text
+from scoreband.errors import InputError
+from scoreband.files import atomic_write_text, read_json
 
 __all__ = ["render_report", "write_report", "kind_of", "DEFINITIONS"]
 
@@ -368,17 +369,13 @@ def write_report(docs, out, title: str | None = None) -> Path:
             loaded.append(d)
             continue
         try:
-            loaded.append(json.loads(Path(d).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as e:
-            from scoreband.errors import InputError
-
+            loaded.append(read_json(d, what="results file"))
+        except InputError as e:
             raise InputError(f"{d}: not a readable results JSON ({e})") from None
     for d, doc in zip(docs, loaded, strict=True):
         try:
             kind_of(doc)
         except ValueError as e:
-            from scoreband.errors import InputError
-
             raise InputError(f"{d if not isinstance(d, dict) else 'document'}: {e}") from None
     atomic_write_text(Path(out), render_report(loaded, title))
     return Path(out)

@@ -18,6 +18,8 @@ from safetensors.torch import load_file, save_file
 
 from scoreband.backbones.embedded import EmbeddedConfig, WordTokenizer, preprocess_images
 from scoreband.clustering import choose_k, fit_kmeans
+from scoreband.errors import InputError
+from scoreband.files import read_json
 from scoreband.io import atomic_path, atomic_write_text
 from scoreband.scorers.heads import count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
@@ -134,7 +136,13 @@ class _Checkpoint:
         self.state_file = self.dir / "state.json"
 
     def load_state(self) -> dict:
-        return json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        if not self.state_file.exists():
+            return {}
+        state = read_json(self.state_file, what="checkpoint state")
+        if not isinstance(state, dict):
+            raise InputError(f"{self.state_file}: not a checkpoint state (a JSON object); "
+                             "remove the checkpoint folder to start over")
+        return state
 
     def save(self, state: dict, tensors: dict[str, dict], opt, epoch: int) -> dict:
         files = dict(state.get("files", {}))
