@@ -27,6 +27,14 @@ def _run(cmd, table, out):
                             start_new_session=True)
 
 
+def _lines(journal) -> int:
+    try:
+        with open(journal, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     d = tmp_path_factory.mktemp("kill")
@@ -59,14 +67,14 @@ def test_killed_five_times_equals_an_uninterrupted_run(table, tmp_path, cmd, nam
     sizes = []
     for _ in range(5):
         p = _run(cmd, table, out)
-        # kill at a random point once the run has added to the journal
-        start = journal.stat().st_size if journal.exists() else 0
+        # kill at a random point of the work left: once the journal holds a random share
+        # (10-40 %) of the rows still to do, so that no run can finish first however fast
+        # this machine is
+        done = _lines(journal)
+        target = done + max(1, int((rows - done) * rng.uniform(0.1, 0.4)))
         deadline = time.time() + 120
-        while time.time() < deadline and p.poll() is None:
-            if journal.exists() and journal.stat().st_size > start:
-                break
-            time.sleep(0.02)
-        time.sleep(float(rng.uniform(0.1, 0.8)))
+        while time.time() < deadline and p.poll() is None and _lines(journal) < target:
+            time.sleep(0.01)
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         p.wait()

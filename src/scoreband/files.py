@@ -39,7 +39,8 @@ from scoreband.errors import InputError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
            "to_jsonable", "file_sha256", "model_source", "output_policy", "check_output",
-           "check_outputs", "record_written", "MANIFEST", "read_json", "json_depth"]
+           "check_outputs", "record_written", "MANIFEST", "read_json", "json_depth",
+           "check_readable"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
 MANIFEST = ".scoreband-files"
@@ -239,21 +240,33 @@ MAX_JSON_BYTES = 256 << 20
 MAX_JSON_DEPTH = 100
 
 
-def read_json(path, *, what: str = "file", max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_JSON_DEPTH):
-    """Parse a JSON file, refusing first what would exhaust memory or the stack: a path that
-    is not a regular file (a FIFO or a device is an endless stream), one larger than
-    ``max_bytes``, one nested deeper than ``max_depth``. Errors name ``what`` and the path."""
+def check_readable(path, what: str = "file", *, folder_ok: bool = False) -> Path:
+    """An input path scoreband may open: it exists and is a regular file (or a folder,
+    where ``folder_ok``); a FIFO or a device would be an endless or blocking stream."""
     p = Path(path)
     try:
         st = os.stat(p)
     except FileNotFoundError:
         raise InputError(f"{what} {str(p)!r} does not exist") from None
+    except OSError as e:
+        raise InputError(f"{what} {str(p)[:200]!r} cannot be used: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode) and folder_ok:
+        return p
     if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{what} {str(p)!r} is a folder; give the JSON file")
+        raise InputError(f"{what} {str(p)!r} is a folder; give a file")
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{what} {str(p)!r} is not a regular file (a device, FIFO or "
-                         "socket); give the JSON file")
+                         "socket); give a file")
+    return p
+
+
+def read_json(path, *, what: str = "file", max_bytes: int = MAX_JSON_BYTES,
+              max_depth: int = MAX_JSON_DEPTH):
+    """Parse a JSON file, refusing first what would exhaust memory or the stack: a path that
+    is not a regular file (a FIFO or a device is an endless stream), one larger than
+    ``max_bytes``, one nested deeper than ``max_depth``. Errors name ``what`` and the path."""
+    p = check_readable(path, what)
+    st = os.stat(p)
     if st.st_size > max_bytes:
         raise InputError(f"{what} {str(p)!r} is {st.st_size / 2**20:,.0f} MiB, above the "
                          f"{max_bytes / 2**20:,.0f} MiB scoreband reads")

@@ -90,9 +90,10 @@ def image_digest(path) -> str:
 def to_rgb(im: Image.Image) -> Image.Image:
     """An opened image as 8-bit RGB by what its mode means (see the module docstring).
 
-    >>> im16 = Image.fromarray(np.full((2, 2), 65535, dtype=np.uint16))
-    >>> np.asarray(to_rgb(im16))[0, 0].tolist(), np.asarray(to_rgb(im16.point(lambda v: v // 2)))[0, 0].tolist()
-    ([255, 255, 255], [128, 128, 128])
+    >>> white = Image.fromarray(np.full((2, 2), 65535, dtype=np.uint16))
+    >>> grey = Image.fromarray(np.full((2, 2), 32896, dtype=np.uint16))  # 128 * 257
+    >>> [np.asarray(to_rgb(im))[0, 0].tolist() for im in (white, grey)]
+    [[255, 255, 255], [128, 128, 128]]
     """
     mode = im.mode
     if mode.startswith("I;16") or mode == "I":

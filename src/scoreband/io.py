@@ -22,6 +22,7 @@ from scoreband.files import (  # noqa: F401  (re-exported: io is where users loo
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
+    check_readable,
     to_jsonable,
     write_json,
 )
@@ -52,9 +53,7 @@ def read_table(path, columns: Sequence[str] | None = None) -> pd.DataFrame:
 
     Raises :class:`InputError` for a missing file, an unknown format or an empty table.
     """
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"table {str(p)!r} does not exist")
+    p = check_readable(path, "table", folder_ok=True)
     try:
         if p.is_dir():
             df = _read_dir(p)
@@ -63,7 +62,7 @@ def read_table(path, columns: Sequence[str] | None = None) -> pd.DataFrame:
             if suf in (".csv", ".tsv"):
                 df = _read_delimited(p, "," if suf == ".csv" else "\t", columns)
             elif suf in (".jsonl", ".ndjson"):
-                df = pd.read_json(p, lines=True, precise_float=True)
+                df = read_jsonl(p)
             elif suf == ".json":
                 df = pd.read_json(p, precise_float=True)
             elif suf in (".parquet", ".pq"):
@@ -75,6 +74,9 @@ def read_table(path, columns: Sequence[str] | None = None) -> pd.DataFrame:
                 )
     except InputError:
         raise
+    except UnicodeDecodeError as e:
+        raise InputError(f"could not read table {str(p)!r}: byte {e.start} is not UTF-8 "
+                         "text; save the table as UTF-8") from None
     except Exception as e:  # parser errors from pandas/pyarrow: name the file
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
     check_unique_columns(df.columns, p)
@@ -139,6 +141,41 @@ def _check_header(p: Path, sep: str) -> dict:
     header = next(csv.reader([head.split("\n", 1)[0].rstrip("\r")], delimiter=sep), [])
     check_unique_columns(header, p)
     return {"lineterminator": "\n"} if "\r" in head and "\r\n" not in head else {}
+
+
+def jsonl_records(lines, path, first_line: int = 1) -> pd.DataFrame:
+    """JSON Lines as a table, a line at a time: a line that is not a JSON object (torn by a
+    crash, hand-edited) is reported (a warning naming the file and line) and skipped; the
+    other rows are read. Numbers keep their full precision."""
+    import json
+    import warnings
+
+    recs, bad = [], []
+    for k, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            rec = None
+        if not isinstance(rec, dict):
+            bad.append(first_line + k)
+            continue
+        recs.append(rec)
+    if bad:
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        warnings.warn(f"{path}: line(s) {', '.join(map(str, bad[:5]))}{more} are not JSON "
+                      "objects; skipped", stacklevel=2)
+    df = pd.DataFrame.from_records(recs)
+    if recs:
+        names = list(dict.fromkeys(k for r in recs for k in r))
+        df = df.reindex(columns=names)
+    return df
+
+
+def read_jsonl(p: Path) -> pd.DataFrame:
+    with open(p, encoding="utf-8") as f:
+        return jsonl_records(f, p)
 
 
 def check_unique_columns(columns, p) -> None:

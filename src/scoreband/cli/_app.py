@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 
 from scoreband import __version__
-from scoreband.errors import RowError, ScorebandError
+from scoreband.errors import InputError, RowError, ScorebandError
 
 app = typer.Typer(
     name="scoreband",
@@ -61,10 +61,12 @@ def fail(msg: str, code: int = 2):
 def text_or_file(value: str | None) -> str | None:
     """An option's text, or the contents of the file it names with a leading @."""
     if value is not None and value.startswith("@"):
-        f = Path(value[1:])
-        if not f.is_file():
-            fail(f"{value}: file not found")
-        return f.read_text(encoding="utf-8")
+        from scoreband.files import check_readable
+
+        f = check_readable(value[1:], "file")
+        if f.stat().st_size > 1 << 20:
+            fail(f"{value}: above 1 MiB; a prompt or rubric file is text of a few KB")
+        return f.read_text(encoding="utf-8", errors="replace")
     return value
 
 
@@ -163,6 +165,13 @@ def _outputs_checked(command: str, kw: dict):
 
     inputs, outputs, folders = declared_files(command, kw)
     with output_policy(inputs, [p for _, p in folders]):
+        seen: dict[Path, str] = {}
+        for what, p in outputs + folders:
+            key = p.expanduser().resolve()
+            if key in seen:
+                raise InputError(f"{what} and {seen[key]} name the same path {str(p)!r}; "
+                                 "give each output its own")
+            seen[key] = what
         for what, p in outputs:
             check_output(p, what=what)
         for what, p in folders:

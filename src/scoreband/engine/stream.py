@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from scoreband.errors import InputError
-from scoreband.files import check_output, record_written
+from scoreband.files import check_output, check_readable, record_written
 
 __all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "table_rows"]
 
@@ -25,9 +25,7 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
     those, where the format can skip the others)."""
     from scoreband.io import _check_header, check_unique_columns
 
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"table {str(p)!r} does not exist")
+    p = check_readable(path, "table")
     suf = p.suffix.lower()
     if suf not in STREAMABLE:
         raise InputError(f"cannot stream {p.name!r}; streamable formats: {', '.join(STREAMABLE)}")
@@ -41,17 +39,36 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
                 yield batch.to_pandas()
             return
         if suf in (".jsonl", ".ndjson"):
-            reader = pd.read_json(p, lines=True, chunksize=chunk_rows, precise_float=True)
-        else:
-            sep = "," if suf == ".csv" else "\t"
-            kw = _check_header(p, sep)
-            reader = pd.read_csv(p, sep=sep, chunksize=chunk_rows, usecols=columns, **kw)
+            yield from _jsonl_chunks(p, chunk_rows)
+            return
+        sep = "," if suf == ".csv" else "\t"
+        kw = _check_header(p, sep)
+        reader = pd.read_csv(p, sep=sep, chunksize=chunk_rows, usecols=columns, **kw)
         with reader:
             yield from reader
     except InputError:
         raise
     except Exception as e:  # parser errors from pandas / pyarrow: name the file
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
+
+
+def _jsonl_chunks(p: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """JSON Lines ``chunk_rows`` lines at a time (scoreband.io.jsonl_records: a line that is
+    not a JSON object is reported and skipped)."""
+    from itertools import islice
+
+    from scoreband.io import jsonl_records
+
+    with open(p, encoding="utf-8") as f:
+        line = 1
+        while True:
+            lines = list(islice(f, chunk_rows))
+            if not lines:
+                return
+            df = jsonl_records(lines, p, first_line=line)
+            line += len(lines)
+            if len(df):
+                yield df
 
 
 def table_rows(path, max_bytes: int = 2 << 30) -> int | None:

@@ -115,12 +115,21 @@ def fold_top_logprobs(top: Iterable[tuple[str, float]], labels: Sequence[str]):
     """
     index = {lab: j for j, lab in enumerate(labels)}
     acc: list[list[float]] = [[] for _ in labels]
+    seen: set[str] = set()
+    total = 0.0
     for tok, lp in top:
         if lp is None or math.isnan(float(lp)) or float(lp) > 1e-6:
             raise ValueError(f"invalid log-prob {lp!r} for token {tok!r}")
+        if str(tok) in seen:  # the same token listed twice: one next-token outcome
+            continue
+        seen.add(str(tok))
+        total += math.exp(float(lp))
         j = index.get(canonical_token(str(tok)))
         if j is not None:
             acc[j].append(float(lp))
+    if total > 1.0 + 1e-3:
+        raise ValueError(f"the listed tokens' probabilities add up to {total:.3f} > 1; this "
+                         "is not one next-token distribution")
     out = np.array([logsumexp(a) if a else -np.inf for a in acc])
     missing = float(max(0.0, 1.0 - np.exp(out).sum()))
     return out, missing

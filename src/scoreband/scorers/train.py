@@ -523,8 +523,6 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
     resumes."""
     import shutil
 
-    from scoreband.errors import InputError
-
     out = Path(out)
     if resume and overwrite:
         raise InputError("give `resume` or `overwrite`, not both")
@@ -535,7 +533,7 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
     if finished and not (resume or overwrite):
         raise InputError(f"{str(out)!r} holds a finished model; pass `overwrite` to replace "
                          "it, `resume` to continue it from its checkpoint, or another `out`")
-    if overwrite and out.is_dir():
+    if overwrite and finished:  # only a model's own files; anything else stays
         for name in ("model.safetensors", "heads.safetensors", "backbone.safetensors",
                      "config.json", "calibrator.json", "MODEL_CARD.md", "SHA256SUMS",
                      "checkpoint", "cache"):
@@ -543,6 +541,33 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
             shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
     if resume and not (out / "checkpoint").is_dir():
         raise InputError(f"`resume`: {str(out)!r} has no checkpoint folder to continue from")
+    if out.is_dir():
+        _adopt_run(out)
+
+
+def _adopt_run(out: Path) -> None:
+    """The files of a scoreband run already in ``out`` (an interrupted or finished one,
+    perhaps written before folders kept their list of files) may be replaced by this run:
+    its checkpoint (a ``state.json`` scoreband wrote) and the model files its
+    ``SHA256SUMS`` lists. Anything else there stays protected by the output policy."""
+    from scoreband.files import SUMS_FILE, record_written
+
+    ck = out / "checkpoint"
+    try:
+        state = read_json(ck / "state.json", what="checkpoint state")
+    except InputError:
+        state = None
+    if isinstance(state, dict) and isinstance(state.get("files"), dict):
+        for f in [ck / "state.json", *(ck / str(n) for n in state["files"].values())]:
+            if f.is_file():
+                record_written(f)
+    sums = out / SUMS_FILE
+    if sums.is_file():
+        names = [line.partition("  ")[2].strip() for line in
+                 sums.read_text(encoding="utf-8", errors="replace").splitlines()]
+        for n in [*names, SUMS_FILE, "MODEL_CARD.md", "calibrator.json"]:
+            if n and "/" not in n and (out / n).is_file():
+                record_written(out / n)
 
 
 def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int = 1000,

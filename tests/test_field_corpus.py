@@ -1,0 +1,574 @@
+"""The field corpus: inputs of a hostile or careless user that the bad-input corpus
+(tests/test_bad_input.py) did not hold, one class per mechanism (the output policy, the HTTP
+policy, the image decoder, declared schemas, option bounds, tables, benchmark folders).
+
+Every case checks the same invariants: a clean exit (0, 1 or 2, never a traceback or an
+"unexpected" error), the message naming the option, file or field, and **every input file
+byte-identical afterwards** (the workspace is hashed before and after each case)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from scoreband.cli import app
+from tests.test_common import judge_table
+
+runner = CliRunner()
+EX = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
+KEY = "sk-field-SECRET-0123456789"
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+# ------------------------------------------------------------------ a fake endpoint
+class _Field(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that misbehaves as the prompt asks (a marker in the
+    response column); a second one, on another port, records what reaches it."""
+
+    other = ""  # base URL of the other origin
+    seen: list = []
+
+    def log_message(self, *a):
+        pass
+
+    def _body(self):
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+    def do_POST(self):  # noqa: N802, C901
+        _Field.seen.append((self.server.server_address[1], dict(self.headers)))
+        body = self._body()
+        text = body["messages"][0]["content"][0]["text"] if "messages" in body else ""
+        kind = next((k for k in ("REDIRECT_OTHER", "REDIRECT_SAME", "TRICKLE", "CUT",
+                                 "NONUTF8", "NULLCHOICE", "STRCONTENT", "EMPTYTOP", "HUGE",
+                                 "LIST", "POSITIVE", "DUPTOP") if k in text), "OK")
+        if self.path.endswith("/final/chat/completions"):
+            kind = "OK"
+        if kind == "REDIRECT_OTHER":
+            return self._redirect(f"{_Field.other}/v1/chat/completions")
+        if kind == "REDIRECT_SAME":
+            return self._redirect("/v1/final/chat/completions")
+        if kind == "TRICKLE":  # headers at once, then a byte every 0.3 s
+            self.send_response(200)
+            self.send_header("Content-Length", "200")
+            self.end_headers()
+            for _ in range(40):
+                try:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.3)
+            return
+        if kind == "CUT":
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"choices": [')
+            return
+        if kind == "NONUTF8":
+            return self._raw(200, b'{"choices": "\xff\xfe\xfa"}')
+        if kind == "HUGE":
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 40))
+            self.end_headers()
+            return
+        if kind == "LIST":
+            return self._raw(200, b"[1, 2, 3]")
+        tokens = ["Score", ":", " 4"]
+        top = [{"token": " 4", "logprob": -0.2}, {"token": " 3", "logprob": -1.8}]
+        content = [{"token": t, "logprob": -0.01, "top_logprobs": [
+            {"token": t, "logprob": -0.01}]} for t in tokens]
+        content[-1]["top_logprobs"] = [] if kind == "EMPTYTOP" else top
+        if kind == "POSITIVE":
+            content[-1]["top_logprobs"] = [{"token": " 4", "logprob": 0.7}]
+        if kind == "DUPTOP":  # one token listed twice would count its mass twice
+            content[-1]["top_logprobs"] = [{"token": " 4", "logprob": -0.1},
+                                           {"token": " 4", "logprob": -0.1},
+                                           {"token": " 3", "logprob": -0.2}]
+        choice = {"index": 0, "message": {"role": "assistant", "content": "Score: 4"},
+                  "logprobs": {"content": "Score: 4" if kind == "STRCONTENT" else content}}
+        doc = {"choices": [None] if kind == "NULLCHOICE" else [choice]}
+        return self._raw(200, json.dumps(doc).encode())
+
+    def _redirect(self, where):
+        self.send_response(307)
+        self.send_header("Location", where)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _raw(self, code, data):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _serve(handler):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def endpoints():
+    a, url_a = _serve(_Field)
+    b, url_b = _serve(_Field)
+    _Field.other = url_b
+    # a port that does not speak HTTP: it answers every connection with a banner
+    raw = socket.socket()
+    raw.bind(("127.0.0.1", 0))
+    raw.listen(8)
+    stop = threading.Event()
+
+    def banner():
+        raw.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = raw.accept()
+            except OSError:
+                continue
+            c.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+            c.close()
+
+    threading.Thread(target=banner, daemon=True).start()
+    yield {"a": url_a + "/v1", "b_port": b.server_address[1],
+           "raw": f"http://127.0.0.1:{raw.getsockname()[1]}/v1"}
+    stop.set()
+    a.shutdown()
+    b.shutdown()
+    raw.close()
+
+
+# ------------------------------------------------------------------ the workspace
+@pytest.fixture(scope="module")
+def w(tmp_path_factory):
+    w = tmp_path_factory.mktemp("field")
+    assert runner.invoke(app, ["example", "--out", str(w / "ex.csv")]).exit_code == 0
+    ex = pd.read_csv(w / "ex.csv").head(300)
+    ex.to_csv(w / "small.csv", index=False)
+    r = runner.invoke(app, ["calibrate", str(w / "small.csv"), *EX, "--out",
+                            str(w / "cal.json")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((w / "cal.json").read_text())
+    doc.pop("checksum")
+    for name, edit in {
+        "inputs_unknown": lambda d: d["inputs"].update(bogus=1),
+        "inputs_list": lambda d: d.update(inputs=[1, 2]),
+        "inputs_nratings": lambda d: d["inputs"].update(n_ratings="three"),
+        "inputs_nocolumns": lambda d: d["inputs"].pop("columns"),
+        "top_unknown": lambda d: d.update(comment="hand-edited"),
+        "scale_text": lambda d: d["scale"].update(lo="one"),
+    }.items():
+        d = json.loads(json.dumps(doc))
+        edit(d)
+        (w / f"{name}.json").write_text(json.dumps(d))
+    (w / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    os.mkfifo(w / "fifo.json")
+    os.mkfifo(w / "fifo.csv")
+    lines = ex.head(120).to_json(orient="records", lines=True).splitlines()
+    lines[7] = lines[7][:25]  # torn by a crash
+    (w / "torn.jsonl").write_text("\n".join(lines) + "\n")
+    (w / "latin1.csv").write_bytes("id,median\n1,0.5\ncaf\xe9,0.6\n".encode("latin-1"))
+    (w / "link.csv").symlink_to(w / "small.csv")
+    os.link(w / "small.csv", w / "hard.csv")
+    # a results file for report
+    r = runner.invoke(app, ["evaluate", str(w / "small.csv"), *EX, "--seeds", "1", "--out",
+                            str(w / "metrics.json")])
+    assert r.exit_code == 0, r.output
+    # images and tables for score
+    assert runner.invoke(app, ["world", "--out", str(w / "world"), "--n", "6"]).exit_code == 0
+    wt = pd.read_csv(w / "world" / "world.csv")
+    with open(w / "world" / "huge.png", "wb") as f:  # 1.5 GB, sparse: costs no disk
+        f.truncate(1_500_000_000)
+    wt["image"] = wt["image"].astype(object)
+    wt.loc[0, "image"] = "huge.png"
+    wt.loc[1, "image"] = "x" * 300 + ".png"
+    wt["note"] = [None, None, None, "a", "b", "c"]
+    wt["bigid"] = [str(2**70 + i) for i in range(len(wt))]
+    wt.to_csv(w / "world" / "odd.csv", index=False)
+    # a 16-bit greyscale copy of an 8-bit image, and its 8-bit twin
+    g8 = np.asarray(Image.open(w / "world" / wt.loc[2, "image"]).convert("L"))
+    Image.fromarray(g8, "L").save(w / "world" / "grey8.png")
+    im16 = Image.fromarray(g8.astype(np.uint16) * 257)
+    assert im16.mode.startswith("I;16")
+    im16.save(w / "world" / "grey16.png")
+    pd.DataFrame({"image": ["grey8.png", "grey16.png"],
+                  "caption": [wt.loc[2, "caption"]] * 2}).to_csv(w / "world" / "bits.csv",
+                                                               index=False)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table([pa.array([0.5, 0.6]), pa.array([0.1, 0.2])],
+                            names=["median", "median"]), w / "dup.parquet")
+    bools = ex.head(50).copy()
+    bools["good"] = [True, False] * 25
+    bools.to_csv(w / "bools.csv", index=False)
+    jt = judge_table(120)
+    jt.loc[3, "logp_1"] = 0.5
+    jt.to_csv(w / "judged_pos.csv", index=False)
+    (w / "model").mkdir()
+    (w / "model" / "config.json").write_text('{"mine": true}\n')
+    (w / "wdir").mkdir()
+    (w / "wdir" / "world.csv").write_text("my own table\n")
+    # judge rows: each response names how the endpoint misbehaves
+    Image.new("RGB", (16, 16), "white").save(w / "px.png")
+    kinds = ["OK", "REDIRECT_OTHER", "REDIRECT_SAME", "TRICKLE", "CUT", "NONUTF8",
+             "NULLCHOICE", "STRCONTENT", "EMPTYTOP", "HUGE", "LIST", "POSITIVE", "DUPTOP"]
+    pd.DataFrame({"image": ["px.png"] * len(kinds), "instruction": ["Rate it."] * len(kinds),
+                  "response": kinds}).to_csv(w / "judge_rows.csv", index=False)
+    return w
+
+
+def _run(w, args, env=None):
+    argv = [a.replace("{w}", str(w)) for a in args]
+    before = _hashes(w)
+    r = runner.invoke(app, argv, env=env)
+    after = _hashes(w)
+    changed = [k for k in before if k in after and before[k] != after[k]]
+    text = " ".join(r.output.split())
+    assert "Traceback" not in r.output and "unexpected" not in text, text
+    assert r.exception is None or isinstance(r.exception, SystemExit), (text, r.exception)
+    return r, text, changed
+
+
+def _case(args, code, msg, id_=None):
+    return pytest.param(args, code, msg, id=id_ or " ".join(a for a in args if a not in EX))
+
+
+OUT = "--out"
+CASES = [
+    # ------------------------------------------------------------ data loss
+    _case(["calibrate", "{w}/small.csv", *EX, OUT, "{w}/small.csv"], 2, "same file as TABLE"),
+    _case(["evaluate", "{w}/small.csv", *EX, OUT, "{w}/small.csv"], 2, "same file as TABLE"),
+    _case(["evaluate", "{w}/small.csv", *EX, "--html", "{w}/small.csv"], 2, "--html"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/cal.json", OUT, "{w}/cal.json"], 2,
+          "same file as --calibrator"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/cal.json", OUT, "{w}/hard.csv"], 2,
+          "same file as TABLE"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/cal.json", OUT, "{w}/link.csv"], 2,
+          "same file as TABLE"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/cal.json", OUT, "/dev/null"], 2,
+          "is a device"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/cal.json", OUT, "{w}/fifo.json"], 2,
+          "is a FIFO"),
+    _case(["report", "{w}/metrics.json", OUT, "{w}/metrics.json"], 2, "same file as RESULTS"),
+    _case(["example", OUT, "/dev/null"], 2, "is a device"),
+    _case(["score", "{w}/world/odd.csv", OUT, "{w}/world/odd.csv"], 2, "same file as TABLE"),
+    _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/judge_rows.csv"], 2,
+          "same file as TABLE"),
+    _case(["roundtrip", "{w}/world/world.csv", OUT, "{w}/world/world.csv"], 2,
+          "same file as TABLE"),
+    _case(["train", OUT, "{w}/model", "--n-train", "20", "--n-val", "20", "--epochs", "1"], 2,
+          "was not written by scoreband"),
+    _case(["world", OUT, "{w}/wdir", "--n", "3"], 2, "was not written by scoreband"),
+    _case(["datasets", "prepare", "composite", "{w}", OUT, "{w}/small.csv"], 2,
+          "was not written by scoreband"),
+    # ------------------------------------------------------------ unbounded resources
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/fifo.json", OUT, "{w}/o.csv"], 2,
+          "not a regular file"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "/dev/zero", OUT, "{w}/o.csv"], 2,
+          "not a regular file"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/deep.json", OUT, "{w}/o.csv"], 2,
+          "nested 200000 levels"),
+    _case(["report", "{w}/deep.json", OUT, "{w}/r.html"], 2, "nested"),
+    _case(["score", "{w}/world/odd.csv", OUT, "{w}/scored.parquet"], 0, "scored 4 of 6"),
+    # ------------------------------------------------------------ malformed calibrators
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/inputs_unknown.json", OUT,
+           "{w}/o.csv"], 2, "unknown key 'inputs.bogus'"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/inputs_list.json", OUT,
+           "{w}/o.csv"], 2, "field 'inputs'"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/inputs_nratings.json", OUT,
+           "{w}/o.csv"], 2, "field 'inputs.n_ratings'"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/inputs_nocolumns.json", OUT,
+           "{w}/o.csv"], 2, "records no input columns"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/top_unknown.json", OUT,
+           "{w}/o.csv"], 2, "unknown key 'comment'"),
+    _case(["apply", "{w}/small.csv", "--calibrator", "{w}/scale_text.json", OUT,
+           "{w}/o.csv"], 2, "scale"),
+    # ------------------------------------------------------------ silent misreads
+    _case(["evaluate", "{w}/bools.csv", "--target", "good", "--scale", "0,1", "--median",
+           "median"], 2, "True/False"),
+    _case(["judge-study", "{w}/judged_pos.csv", "--judge", "j=logp_*", "--target", "human",
+           "--scale", "1,5", "--n-ratings", "3", "--seeds", "2", OUT, "{w}/js"], 0,
+          "log-prob 0.5 is above 0"),
+    _case(["world", "--annotators", "0", OUT, "{w}/w0"], 2, "--annotators"),
+    # ------------------------------------------------------------ tables
+    _case(["evaluate", "{w}/fifo.csv", *EX], 2, "not a regular file"),
+    _case(["evaluate", "{w}/torn.jsonl", *EX, "--seeds", "1"], 0,
+          "line(s) 8 are not JSON objects; skipped"),
+    _case(["evaluate", "{w}/latin1.csv", *EX], 2, "not UTF-8 text; save the table as UTF-8"),
+    _case(["evaluate", "{w}/small.csv", *EX, OUT, "{w}/same.json", "--html", "{w}/same.json"],
+          2, "name the same path"),
+    _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
+           "--rubric", "@/dev/zero"], 2, "not a regular file"),
+    _case(["apply", "{w}/dup.parquet", "--calibrator", "{w}/cal.json", OUT, "{w}/o.csv"], 2,
+          "duplicated column names: 'median'"),
+    # ------------------------------------------------------------ options, before any work
+    _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
+           "--timeout", "-1"], 2, "--timeout"),
+    _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
+           "--retries", "-1"], 2, "--retries"),
+    _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
+           "--top-logprobs", "-1"], 2, "--top-logprobs"),
+    _case(["train", "--epochs", "0", OUT, "{w}/t"], 2, "--epochs"),
+    _case(["train", "--lr", "-1", OUT, "{w}/t"], 2, "--lr"),
+    _case(["world", "--n", "-1", OUT, "{w}/w1"], 2, "--n"),
+    _case(["demo", "--n-test", "0", OUT, "{w}/d"], 2, "--n-test"),
+    _case(["demo", "--alpha", "1.5", OUT, "{w}/d"], 2, "--alpha"),
+    _case(["evaluate", "{w}/small.csv", *EX, "--method", "crc-cluster", "--lo", "q05",
+           "--hi", "q95", "--embedding", "emb_*", "--clusters", "5000", "--seeds", "1"], 2,
+          "--clusters"),
+]
+
+
+def test_the_corpus_is_large_enough():
+    assert len(CASES) >= 40, len(CASES)
+
+
+@pytest.mark.parametrize("args,code,msg", CASES)
+def test_field_case(w, args, code, msg):
+    t0 = time.monotonic()
+    r, text, changed = _run(w, args)
+    assert r.exit_code == code, f"exit {r.exit_code}: {text}"
+    assert msg in text, text
+    assert not changed, f"inputs changed: {changed}"
+    if code == 2 and args[0] in ("demo", "train"):
+        assert time.monotonic() - t0 < 20, "an option error must come before any work"
+
+
+# ------------------------------------------------------------ the judge against the field
+def test_judge_endpoint_field(w, endpoints, monkeypatch):
+    """One run over every misbehaviour: each row ends with its own reason, the good rows are
+    scored, the key never reaches the other origin, a trickling server is cut off at the
+    deadline."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    _Field.seen = []
+    t0 = time.monotonic()
+    r, text, changed = _run(w, ["judge", "{w}/judge_rows.csv", "--judge", "openai:m",
+                                "--base-url", endpoints["a"], "--timeout", "2", "--retries",
+                                "0", OUT, "{w}/judged_field.csv", "--cache", "{w}/jcache"])
+    elapsed = time.monotonic() - t0
+    assert r.exit_code == 0, text
+    assert not changed
+    res = pd.read_csv(w / "judged_field.csv", keep_default_na=False).set_index("response")
+    err = res["judge_error"]
+    assert err["OK"] == "" and err["REDIRECT_SAME"] == ""
+    assert "another origin" in err["REDIRECT_OTHER"]
+    assert "timed out after 2 s" in err["TRICKLE"]
+    assert "mid-answer" in err["CUT"]
+    assert "not UTF-8" in err["NONUTF8"]
+    assert "no choices" in err["NULLCHOICE"]
+    assert "malformed logprobs.content" in err["STRCONTENT"]
+    assert "no top_logprobs" in err["EMPTYTOP"]
+    assert "above the" in err["HUGE"]
+    assert "not an object" in err["LIST"]
+    assert "invalid log-prob" in err["POSITIVE"]
+    assert "add up to" in err["DUPTOP"]
+    for k in err.index:
+        if err[k]:
+            assert res.loc[k, "judge_expected"] == "", k  # a failure is never a score
+    assert all(port != endpoints["b_port"] for port, _ in _Field.seen), \
+        "a request reached the other origin"
+    assert KEY not in (w / "judged_field.csv").read_text()
+    assert elapsed < 30, elapsed  # the trickle is cut at 2 s, not held for 12
+
+
+def test_judge_non_http_port(w, endpoints, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    r, text, _ = _run(w, ["judge", "{w}/judge_rows.csv", "--judge", "openai:m", "--base-url",
+                          endpoints["raw"], "--timeout", "2", "--retries", "0", OUT,
+                          "{w}/judged_raw.csv"])
+    assert r.exit_code == 1, text  # no row could be judged: a failure, with every reason
+    res = pd.read_csv(w / "judged_raw.csv", keep_default_na=False)
+    assert res["judge_error"].str.contains("does not speak HTTP|connection").all()
+
+
+def test_damaged_cache_entry_is_reported_and_asked_again(w, endpoints, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    rows = w / "one_row.csv"
+    pd.DataFrame({"image": ["px.png"], "instruction": ["Rate it."],
+                  "response": ["OK"]}).to_csv(rows, index=False)
+    args = ["judge", str(rows), "--judge", "openai:m", "--base-url", endpoints["a"],
+            "--retries", "0", OUT, str(w / "j1.csv"), "--cache", str(w / "c1")]
+    assert runner.invoke(app, args).exit_code == 0
+    (entry,) = (w / "c1").glob("*.json")
+    entry.write_text('{"choices": [')  # torn by a crash
+    _Field.seen = []
+    r = runner.invoke(app, [*args[:-4], OUT, str(w / "j2.csv"), "--cache", str(w / "c1")])
+    assert r.exit_code == 0, r.output
+    assert "damaged judge cache entry" in " ".join(r.output.split())
+    assert len(_Field.seen) == 1  # asked again
+    assert pd.read_csv(w / "j2.csv")["judge_error"].isna().all()
+    json.loads(entry.read_text())  # and the entry repaired
+
+
+# ------------------------------------------------------------ score against odd files
+def test_score_odd_table(w):
+    """A 1.5 GB image, a 300-character path, a text column empty in the first chunk and
+    integers beyond int64: rows flagged, the rest scored, every value kept exactly."""
+    from scoreband.engine.rows import run_file
+    from scoreband.scorers.scoring import score_stage
+
+    out = w / "odd_streamed.parquet"
+    stage = score_stage(base_dir=w / "world")
+    run = run_file(w / "world" / "odd.csv", stage, out, chunk_rows=3)
+    assert sorted(run.failures) == [0, 1]
+    assert "above the 256 MiB" in run.failures[0]
+    assert "File name too long" in run.failures[1] or "not found" in run.failures[1]
+    df = pd.read_parquet(out)
+    assert df["bigid"].tolist() == [str(2**70 + i) for i in range(6)]
+    assert df["note"].tolist()[3:] == ["a", "b", "c"]
+    assert df["band_median"].notna().sum() == 4
+
+
+def test_sixteen_bit_png_scores_as_its_eight_bit_twin(w):
+    r = runner.invoke(app, ["score", str(w / "world" / "bits.csv"), OUT,
+                            str(w / "bits_scored.csv")])
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(w / "bits_scored.csv")
+    assert df["band_error"].isna().all()
+    np.testing.assert_allclose(df["band_median"][0], df["band_median"][1], atol=1e-6)
+
+
+def test_score_huge_image_memory(w, tmp_path):
+    """The 1.5 GB file is flagged without being read: peak memory of the whole command
+    stays under 600 MB."""
+    import subprocess
+    import sys
+
+    # VmHWM, not ru_maxrss: Linux carries the parent's peak into a child's ru_maxrss
+    code = ("import sys\n"
+            "from scoreband.cli import main\n"
+            f"sys.argv = ['scoreband', 'score', {str(w / 'world' / 'odd.csv')!r}, '--out', "
+            f"{str(tmp_path / 'o.csv')!r}]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
+            "print('PEAK_KB', hwm.split()[1])\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    peak = int(res.stdout.split("PEAK_KB")[-1].split()[0])
+    assert peak < 600_000, peak
+    assert "above the 256 MiB" in res.stdout + res.stderr
+
+
+def test_train_alpha_reaches_the_calibrator(tmp_path):
+    r = runner.invoke(app, ["train", OUT, str(tmp_path / "m"), "--n-train", "40", "--n-val",
+                            "20", "--epochs", "1", "--head-epochs", "1", "--alpha", "0.3"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "m" / "calibrator.json").read_text())
+    assert doc["calibrator"]["alpha"] == 0.3
+
+
+def test_benchmark_paths_stay_inside_and_images_are_keyed_by_content(tmp_path):
+    from scoreband.datasets import _save_images, load_benchmark
+    from scoreband.errors import InputError
+
+    root = tmp_path / "composite"
+    (root / "images").mkdir(parents=True)
+    Image.new("RGB", (4, 4)).save(root / "images" / "a.png")
+    (tmp_path / "secret.png").write_bytes(b"private")
+    for bad in ("../../secret.png", "/etc/passwd"):
+        pd.DataFrame({"image": ["a.png", bad], "caption": ["x", "y"],
+                      "ratings": ["3;4", "2;2"]}).to_csv(root / "composite.csv", index=False)
+        with pytest.raises(InputError, match="leaves the benchmark folder"):
+            load_benchmark("composite", root)
+    (root / "images" / "out.png").symlink_to(tmp_path / "secret.png")
+    pd.DataFrame({"image": ["out.png"], "caption": ["x"], "ratings": ["3"]}).to_csv(
+        root / "composite.csv", index=False)
+    with pytest.raises(InputError, match="leaves the benchmark folder"):
+        load_benchmark("composite", root)
+    import io
+
+    def png(colour):
+        b = io.BytesIO()
+        Image.new("RGB", (4, 4), colour).save(b, format="PNG")
+        return b.getvalue()
+
+    first = _save_images([png("red")], tmp_path / "cache", "p")
+    second = _save_images([png("blue")], tmp_path / "cache", "p")  # same row, new source
+    assert first != second
+    assert np.asarray(Image.open(second[0]))[0, 0].tolist() == [0, 0, 255]
+
+
+def test_image_endpoint_decompression_bomb_is_a_row_error(tmp_path):
+    import base64
+    import io
+
+    from scoreband.roundtrip.generators import GenerationError, OpenAIImageGenerator
+
+    bomb = io.BytesIO()
+    Image.new("1", (12_000, 12_000)).save(bomb, format="PNG")  # 144 Mpx, a few KB
+
+    class _Img(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            data = json.dumps({"data": [{"b64_json": base64.b64encode(
+                bomb.getvalue()).decode()}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    srv, url = _serve(_Img)
+    try:
+        g = OpenAIImageGenerator("m", base_url=url + "/v1", retries=0, api_key="k")
+        with pytest.raises(GenerationError, match="image too large|not a readable"):
+            g.generate("a red circle", 0)
+    finally:
+        srv.shutdown()
+
+
+def test_chunked_parquet_keeps_one_schema(tmp_path):
+    from scoreband.engine.stream import ChunkWriter
+
+    out = tmp_path / "o.parquet"
+    with ChunkWriter(out) as cw:
+        cw.write(pd.DataFrame({"a": [1, 2], "t": [None, None]}))
+        cw.write(pd.DataFrame({"a": [3.5, 4.0], "t": ["x", "y"]}))
+        cw.write(pd.DataFrame({"a": [5, 6], "t": [7, "z"]}))
+    df = pd.read_parquet(out)
+    assert df["a"].tolist() == [1, 2, 3.5, 4.0, 5, 6]
+    assert df["t"].tolist()[2:] == ["x", "y", "7", "z"]
+
+
+def test_output_policy_in_the_api(tmp_path):
+    """The policy is the library's: a folder output never loses a file it did not write,
+    and an existing file that scoreband wrote there may be replaced."""
+    from scoreband.errors import InputError
+    from scoreband.files import atomic_write_text, output_policy
+
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "user.txt").write_text("mine")
+    with output_policy(folders=[d]):
+        atomic_write_text(d / "made.txt", "1")
+        atomic_write_text(d / "made.txt", "2")  # written by us: may be replaced
+        with pytest.raises(InputError, match="not written by scoreband"):
+            atomic_write_text(d / "user.txt", "x")
+    assert (d / "user.txt").read_text() == "mine" and (d / "made.txt").read_text() == "2"
+    with output_policy(inputs=[("`table`", d / "user.txt")]), \
+            pytest.raises(InputError, match="same file as `table`"):
+        atomic_write_text(d / "user.txt", "x")

@@ -1,0 +1,197 @@
+"""Property-based tests (hypothesis): tables, options and files that nobody wrote by hand,
+fed to evaluate / calibrate / apply / score, and the invariants that must hold whatever
+arrives:
+
+* the command ends cleanly: exit 0, 1 or 2, never a traceback or an "unexpected" error;
+* every input file is byte-identical after the run (the output may even name an input);
+* every input row is in the output table, or reported with its reason;
+* every band lies inside the scale (and a band's lo <= median <= hi).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+from typer.testing import CliRunner
+
+from scoreband.cli import app
+
+runner = CliRunner()
+SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# a cell as real tables hold them: numbers in and out of range, text, blanks, inf
+CELL = st.one_of(st.floats(-2, 7), st.sampled_from([float("nan"), float("inf"), -float("inf")]),
+                 st.integers(-3, 9), st.sampled_from(["", " ", "abc", "1,5", "nan", "inf",
+                                                      "4;4;5", "3;x", "é", "1e309"]),
+                 st.none())
+RATINGS = st.one_of(st.lists(st.integers(0, 6), min_size=0, max_size=5).map(
+    lambda r: ";".join(map(str, r))), CELL)
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(1, 60))
+    good = draw(st.sampled_from([1.0, 0.97, 0.9, 0.7, 0.3]))  # share of well-formed rows
+
+    def col(well, bad):
+        return [draw(well) if draw(st.floats(0, 1)) < good else draw(bad) for _ in range(n)]
+
+    median = col(st.floats(0.05, 0.95), CELL)
+    lo = [m - 0.1 if isinstance(m, float) and np.isfinite(m) else m for m in median]
+    hi = [m + 0.1 if isinstance(m, float) and np.isfinite(m) else m for m in median]
+    df = pd.DataFrame({
+        "ratings": col(st.lists(st.integers(1, 5), min_size=1, max_size=4).map(
+            lambda r: ";".join(map(str, r))), RATINGS),
+        "median": median, "lo": lo, "hi": hi,
+        "task": col(st.sampled_from(["a", "b", "c"]), CELL),
+    })
+    return df, draw(st.sampled_from([".csv", ".parquet", ".jsonl"]))
+
+
+def _write(df: pd.DataFrame, path: Path) -> None:
+    if path.suffix == ".parquet":
+        df.astype(str).to_parquet(path, index=False)  # mixed cells as text, as tables come
+    elif path.suffix == ".jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_csv(path, index=False)
+
+
+def _hashes(d: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in d.iterdir()
+            if p.is_file()}
+
+
+def _clean(r) -> str:
+    text = " ".join(r.output.split())
+    assert r.exit_code in (0, 1, 2), (r.exit_code, text)
+    assert "Traceback" not in r.output and "unexpected" not in text, text
+    assert r.exception is None or isinstance(r.exception, SystemExit), (text, r.exception)
+    return text
+
+
+def _bands_inside(out: pd.DataFrame, lo_col, hi_col, med_col, a, b) -> None:
+    lo = pd.to_numeric(out[lo_col], errors="coerce").to_numpy(float)
+    hi = pd.to_numeric(out[hi_col], errors="coerce").to_numpy(float)
+    med = pd.to_numeric(out[med_col], errors="coerce").to_numpy(float)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    assert (lo[ok] >= a - 1e-9).all() and (hi[ok] <= b + 1e-9).all()
+    assert (lo[ok] <= hi[ok] + 1e-9).all()
+    m = ok & np.isfinite(med)
+    assert (lo[m] <= med[m] + 1e-9).all() and (med[m] <= hi[m] + 1e-9).all()
+
+
+OPTIONS = st.fixed_dictionaries({
+    "method": st.sampled_from(["split", "crc", "marginal", "crc-same", "auto"]),
+    # mostly valid options (the interesting part is the table), sometimes not
+    "alpha": st.sampled_from(["0.1"] * 4 + ["0.2", "0.3", "0", "1", "-0.1", "abc"]),
+    "scale": st.sampled_from(["1,5"] * 6 + ["1,4", "0,6", "5,1", "x,y"]),
+    "extra": st.sampled_from([[], ["--mondrian", "--groups", "task"], ["--adjust-boundary"],
+                              ["--randomize"]]),
+    "out_is_input": st.sampled_from([False] * 5 + [True]),
+})
+
+
+@SETTINGS
+@given(tables(), OPTIONS)
+def test_calibrate_apply_evaluate_invariants(table, opts):
+    df, suffix = table
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        src = d / f"t{suffix}"
+        _write(df, src)
+        cols = ["--ratings", "ratings", "--scale", opts["scale"], "--median", "median",
+                "--pred-scale", "0,1", "--method", opts["method"], "--alpha", opts["alpha"],
+                *opts["extra"]]
+        if opts["method"] in ("crc", "crc-same"):
+            cols += ["--lo", "lo", "--hi", "hi"]
+        before = _hashes(d)
+        cal = src if opts["out_is_input"] else d / "cal.json"
+        r = runner.invoke(app, ["calibrate", str(src), *cols, "--out", str(cal)])
+        _clean(r)
+        if opts["out_is_input"]:
+            assert r.exit_code == 2
+        r2 = runner.invoke(app, ["evaluate", str(src), *cols, "--seeds", "2",
+                                 "--out", str(d / "m.json")])
+        _clean(r2)
+        if r.exit_code == 0:
+            out = d / f"banded{suffix}"
+            r3 = runner.invoke(app, ["apply", str(src), "--calibrator", str(cal), "--out",
+                                     str(out)])
+            text = _clean(r3)
+            assert r3.exit_code == 0, text
+            res = pd.read_parquet(out) if suffix == ".parquet" else (
+                pd.read_json(out, lines=True) if suffix == ".jsonl" else pd.read_csv(out))
+            assert len(res) == len(df)  # every row kept
+            unbanded = pd.to_numeric(res["band_lo"], errors="coerce").isna()
+            errs = res["band_error"].astype(object).fillna("").astype(str)
+            assert (errs[unbanded] != "").all()  # ... or reported with its reason
+            a, b = (float(x) for x in opts["scale"].split(","))
+            _bands_inside(res, "band_lo", "band_hi", "band_median", a, b)
+        after = _hashes(d)
+        assert all(after[k] == v for k, v in before.items()), "an input file changed"
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Image files of every kind a user's folder holds."""
+    d = tmp_path_factory.mktemp("imgs")
+    assert runner.invoke(app, ["world", "--out", str(d / "w"), "--n", "3"]).exit_code == 0
+    good = sorted((d / "w" / "images").glob("*.png"))
+    arr = np.asarray(Image.open(good[0]).convert("RGB"))
+    Image.fromarray(arr).convert("RGBA").save(d / "rgba.png")
+    Image.fromarray(arr).convert("P").save(d / "pal.png")
+    Image.fromarray(arr).convert("CMYK").save(d / "cmyk.jpg")
+    Image.fromarray(arr[..., 0].astype(np.uint16) * 257).save(d / "g16.png")
+    Image.fromarray(arr).convert("1").save(d / "bw.png")
+    Image.fromarray(arr).save(d / "a.webp")
+    (d / "trunc.png").write_bytes(good[1].read_bytes()[:60])
+    (d / "text.png").write_text("not an image")
+    (d / "empty.png").write_bytes(b"")
+    (d / "adir.png").mkdir()
+    return d, [str(p) for p in good] + [str(d / n) for n in (
+        "rgba.png", "pal.png", "cmyk.jpg", "g16.png", "bw.png", "a.webp", "trunc.png",
+        "text.png", "empty.png", "adir.png", "missing.png")] + ["", "x" * 300]
+
+
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_score_invariants(images, data):
+    d, paths = images
+    n = data.draw(st.integers(1, 12))
+    df = pd.DataFrame({
+        "image": [data.draw(st.sampled_from(paths)) for _ in range(n)],
+        "caption": [data.draw(st.one_of(st.sampled_from(
+            ["a red circle left of a blue star", "", "   ", "12345 %%%", "a dog on a beach"]),
+            st.text(max_size=60))) for _ in range(n)],
+    })
+    suffix = data.draw(st.sampled_from([".csv", ".parquet", ".jsonl"]))
+    with tempfile.TemporaryDirectory() as t:
+        t = Path(t)
+        src = t / f"pairs{suffix}"
+        _write(df, src)
+        before = _hashes(t)
+        out = t / f"scored{suffix}"
+        r = runner.invoke(app, ["score", str(src), "--out", str(out)])
+        text = _clean(r)
+        assert _hashes(t).items() >= before.items()
+        if r.exit_code == 2:
+            return
+        res = pd.read_parquet(out) if suffix == ".parquet" else (
+            pd.read_json(out, lines=True) if suffix == ".jsonl" else pd.read_csv(out))
+        assert len(res) == n, text
+        med = pd.to_numeric(res["band_median"], errors="coerce")
+        errs = res["band_error"].astype(object).fillna("").astype(str)
+        assert (errs[med.isna()] != "").all()
+        assert (errs[med.notna()] == "").all()
+        _bands_inside(res, "band_lo", "band_hi", "band_median", 0.0, 1.0)
