@@ -147,6 +147,7 @@ def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 
                           on_split=on_split)
     res["scale"] = spec.scale.to_dict()
     res["skipped_rows"] = [e.__dict__ for e in inp.errors]
+    res["notes"] = list(inp.notes)
     if curve:
         res["calibration_curve"] = []
         for a in CURVE_ALPHAS:
@@ -203,11 +204,14 @@ def calibrate(table, columns, config=None, *, n_ratings: int | None = None,
     cal = cfg.factory(spec.scale, spec.groups is not None)()
     with warnings.catch_warnings(record=on_warning is not None) as caught:
         cal.fit(inp.pred, inp.y01, groups=inp.groups)
-    for w in dict.fromkeys(str(w.message) for w in caught or ()):
-        on_warning(w)
+    for w in dict.fromkeys([*(str(w.message) for w in caught or ()), *inp.notes]):
+        if on_warning is not None:
+            on_warning(w)
     inputs = {"columns": spec.to_dict(), "adjust_boundary": cfg.adjust_boundary,
               "n_ratings": float(np.median(inp.n_ratings)), "n_calibration": len(inp.pred),
               "skipped_rows": len(inp.errors)}
+    if inp.notes:
+        inputs["notes"] = list(inp.notes)
     return Calibration(cal, inputs, inp.errors, scorer_id or table_fingerprint(df))
 
 

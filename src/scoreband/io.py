@@ -377,6 +377,9 @@ class Inputs:
     split_keys: np.ndarray | None
     n_ratings: np.ndarray
     errors: list[RowError] = field(default_factory=list)
+    #: what was done to the data on the way (e.g. rounded targets snapped onto the grid);
+    #: printed by the CLI and saved in the results / calibrator
+    notes: list[str] = field(default_factory=list)
 
 
 def expand_columns(patterns: Sequence[str] | str | None, columns) -> list[str]:
@@ -502,7 +505,7 @@ def _row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> list[str]
     return [str(offset + i + 1) for i in range(len(df))]
 
 
-def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings) -> tuple:
+def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> tuple:
     """Native-scale targets (mean of the ratings, or the target column) and the annotator
     count per row; bad cells become row errors."""
     n, scale = len(df), spec.scale
@@ -539,7 +542,30 @@ def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings) -> tuple:
         errors.setdefault(i, _row_error(i, ids[i], spec.target,
                                       f"target {y[i]:g} outside the scale "
                                       f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
+    if n_ratings is not None and scale.integer:
+        y = _snap(y, scale, nr, spec.target, ids, errors, notes)
     return y, nr
+
+
+def _snap(y, scale, nr, col, ids, errors: dict, notes: list) -> np.ndarray:
+    """Targets stored rounded onto the achievable means of ``nr`` ratings
+    (:func:`scoreband.conformal.boundary.snap_to_grid`); one that fits no grid point, or
+    two, is an error naming the row and the nearest grid values."""
+    from scoreband.conformal.boundary import snap_to_grid
+
+    usable = np.isfinite(y) & ~np.isin(np.arange(len(y)), list(errors))
+    snapped, moved, bad = snap_to_grid(np.where(usable, y, scale.lo), scale, nr)
+    bad = {i: why for i, why in bad.items() if usable[i]}
+    if bad:
+        i = min(bad)
+        more = f" ({len(bad)} targets in all)" if len(bad) > 1 else ""
+        raise InputError(f"row {ids[i]}, column {col!r}: {bad[i]}{more}")
+    n = int((moved & usable).sum())
+    if n:
+        notes.append(f"{n} target(s) in {col!r} were stored rounded and were read as the "
+                     f"achievable mean of {int(np.median(nr))} rating(s) they round "
+                     "(e.g. 1.33 as 4/3)")
+    return np.where(usable, snapped, y)
 
 
 def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
@@ -591,7 +617,8 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
                 require_median=require_median)
     n, ids = len(df), _row_ids(df, spec.id_col, row_offset)
     errors: dict[int, RowError] = {}
-    y, nr = _targets(df, spec, errors, ids, n_ratings)
+    notes: list[str] = []
+    y, nr = _targets(df, spec, errors, ids, n_ratings, notes)
     median = _prediction(df, spec.median, spec, errors, ids)
     lo, hi = _prediction(df, spec.lo, spec, errors, ids), _prediction(df, spec.hi, spec,
                                                                       errors, ids)
@@ -620,4 +647,4 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     return Inputs(pred=pred, y01=None if y is None else spec.scale.to01(y[keep]), rows=keep,
                   row_ids=[ids[i] for i in keep], groups=take(groups),
                   split_keys=take(split_keys), n_ratings=nr[keep],
-                  errors=[errors[i] for i in sorted(errors)])
+                  errors=[errors[i] for i in sorted(errors)], notes=notes)

@@ -82,6 +82,7 @@ class InputsDoc(_Doc):
     pred_scale: tuple[Finite, Finite] | None = None
     calibration_set: CalibrationSetDoc | None = None
     recalibration: dict[str, Any] | None = None
+    notes: list[str] | None = None  #: what was done to the data (rounded targets snapped)
 
 
 class CalibratorStateDoc(BaseModel):

@@ -124,6 +124,8 @@ def evaluate(
     report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
     res["table"] = str(table)
     print_warnings(res.get("warnings", []))
+    for note in res.get("notes", []):
+        err.print(f"note: {note}", markup=False)
     print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
                              f"{seeds} seeds")
     from scoreband.provenance import provenance

@@ -20,6 +20,8 @@ on GitHub) needs rpy2 and R.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from scoreband.errors import InputError
@@ -89,19 +91,32 @@ def target_classes(scale: Scale, y01, n_ratings=None, bins: int = 50,
     if grid not in ("auto", "never", "always"):
         raise InputError(f"grid must be 'auto', 'never' or 'always', got {grid!r}")
     y = np.asarray(y01, dtype=float)
+    why = "the scale is continuous"
     if grid != "never" and scale.integer and n_ratings is not None:
         r = np.unique(np.asarray(n_ratings, dtype=float))
-        if len(r) == 1 and r[0] >= 1 and float(r[0]).is_integer():
-            centers = np.asarray(scale.to01(scale.achievable(int(r[0]))), dtype=float)
-            steps = (len(centers) - 1)
+        if (r >= 1).all() and all(float(v).is_integer() for v in r):
+            # the achievable means of every rater count present (uneven counts: the union)
+            pts = np.unique(np.round(np.concatenate(
+                [scale.to01(scale.achievable(int(v))) for v in r]), 12))
+            steps = scale.steps(np.asarray(n_ratings, dtype=float))
             on_grid = np.abs(y * steps - np.round(y * steps)) <= 1e-6
-            if on_grid.all() and len(centers) <= 1001:
-                half = 0.5 / steps
-                return TargetClasses("grid", centers, np.clip(centers - half, 0, 1),
-                                     np.clip(centers + half, 0, 1))
+            if on_grid.all() and len(pts) <= 1001:
+                mids = (pts[1:] + pts[:-1]) / 2
+                return TargetClasses("grid", pts, np.concatenate([[0.0], mids]),
+                                     np.concatenate([mids, [1.0]]))
+            why = (f"{int((~on_grid).sum())} target(s) are not means of their items' integer "
+                   "ratings (give `ratings`, or `n_ratings` for targets stored rounded)"
+                   if not on_grid.all() else f"the achievable grid has {len(pts)} points")
+        else:
+            why = "the rater counts are not positive integers"
+    elif grid != "never" and scale.integer:
+        why = "the number of ratings per target is unknown"
     if grid == "always":
-        raise InputError("the targets are not all means of the same number of integer ratings "
-                         "on an integer scale, so they have no achievable grid")
+        raise InputError(f"the targets have no achievable grid: {why}")
+    if grid == "auto" and scale.integer:
+        # a change of representation is never silent (the band's ends are then bin edges)
+        warnings.warn(f"CHR / R2CCP classes: {why}, so {bins} equal bins of the scale are "
+                      "used instead of the achievable targets", stacklevel=2)
     return uniform_bins(bins)
 
 
