@@ -31,7 +31,9 @@ def test_evaluate_writes_contract_json(tmp_path):
             assert set(d[part][k]) == {"mean", "std"}
     assert d["before"]["coverage"]["mean"] < 0.8 < d["after"]["coverage"]["mean"]
     assert set(d["groups"]) == {"colour", "shape", "counting", "spatial", "long_description"}
-    assert set(d["groups"]["colour"]) == {"n", "coverage", "sharpness"}
+    assert set(d["groups"]["colour"]) == {"n", "coverage", "sharpness", "n_items", "ci"}
+    g = d["groups"]["colour"]  # the interval counts each distinct item once
+    assert g["n"] < g["n_items"] <= 2 * g["n"] + 50 and g["ci"][0] <= g["coverage"]["mean"] <= g["ci"][1]
     assert d["theoretical_coverage"]["low"] == pytest.approx(0.9)
 
 

@@ -13,7 +13,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from scoreband.cli import app
-from scoreband.report.html import clopper_pearson, kind_of
+from scoreband.metrics import binomial_ci as clopper_pearson
+from scoreband.report.html import kind_of
 
 runner = CliRunner()
 EXAMPLE_ARGS = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--lo", "q05",

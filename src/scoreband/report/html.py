@@ -14,6 +14,7 @@ import numpy as np
 
 from scoreband.errors import InputError
 from scoreband.files import atomic_write_text, read_json
+from scoreband.metrics import binomial_ci
 
 __all__ = ["render_report", "write_report", "kind_of", "DEFINITIONS"]
 
@@ -24,7 +25,11 @@ DEFINITIONS = [
                                   "items: between 1 - alpha and 1 - alpha + 1/(n + 1) in "
                                   "expectation, wider on discrete targets (ties)."),
     ("Clopper-Pearson interval", "Exact 95 % binomial interval of a coverage measured on a "
-                                 "finite number of items (here pooled over the splits)."),
+                                 "finite number of items. Over repeated splits the same items "
+                                 "are tested again and again, so each distinct item is "
+                                 "counted once: the interval is that of the mean coverage "
+                                 "over the splits observed on the group's distinct tested "
+                                 "items (n in the table), never on n per split x splits."),
     ("width / sharpness", "Mean band width; on the native scale unless said (sharpness on "
                           "[0, 1] is the width divided by the scale's range). Narrower is "
                           "better at the same coverage."),
@@ -61,25 +66,16 @@ def _plt():
     return plt
 
 
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval (scipy)."""
-    from scipy.stats import binomtest
-
-    if n <= 0:
-        return float("nan"), float("nan")
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
-
-
 def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str, list]:
     plt = _plt()
     names = list(groups)
     rows = []
     for g in names:
         v = groups[g]
-        n = int(v["n"]) * max(int(seeds), 1)
         cov = v["coverage"]["mean"]
-        lo, hi = clopper_pearson(round(cov * n), n)
+        # each distinct item counted once (older results files: the items of one split)
+        n = int(v.get("n_items", v["n"]))
+        lo, hi = v["ci"] if "ci" in v else binomial_ci(round(cov * n), n)
         rows.append((g, n, cov, lo, hi))
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(names) + 1.2))
     y = np.arange(len(names))

@@ -56,12 +56,15 @@ class _Record:
             "full_range_rate", "fallback_rate", "n_cal", "n_conformal", "n_test",
             "worst_group_coverage", "set_coverage", "set_length")}
         self.per_group: dict[str, dict[str, list]] = {}
+        self.group_items: dict[str, set] = {}  # distinct test items per group, all splits
         self.methods: dict[str, int] = {}
         self.warnings: list[str] = []
         self.widths: list[np.ndarray] = []  # native-scale widths, pooled over the splits
         self.alpha = None
 
-    def add(self, cal_obj, band, pt, yt, n_cal: int, groups=None) -> None:
+    def add(self, cal_obj, band, pt, yt, n_cal: int, groups=None, items=None) -> None:
+        """One split's test band; ``items``: the test items' positions (distinct items
+        per group are counted for the groups' intervals)."""
         self.methods[band.method] = self.methods.get(band.method, 0) + 1
         self.alpha = cal_obj.alpha
         if pt.lo is not None:
@@ -82,10 +85,14 @@ class _Record:
         if groups is not None:
             gc = M.group_coverage(band.lo01, band.hi01, yt, groups)
             ex["worst_group_coverage"].append(min(v["coverage"] for v in gc.values()))
+            g_arr = np.asarray(groups).astype(str)
             for g, v in gc.items():
                 d = self.per_group.setdefault(g, {"n": [], "coverage": [], "sharpness": []})
                 for k in d:
                     d[k].append(v[k])
+                if items is not None:
+                    self.group_items.setdefault(g, set()).update(
+                        np.asarray(items)[g_arr == g].tolist())
 
     def method(self) -> str:
         # auto can choose differently per split: say how often it chose what
@@ -139,7 +146,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         if adjust_boundary:
             band = adjust_band(band, nr[test])
         rec.add(cal_obj, band, pt, y01[test], len(cal),
-                None if g_all is None else g_all[test])
+                None if g_all is None else g_all[test], items=test)
         if on_split is not None:
             on_split(s + 1, seeds)
     out = {
@@ -180,8 +187,21 @@ def _summarize_extra(out: dict, rec: _Record, width: float, grouped: bool) -> No
     after["fallback_rate"] = summarize(ex["fallback_rate"])
     if grouped:
         after["worst_group_coverage"] = summarize(ex["worst_group_coverage"])
-        out["groups"] = {
-            g: {"n": int(round(np.mean(d["n"]))), "coverage": summarize(d["coverage"]),
-                "sharpness": summarize(d["sharpness"])}
-            for g, d in sorted(rec.per_group.items())
-        }
+        out["groups"] = {g: _group_summary(d, rec.group_items.get(g))
+                         for g, d in sorted(rec.per_group.items())}
+
+
+def _group_summary(d: dict, items: set | None) -> dict:
+    """A group's coverage over the splits, with a 95 % Clopper-Pearson interval that counts
+    each distinct item once: the splits reuse the same items, so pooling their test sides
+    (n per split x splits) would make the interval too narrow. ``n_items``: the distinct
+    items of the group that were ever tested; the interval is that of the mean coverage
+    observed on that many items."""
+    cov = summarize(d["coverage"])
+    out = {"n": int(round(np.mean(d["n"]))), "coverage": cov,
+           "sharpness": summarize(d["sharpness"])}
+    if items:
+        n = len(items)
+        out["n_items"] = n
+        out["ci"] = list(M.binomial_ci(int(round(cov["mean"] * n)), n))
+    return out
