@@ -64,6 +64,9 @@ def print_metrics_table(res: dict, title: str) -> None:
         t.add_row("set length", *([""] if "before" in res else []),
                   _fmt(after["set_length"]))
     console.print(t)
+    if after.get("median_source", "the given median") != "the given median":
+        console.print(f"note: after calibration, ups / tau-c / pearson / spearman are of "
+                      f"{after['median_source']}")
     tc = res["theoretical_coverage"]
     console.print(f"theoretical coverage band (n={tc['n_cal']} items in the conformal step): "
                   f"[{tc['low']:.3f}, {tc['high']:.3f}]")

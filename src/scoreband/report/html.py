@@ -235,6 +235,22 @@ def _demo(doc: dict) -> dict:
         {"kind": "findings", "findings": meta["findings"]}]}
 
 
+def best_judge_method(doc: dict) -> dict | None:
+    """The narrowest (judge, method) of a judge study whose mean coverage reaches the target
+    within its 95 % Clopper-Pearson interval (on the study's distinct items: the splits
+    reuse them), or None. A method below its target is never named."""
+    target, n = 1 - doc["alpha"], int(doc["n"])
+    ok = []
+    for j, ms in doc["methods"].items():
+        for m, v in ms.items():
+            cov = v["plain"]["coverage"]["mean"]
+            ci = binomial_ci(int(round(cov * n)), n)
+            if ci[1] >= target:
+                ok.append({"judge": j, "method": m, "coverage": cov, "ci": ci, "n": n,
+                           "width": v["plain"]["width"]["mean"]})
+    return min(ok, key=lambda r: r["width"], default=None)
+
+
 def _judge(doc: dict) -> dict:
     target, k, thr = 1 - doc["alpha"], doc["k"], doc["threshold"]
     rows, blocks = [], []
@@ -242,13 +258,13 @@ def _judge(doc: dict) -> dict:
         for m, v in methods.items():
             rows.append([judge, m, _ms(v["plain"]["coverage"]), _ms(v["plain"]["width"]),
                          _ms(v["boundary"]["coverage"]), _ms(v["boundary"]["width"])])
-    best = min(((j, m, v) for j, ms in doc["methods"].items() for m, v in ms.items()
-                if v["plain"]["coverage"]["mean"] >= target - 0.02),
-               key=lambda t: t[2]["plain"]["width"]["mean"], default=None)
+    best = best_judge_method(doc)
     verdict = ("SIMULATED judges. " if doc.get("simulated") else "") + (
-        f"Narrowest method reaching {target:.0%} coverage: {best[0]} / {best[1]} (coverage "
-        f"{best[2]['plain']['coverage']['mean']:.3f}, width {best[2]['plain']['width']['mean']:.2f}"
-        f" of {k - 1})." if best else "No method reached the target coverage.")
+        f"Narrowest method whose coverage reaches {target:.0%} within its 95 % interval: "
+        f"{best['judge']} / {best['method']} (coverage {best['coverage']:.3f}, interval "
+        f"{best['ci'][0]:.3f}-{best['ci'][1]:.3f} on {best['n']} items; width "
+        f"{best['width']:.2f} of {k - 1})." if best else
+        f"No method's coverage reaches {target:.0%} within its 95 % interval.")
     for judge, tasks in doc["reliability_map"].items():
         names = list(tasks)
         widths = [tasks[t]["mean_width"] for t in names]

@@ -57,6 +57,7 @@ class _Record:
             "worst_group_coverage", "set_coverage", "set_length")}
         self.per_group: dict[str, dict[str, list]] = {}
         self.group_items: dict[str, set] = {}  # distinct test items per group, all splits
+        self.learned_median = False  # the band's median is not the given one
         self.methods: dict[str, int] = {}
         self.warnings: list[str] = []
         self.widths: list[np.ndarray] = []  # native-scale widths, pooled over the splits
@@ -72,6 +73,9 @@ class _Record:
                 self.before[k].append(v)
         for k, v in M.interval_metrics(band.median01, band.lo01, band.hi01, yt).items():
             self.after[k].append(v)
+        given = np.asarray(pt.median, dtype=float)
+        if np.isfinite(given).all() and not np.allclose(band.median01, given, atol=1e-9):
+            self.learned_median = True
         self.widths.append(np.asarray(band.hi - band.lo, dtype=float))
         ex = self.extra
         ex["full_range_rate"].append(float(np.mean(band.full_range)))
@@ -162,6 +166,10 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     if pred.lo is not None:
         out["before"] = {k: summarize(v) for k, v in rec.before.items()}
     _summarize_extra(out, rec, make_calibrator().scale.width, g_all is not None)
+    # which median the agreement metrics (pearson, tau-c, UPS) of "after" were computed on
+    out["after"]["median_source"] = (
+        f"the median {rec.method()} learned from the features (not the given median column)"
+        if rec.learned_median else "the given median")
     if rec.warnings:
         out["warnings"] = sorted(set(rec.warnings))
     return out

@@ -1,0 +1,110 @@
+"""Real tables come rounded, with uneven rater counts, and summaries must not overstate:
+targets snapped onto the grid they were rounded from, no silent change of representation,
+intervals that count an item once, verdicts that never name a method below its target."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import scoreband as sb
+from scoreband.conformal.bins import target_classes
+from scoreband.errors import InputError
+from scoreband.records import Scale
+from scoreband.report.html import best_judge_method
+
+LIKERT = Scale(1, 5, integer=True)
+
+
+@pytest.fixture(scope="module")
+def table():
+    df = sb.read_table(sb.example_table())
+    r = df["ratings"].str.split(";").apply(lambda x: np.mean([float(v) for v in x]))
+    df["exact"], df["r2"], df["r4"] = r, r.round(2), r.round(4)
+    return df
+
+
+def _eval(df, target, method="crc", **cfg):
+    cols = dict(target=target, scale="1,5", median="median", lo="q05", hi="q95",
+                pred_scale="0,1")
+    return sb.evaluate(df, cols, {"method": method, "adjust_boundary": True, **cfg}, seeds=3,
+                       n_ratings=3)
+
+
+@pytest.mark.parametrize("target", ["r2", "r4"])
+def test_rounded_targets_give_the_bands_of_exact_targets(table, target):
+    exact, rounded = _eval(table, "exact"), _eval(table, target)
+    for k in ("coverage", "sharpness", "pearson"):
+        assert rounded["after"][k] == exact["after"][k]
+    assert not exact["notes"]
+    assert rounded["notes"] and "stored rounded" in rounded["notes"][0]
+
+
+def test_a_target_on_no_grid_point_is_an_error_naming_the_row(table):
+    df = table.copy()
+    df.loc[7, "r2"] = 3.5  # no mean of 3 ratings rounds to 3.5
+    with pytest.raises(InputError, match=r"row 8 .*, column 'r2': target 3.5 .* 3.333 and 3.667"):
+        _eval(df, "r2")
+
+
+def test_an_ambiguous_rounded_target_is_an_error():
+    from scoreband.conformal.boundary import snap_to_grid
+
+    # 1-decimal storage with 11 raters: 1.05 is as close to 1.0 as to 1.0909
+    _, _, bad = snap_to_grid([1.05], LIKERT, 11, decimals=[1])
+    assert bad and "lies as close to" in bad[0]
+
+
+def test_chr_classes_are_the_union_grid_for_uneven_rater_counts():
+    r = np.array([3, 4, 5, 3, 4])
+    y = LIKERT.to01(np.array([4 / 3, 2.25, 3.4, 5.0, 1.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fall-back, so no warning
+        tc = target_classes(LIKERT, y, r)
+    assert tc.kind == "grid"
+    assert np.isclose(tc.centers, LIKERT.to01(4 / 3)).any()
+    assert np.isclose(tc.centers, LIKERT.to01(2.25)).any()
+
+
+def test_a_fall_back_to_bins_is_never_silent():
+    y = LIKERT.to01(np.array([1.37, 2.0, 3.0]))
+    with pytest.warns(UserWarning, match="equal bins .* instead of the achievable targets"):
+        tc = target_classes(LIKERT, y, np.full(3, 3.0))
+    assert tc.kind == "bins"
+
+
+def test_metrics_say_whose_median_they_are(table):
+    cols = dict(target="exact", scale="1,5", median="median", features=["emb_0", "emb_1"],
+                pred_scale="0,1")
+    res = sb.evaluate(table, cols, {"method": "cqr"}, seeds=2)
+    assert "learned" in res["after"]["median_source"]
+    res = sb.evaluate(table, {**cols, "features": []}, {"method": "split"}, seeds=2)
+    assert res["after"]["median_source"] == "the given median"
+
+
+def test_group_intervals_count_each_item_once(table):
+    cols = dict(ratings="ratings", scale="1,5", median="median", pred_scale="0,1",
+                groups="task")
+    res = sb.evaluate(table, cols, {"method": "split"}, seeds=6)
+    for g, v in res["groups"].items():
+        size = int((table["task"] == g).sum())
+        assert v["n_items"] <= size  # never n per split x splits
+        assert v["n_items"] > v["n"]  # but more than one split's test side
+
+
+def _doc(coverages, n=186):
+    return {"alpha": 0.1, "n": n, "methods": {"j": {
+        m: {"plain": {"coverage": {"mean": c}, "width": {"mean": w}}}
+        for m, (c, w) in coverages.items()}}}
+
+
+def test_the_verdict_never_names_a_method_below_its_target():
+    # 0.80 on 186 items: the interval's upper end is below 0.90, however narrow the band
+    best = best_judge_method(_doc({"narrow": (0.80, 1.0), "wide": (0.905, 2.0)}))
+    assert best["method"] == "wide" and best["ci"][0] <= 0.905 <= best["ci"][1]
+    # 0.888 on 186 items reaches 0.90 within its interval: named, with the interval
+    best = best_judge_method(_doc({"split": (0.888, 1.5), "chr": (0.93, 1.9)}))
+    assert best["method"] == "split" and best["ci"][1] >= 0.9
+    assert best_judge_method(_doc({"a": (0.5, 1.0)})) is None
