@@ -389,3 +389,51 @@ def test_shift_alarm():
     moved = shift_test(rng.normal(size=(300, 3)), rng.normal(0.5, 1, size=(300, 3)))
     assert same["p_value"] > 0.01 and abs(same["auc"] - 0.5) < 0.1
     assert moved["p_value"] < 1e-6 and moved["auc"] > 0.6
+
+
+def _shifted(rng, n):
+    """Domain B: the same scorer, biased upwards and noisier than on domain A."""
+    m, lo, hi, _ = heteroscedastic(rng, n)
+    y = np.clip(m - 0.12 + rng.normal(0, 0.12, n), 0, 1)
+    return m, lo, hi, y
+
+
+@pytest.mark.parametrize("method,m", [("split", 9), ("split", 50), ("crc", 50), ("cqr", 50)])
+def test_recalibration_on_a_few_new_domain_labels_over_1000_resamplings(method, m):
+    """A calibrator fitted on domain A, its conformal step redone on m labels of domain B:
+    coverage on B in [1 - alpha, 1 - alpha + 1/(m + 1)] (plain calibration on A under-covers
+    B, which is why recalibration exists)."""
+    from scoreband.conformal import make_calibrator
+
+    rng = np.random.default_rng(m)
+    covs, stale = [], []
+    for r in range(1000):
+        ma, la, ha, ya = heteroscedastic(rng, 400)
+        pa = Predictions(ma, lo=la, hi=ha, features=np.column_stack([ma, ha - la]))
+        cal = make_calibrator(method, 0.1, seed=r).fit(pa, ya)
+        mb, lb, hb, yb = _shifted(rng, m + 100)
+        pb = Predictions(mb, lo=lb, hi=hb, features=np.column_stack([mb, hb - lb]))
+        test = pb.take(slice(m, None))
+        b0 = cal.predict(test)
+        stale.append(covered(b0.lo01, b0.hi01, yb[m:]).mean())
+        b = cal.conformalize(pb.take(slice(0, m)), yb[:m]).predict(test)
+        covs.append(covered(b.lo01, b.hi01, yb[m:]).mean())
+    covs = np.array(covs)
+    lo, hi = coverage_bounds(m, 0.1)
+    _assert_in_band(covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs)), lo, hi)
+    assert np.mean(stale) < 0.85  # without it, domain B is under-covered
+
+
+def test_label_planner_matches_simulated_conditional_coverage():
+    """labels_for_slack(m): the share of label draws whose coverage is >= 1 - alpha - slack
+    is at least 1 - delta (checked by simulating the conditional coverage directly)."""
+    from scoreband.conformal.recalibrate import labels_for_slack
+
+    rng = np.random.default_rng(0)
+    m = labels_for_slack(0.1, 0.05, delta=0.1)
+    conditional = []
+    for _ in range(2000):
+        scores = rng.random(m)
+        q = np.sort(scores)[int(np.ceil((m + 1) * 0.9)) - 1]
+        conditional.append(q)  # coverage of a U(0, 1) score given these labels
+    assert np.mean(np.array(conditional) >= 0.85) >= 0.9 - 4 * np.sqrt(0.09 / 2000)

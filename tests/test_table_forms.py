@@ -108,3 +108,33 @@ def test_the_verdict_never_names_a_method_below_its_target():
     best = best_judge_method(_doc({"split": (0.888, 1.5), "chr": (0.93, 1.9)}))
     assert best["method"] == "split" and best["ci"][1] >= 0.9
     assert best_judge_method(_doc({"a": (0.5, 1.0)})) is None
+
+
+def test_recalibrate_keeps_the_model_and_redoes_the_conformal_step(tmp_path):
+    """auto keeps its choice, CRC its omega; only the conformal parameters move; the
+    guarantee for the number of labels is saved; too few labels is an error naming the
+    number needed."""
+    df = sb.read_table(sb.example_table())
+    cols = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
+                pred_scale="0,1")
+    for method in ("crc", "auto", "split"):
+        fit = sb.calibrate(df.iloc[:1000], cols, {"method": method})
+        fit.save(tmp_path / f"{method}.json")
+        new = df.iloc[1000:1060].copy()
+        new["median"] = np.clip(new["median"] + 0.1, 0, 1)  # a biased new domain
+        re = sb.recalibrate(tmp_path / f"{method}.json", new)
+        assert re.inputs["recalibration"]["n_labeled"] == 60
+        g = re.inputs["recalibration"]["guarantee"]
+        assert g["expected_low"] == 0.9 and g["expected_high"] == pytest.approx(0.9 + 1 / 61)
+        if method == "crc":
+            assert re.calibrator.params_["omega"] == fit.calibrator.params_["omega"]
+            assert re.calibrator.params_["beta"] != fit.calibrator.params_["beta"]
+        if method == "auto":
+            assert re.calibrator.choice == fit.calibrator.choice
+        re.save(tmp_path / f"{method}_new.json")
+        banded = sb.apply(df.iloc[1060:], tmp_path / f"{method}_new.json").table
+        assert banded["band_lo"].notna().all()
+    with pytest.raises(InputError, match="needs at least 9"):
+        sb.recalibrate(tmp_path / "crc.json", df.iloc[:5])
+    with pytest.raises(InputError, match="'q05'.*does not have"):
+        sb.recalibrate(tmp_path / "crc.json", df.iloc[:50].drop(columns=["q05"]))

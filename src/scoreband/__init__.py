@@ -9,7 +9,8 @@ __version__ = "0.1.0"
 
 from scoreband.records import Band, Predictions, Record, Scale  # noqa: E402
 
-_API = ("evaluate", "calibrate", "apply", "read_table", "example_table", "CalibrationConfig")
+_API = ("evaluate", "calibrate", "recalibrate", "apply", "read_table", "example_table",
+        "CalibrationConfig")
 
 __all__ = ["Band", "Predictions", "Record", "Scale", "__version__", *_API]
 
@@ -20,3 +21,7 @@ def __getattr__(name):
 
         return getattr(importlib.import_module("scoreband.api"), name)
     raise AttributeError(f"module 'scoreband' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

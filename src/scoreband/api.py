@@ -31,7 +31,7 @@ from scoreband.io import ColumnSpec, Inputs, load_inputs, read_table
 from scoreband.records import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
-           "calibrate", "apply", "apply_file",
+           "calibrate", "recalibrate", "apply", "apply_file",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
 
 #: Every command that writes a table adds columns under one prefix and writes the reason a
@@ -213,6 +213,71 @@ def calibrate(table, columns, config=None, *, n_ratings: int | None = None,
     if inp.notes:
         inputs["notes"] = list(inp.notes)
     return Calibration(cal, inputs, inp.errors, scorer_id or table_fingerprint(df))
+
+
+# ------------------------------------------------------------------ recalibrate
+def recalibrate(calibrator, table, *, columns: dict | None = None,
+                n_ratings: int | None = None, delta: float = 0.1, scorer_id: str | None = None,
+                on_warning=None) -> Calibration:
+    """Keep ``calibrator``'s fitted model and redo only its conformal step on the labeled
+    rows of ``table`` (a new domain's few labels); returns the new :class:`Calibration`
+    (``.save(path)``), whose ``inputs["recalibration"]`` holds the guarantee for that many
+    labels (:func:`scoreband.conformal.recalibrate.coverage_guarantee`).
+
+    The prediction columns are those recorded at calibration; ``columns`` gives the target
+    (``target`` or ``ratings``) when the new table names it otherwise, and may override
+    ``median`` / ``lo`` / ``hi``. Rows without a usable target are skipped and reported.
+    """
+    import copy
+
+    from scoreband.conformal.boundary import check_on_grid
+    from scoreband.conformal.recalibrate import coverage_guarantee, min_labels
+
+    df = _frame(table)
+    cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
+    cal = copy.deepcopy(cal)  # a Calibration given in memory stays as it was
+    inputs = dict(doc.get("inputs") or {})
+    cols = dict(inputs.get("columns") or {})
+    if not cols:
+        raise InputError("the calibrator records no input columns; recalibrate only "
+                         "calibrators written by `scoreband calibrate`")
+    given = {k: v for k, v in (columns or {}).items() if v is not None}
+    if "target" in given or "ratings" in given:
+        cols.update(target=None, ratings=None)
+    cols.update(given, groups=None, split_by=None)
+    spec = ColumnSpec.from_dict(cols)
+    if not (spec.target or spec.ratings):
+        raise InputError("give the new domain's human score: `target` (a column of mean "
+                         "ratings) or `ratings`")
+    missing = [c for c in [spec.median, spec.lo, spec.hi, *spec.features, *spec.embedding]
+               if c and "*" not in c and c not in df.columns]
+    if missing:
+        raise InputError(f"the calibrator reads column(s) {', '.join(map(repr, missing))}, "
+                         "which the labeled table does not have; score the new rows the same "
+                         "way (or name the columns: `median`, `lo`, `hi`)")
+    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    m, need = len(inp.pred), min_labels(cal.alpha)
+    if m < need:
+        raise InputError(f"{m} usable labeled row(s): recalibrating at alpha = {cal.alpha:g} "
+                         f"needs at least {need}")
+    if inputs.get("adjust_boundary"):
+        check_on_grid(inp.y01, spec.scale, inp.n_ratings)
+    import warnings
+
+    with warnings.catch_warnings(record=on_warning is not None) as caught:
+        cal.conformalize(inp.pred, inp.y01)
+    for w in dict.fromkeys([*(str(w.message) for w in caught or ()), *inp.notes]):
+        if on_warning is not None:
+            on_warning(w)
+    guarantee = coverage_guarantee(m, cal.alpha, delta)
+    new = {**inputs, "columns": {**inputs["columns"], "target": spec.target,
+                                 "ratings": spec.ratings},
+           "recalibration": {"n_labeled": m, "skipped_rows": len(inp.errors),
+                             "guarantee": guarantee,
+                             "from": str(calibrator) if isinstance(calibrator, (str, Path))
+                             else "a Calibration"}}
+    return Calibration(cal, new, inp.errors,
+                       doc.get("scorer_fingerprint") if isinstance(doc, dict) else None)
 
 
 # ------------------------------------------------------------------ apply

@@ -13,6 +13,7 @@ from scoreband.cli._app import (
     app,
     console,
     err,
+    fail,
     guard,
     print_warnings,
     report_rows,
@@ -26,8 +27,11 @@ from scoreband.cli._options import (
     HtmlOpt,
     LoOpt,
     MedianOpt,
+    NRatingsOpt,
+    RatingsOpt,
     ScorerOpt,
     Table_,
+    TargetOpt,
     check_engine,
     open_unit,
     split_options,
@@ -176,6 +180,75 @@ def calibrate(
     fit.save(out)
     console.print(f"calibrated {fit.calibrator!r} on {fit.inputs['n_calibration']} rows -> "
                   f"{out}")
+
+
+# ------------------------------------------------------------------ recalibrate
+@app.command()
+@guard
+def recalibrate(
+    calibrator: Annotated[Path, typer.Argument(help="Calibrator JSON to start from (its "
+                                                    "fitted model is kept).")],
+    table: Annotated[Path | None, typer.Argument(
+        help="Labeled rows of the new domain, scored like the calibration rows.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="New calibrator JSON.")] = None,
+    target: TargetOpt = None,
+    ratings: RatingsOpt = None,
+    n_ratings: NRatingsOpt = None,
+    median: MedianOpt = None,
+    lo: LoOpt = None,
+    hi: HiOpt = None,
+    plan: Annotated[float | None, typer.Option(
+        "--plan", min=0.001, max=0.5,
+        help="Say how many labeled rows keep the coverage within this slack of the target "
+             "(e.g. 0.05) with probability 1 - --delta.")] = None,
+    delta: Annotated[float, typer.Option(
+        "--delta", callback=open_unit,
+        help="Probability that the guarantee may fail over the draw of the labels.")] = 0.1,
+):
+    """Adapt a calibrator to a new domain from a few labeled rows: keep its fitted model
+    (CQR's regressor, CHR's histogram, CRC's omega, auto's choice, a map) and redo only the
+    conformal step on the new rows; the coverage guarantee for that many labels is printed
+    and saved.
+
+    Example: scoreband recalibrate cal.json paintings_labeled.csv --target human
+    --out cal_paintings.json; scoreband recalibrate cal.json --plan 0.05
+    """
+    from scoreband import api
+    from scoreband.conformal import load_calibrator
+    from scoreband.conformal.recalibrate import label_plan, min_labels
+
+    cal, _ = load_calibrator(calibrator)
+    if plan is not None:
+        _print_plan(label_plan(cal.alpha, sorted({plan, 0.02, 0.05, 0.1}), delta), plan,
+                    cal.alpha, min_labels(cal.alpha))
+    if table is None:
+        if plan is None:
+            fail("give the labeled TABLE of the new domain (or --plan SLACK for the planner)")
+        return
+    if out is None:
+        fail("`out`: give the new calibrator's file (--out NEW.json)")
+    fit = api.recalibrate(calibrator, table, columns=dict(target=target, ratings=ratings,
+                                                          median=median, lo=lo, hi=hi),
+                          n_ratings=n_ratings, delta=delta, on_warning=warn)
+    report_rows(fit.errors, fit.inputs["recalibration"]["n_labeled"] + len(fit.errors))
+    fit.save(out)
+    g = fit.inputs["recalibration"]["guarantee"]
+    console.print(f"recalibrated {fit.calibrator!r} on {g['m']} labeled rows -> {out}")
+    console.print(f"guarantee on the new domain: expected coverage in [{g['expected_low']:.3f},"
+                  f" {g['expected_high']:.3f}]; with probability "
+                  f"{g['with_probability']['probability']:.0%} over these labels, coverage "
+                  f">= {g['with_probability']['coverage']:.3f}", soft_wrap=False)
+
+
+def _print_plan(rows: list[dict], plan: float, alpha: float, need: int) -> None:
+    t = Table(title=f"labels for a new domain at alpha = {alpha:g} (at least {need})")
+    for c in ("slack", "coverage at least", "with probability", "labeled rows"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        mark = " <" if abs(r["slack"] - plan) < 1e-12 else ""
+        t.add_row(f"{r['slack']:g}{mark}", f"{r['coverage_at_least']:.3f}",
+                  f"{r['probability']:.0%}", f"{r['labels']:,}")
+    console.print(t)
 
 
 # ------------------------------------------------------------------ apply

@@ -130,6 +130,20 @@ class Calibrator(ABC):
         self.params_ = self._fit_params(pred.take(idx), y[idx])
         return self
 
+    def conformalize(self, pred: Predictions, y01) -> Calibrator:
+        """Redo only the conformal step on fresh items (a new domain's few labels), keeping
+        the fitted model and what was chosen at calibration (CRC's omega, ``auto``'s
+        method, a monotone map). Returns self. Valid for the fresh items' distribution
+        with at least ``ceil(1/alpha) - 1`` of them (:mod:`scoreband.conformal.recalibrate`).
+        """
+        self._require_fitted()
+        self._check_pred(pred)
+        y = check_targets(y01, len(pred))
+        if len(pred) == 0:
+            raise InputError("cannot recalibrate on an empty set of predictions")
+        self.params_ = self._conformal_params(pred, y, self.params_)
+        return self
+
     def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
         """Fit the learned part (if any) on a ``train_frac`` share of the items; returns the
         indices left for the conformal step (all items for methods without a model).

@@ -65,6 +65,12 @@ class _Grouped(Calibrator):
     def _check_pred(self, pred):
         self.base._check_pred(pred)
 
+    def conformalize(self, pred, y01):
+        raise InputError(f"{self.method}: recalibrating group-conditional bands on a few "
+                         "labels is not supported (each group would need its own labels); "
+                         "calibrate anew on the new domain, or recalibrate a calibrator "
+                         "without groups")
+
     def _fit_params(self, pred, y01):  # pragma: no cover - grouped fit is done in fit()
         raise NotImplementedError
 
