@@ -63,6 +63,8 @@ def text_or_file(value: str | None) -> str | None:
     if value is not None and value.startswith("@"):
         from scoreband.files import check_readable
 
+        if not Path(value[1:]).exists():
+            fail(f"{value}: file not found")
         f = check_readable(value[1:], "file")
         if f.stat().st_size > 1 << 20:
             fail(f"{value}: above 1 MiB; a prompt or rubric file is text of a few KB")

@@ -343,3 +343,8 @@ def _print_shift(shift: dict | None) -> None:
     ess = (f"; effective sample of the weights {shift['effective_sample_size']:.0f} of "
            f"{shift['n_cal']}" if "effective_sample_size" in shift else "")
     err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g})" + ess)
+    if shift["p_value"] < 0.01:
+        err.print("  the bands' guarantee is for rows like the calibration items; to adapt it, "
+                  "label a few of these rows and run `scoreband recalibrate CALIBRATOR "
+                  "LABELED_TABLE --out NEW.json` (`scoreband recalibrate CALIBRATOR --plan "
+                  "0.05` says how many labels)", markup=False)
