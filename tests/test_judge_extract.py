@@ -344,10 +344,12 @@ def test_score_position_is_the_label_after_the_last_delimiter(reasoning, label, 
 @settings(max_examples=300, deadline=None)
 @given(entries=st.lists(st.tuples(st.sampled_from(["1", " 1", "\u25812", "\u01203", "4", " 5",
                                                    "x", " the"]),
-                                  st.floats(-20, 0)), max_size=12))
+                                  st.floats(-20, 0)), max_size=12,
+                        unique_by=lambda e: e[0]))  # a top-k list names each token once
 def test_folding_conserves_probability(entries):
     """Folded label mass + missing mass = 1 when the listed probabilities sum to <= 1; every
-    variant's mass lands on its label."""
+    variant's mass lands on its label. (A token listed twice counts once: see
+    test_a_token_listed_twice_counts_once.)"""
     total = np.logaddexp.reduce([lp for _, lp in entries]) if entries else -np.inf
     entries = [(t, lp - max(total, 0.0)) for t, lp in entries]  # listed mass <= 1
     lp, missing = fold_top_logprobs(entries, LABELS)
@@ -357,6 +359,15 @@ def test_folding_conserves_probability(entries):
     np.testing.assert_allclose(np.exp(lp[np.isfinite(lp)]).sum() + missing
                                if np.isfinite(lp).any() else missing, max(1.0, listed),
                                atol=1e-9)
+
+
+def test_a_token_listed_twice_counts_once():
+    lp, missing = fold_top_logprobs([(" 4", np.log(0.5)), (" 4", np.log(0.5)),
+                                     ("4", np.log(0.2))], LABELS)
+    np.testing.assert_allclose(np.exp(lp[3]), 0.7)
+    np.testing.assert_allclose(missing, 0.3)
+    with pytest.raises(ValueError, match="add up to"):
+        fold_top_logprobs([(" 4", np.log(0.9)), (" 3", np.log(0.9))], LABELS)
 
 
 def test_judge_study_refuses_the_wrong_grid_and_runs_without_tasks(tmp_path):
