@@ -391,7 +391,7 @@ def test_shift_alarm():
     assert moved["p_value"] < 1e-6 and moved["auc"] > 0.6
 
 
-def _shifted(rng, n):
+def _new_domain(rng, n):
     """Domain B: the same scorer, biased upwards and noisier than on domain A."""
     m, lo, hi, _ = heteroscedastic(rng, n)
     y = np.clip(m - 0.12 + rng.normal(0, 0.12, n), 0, 1)
@@ -411,7 +411,7 @@ def test_recalibration_on_a_few_new_domain_labels_over_1000_resamplings(method, 
         ma, la, ha, ya = heteroscedastic(rng, 400)
         pa = Predictions(ma, lo=la, hi=ha, features=np.column_stack([ma, ha - la]))
         cal = make_calibrator(method, 0.1, seed=r).fit(pa, ya)
-        mb, lb, hb, yb = _shifted(rng, m + 100)
+        mb, lb, hb, yb = _new_domain(rng, m + 100)
         pb = Predictions(mb, lo=lb, hi=hb, features=np.column_stack([mb, hb - lb]))
         test = pb.take(slice(m, None))
         b0 = cal.predict(test)

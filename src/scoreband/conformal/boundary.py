@@ -138,9 +138,9 @@ def snap_to_grid(y, scale: Scale, n_ratings, decimals=None):
         hi_v = scale.lo + np.ceil(k[i]) / r[i]
         why = ("lies as close to" if ambiguous[i] else "is not within its rounding unit "
                f"({tol[i]:.2g}) of")
-        bad[int(i)] = (f"target {y[i]:g} {why} the achievable means of {int(r[i])} "
-                       f"rating(s) {lo_v:.4g} and {hi_v:.4g}; store the target with more "
-                       "decimals, or give `ratings` (each item's ratings)")
+        bad[int(i)] = (f"target {y[i]:g} {why} the achievable grid of means of {int(r[i])} "
+                       f"rating(s): {lo_v:.4g} and {hi_v:.4g}; store the target with more "
+                       "decimals, check `n_ratings`, or give `ratings` (each item's ratings)")
     snapped = np.where(ok & ~ambiguous, out, y)
     moved = ok & ~ambiguous & ~exact
     return snapped, moved, bad
