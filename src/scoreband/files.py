@@ -50,6 +50,7 @@ MANIFEST = ".scoreband-files"
 class _Policy:
     inputs: list[tuple[str, Path]] = field(default_factory=list)  # (what, path)
     folders: list[Path] = field(default_factory=list)  # folder outputs (resolved)
+    manifests: dict = field(default_factory=dict)  # folder -> the names in its manifest
 
 
 _POLICY: contextvars.ContextVar[_Policy | None] = contextvars.ContextVar("scoreband_outputs",
@@ -72,7 +73,8 @@ def output_policy(inputs=(), folders=()):
     any replace of a file in a folder output that scoreband did not write. Nested policies
     add to the outer one."""
     outer = _POLICY.get()
-    pol = _Policy(list(outer.inputs) if outer else [], list(outer.folders) if outer else [])
+    pol = _Policy(list(outer.inputs) if outer else [], list(outer.folders) if outer else [],
+                  outer.manifests if outer else {})
     for what, p in inputs:
         if p is not None and str(p) != "":
             pol.inputs.append((what, Path(p).expanduser()))
@@ -130,7 +132,7 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
     root = _owning_folder(path, pol)
     if root is not None and path.name != MANIFEST:
         rel = path.resolve().relative_to(root).as_posix()
-        if rel not in _manifest(root):
+        if rel not in _manifest(root, pol):
             raise InputError(f"{str(path)!r} exists and was not written by scoreband (it is "
                              f"not in {str(root / MANIFEST)!r}): scoreband does not replace "
                              "files it did not write; move it away or choose another folder")
@@ -149,26 +151,32 @@ def _owning_folder(path: Path, pol: _Policy | None) -> Path | None:
     return best
 
 
-def _manifest(folder: Path) -> set[str]:
-    try:
-        text = (folder / MANIFEST).read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError):
-        return set()
-    return {line for line in text.splitlines() if line}
+def _manifest(folder: Path, pol: _Policy) -> set[str]:
+    """The names in ``folder``'s manifest, read once per command run (then kept up to date
+    by :func:`record_written`, so writing n files costs O(n), not O(n^2))."""
+    if folder not in pol.manifests:
+        try:
+            text = (folder / MANIFEST).read_text(encoding="utf-8")
+        except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError):
+            text = ""
+        pol.manifests[folder] = {line for line in text.splitlines() if line}
+    return pol.manifests[folder]
 
 
 def record_written(path) -> None:
     """Add ``path`` to the manifest of the folder output that holds it (if any)."""
     path = Path(path)
-    root = _owning_folder(path, _POLICY.get())
+    pol = _POLICY.get()
+    root = _owning_folder(path, pol)
     if root is None or path.name == MANIFEST:
         return
     rel = path.resolve().relative_to(root).as_posix()
-    known = _manifest(root)
+    known = _manifest(root, pol)
     if rel in known:
         return
     with open(root / MANIFEST, "a", encoding="utf-8") as f:
         f.write(rel + "\n")
+    known.add(rel)
 
 
 @contextmanager

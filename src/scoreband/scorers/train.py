@@ -516,6 +516,11 @@ def write_model_card(model_dir, command: str, report: dict, calib: dict, heldout
         calibration={**calib, "source": "fresh in-domain items"}, heldout=heldout)
 
 
+#: the files a training run writes at the top of its folder
+MODEL_FILES = ("model.safetensors", "heads.safetensors", "backbone.safetensors", "config.json",
+               "calibrator.json", "MODEL_CARD.md", "SHA256SUMS")
+
+
 def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) -> None:
     """A finished run in ``out`` (its weights are there) is never silently continued or
     mixed with a new one: refused unless ``resume`` (continue from its checkpoint) or
@@ -534,15 +539,19 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
         raise InputError(f"{str(out)!r} holds a finished model; pass `overwrite` to replace "
                          "it, `resume` to continue it from its checkpoint, or another `out`")
     if overwrite and finished:  # only a model's own files; anything else stays
-        for name in ("model.safetensors", "heads.safetensors", "backbone.safetensors",
-                     "config.json", "calibrator.json", "MODEL_CARD.md", "SHA256SUMS",
-                     "checkpoint", "cache"):
+        for name in (*MODEL_FILES, "checkpoint", "cache"):
             f = out / name
             shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
     if resume and not (out / "checkpoint").is_dir():
         raise InputError(f"`resume`: {str(out)!r} has no checkpoint folder to continue from")
     if out.is_dir():
         _adopt_run(out)
+        # the files a run writes, checked now (not after the training) against the output
+        # policy: a foreign config.json is refused before any work
+        from scoreband.files import check_output
+
+        for name in MODEL_FILES:
+            check_output(out / name)
 
 
 def _adopt_run(out: Path) -> None:
