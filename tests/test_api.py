@@ -60,3 +60,18 @@ def test_top_level_names_are_the_api():
     assert scoreband.evaluate is sb.evaluate and scoreband.apply is sb.apply
     with pytest.raises(AttributeError):
         scoreband.nothing_here  # noqa: B018
+
+
+def test_the_api_is_discoverable_and_takes_python_values():
+    import scoreband as sb
+    from scoreband.errors import InputError
+
+    assert {"evaluate", "calibrate", "recalibrate", "apply", "read_table"} <= set(dir(sb))
+    df = sb.read_table(sb.example_table())
+    cols = dict(ratings="ratings", median="median", pred_scale=(0, 1))
+    a = sb.evaluate(df, {**cols, "scale": (1, 5)}, {"method": "split"}, seeds=2)
+    b = sb.evaluate(df, {**cols, "scale": "1,5", "pred_scale": "0,1"}, {"method": "split"},
+                    seeds=2)
+    assert a["after"]["coverage"] == b["after"]["coverage"]
+    with pytest.raises(InputError, match="unknown column key.*feature; known: .*features"):
+        sb.evaluate(df, {**cols, "scale": (1, 5), "feature": "x"}, {"method": "split"})

@@ -102,12 +102,17 @@ def _columns(value) -> ColumnSpec:
     if isinstance(value, ColumnSpec):
         return value
     d = dict(value)
+    known = {f.name for f in fields(ColumnSpec)}
+    bad = sorted(set(d) - known)
+    if bad:
+        raise InputError(f"unknown column key(s) {', '.join(bad)}; known: "
+                         f"{', '.join(sorted(known))}")
     if "scale" not in d:
-        raise InputError("give the target's `scale`, e.g. '1,5'")
-    d["scale"] = d["scale"] if isinstance(d["scale"], Scale) else Scale.parse(str(d["scale"]))
+        raise InputError("give the target's `scale`, e.g. '1,5' or (1, 5)")
+    d["scale"] = d["scale"] if isinstance(d["scale"], Scale) else Scale.parse(d["scale"])
     ps = d.get("pred_scale")
     if ps is not None and not isinstance(ps, Scale):
-        d["pred_scale"] = Scale.parse(str(ps), integer=False)
+        d["pred_scale"] = Scale.parse(ps, integer=False)
     return ColumnSpec(**d)
 
 

@@ -67,7 +67,11 @@ class Scale:
         Scale(lo=1.0, hi=5.0, integer=True)
         >>> Scale.parse("0,1")
         Scale(lo=0.0, hi=1.0, integer=False)
+        >>> Scale.parse((1, 5)) == Scale.parse("1,5")
+        True
         """
+        if isinstance(text, (tuple, list)):  # Python values: (1, 5)
+            text = ",".join(str(v) for v in text)
         parts = [p.strip() for p in str(text).split(",")]
         if len(parts) != 2:
             raise InputError(f"`scale` expects 'A,B' (e.g. 1,5 or 0,1), got {text!r}")
