@@ -15,7 +15,8 @@ through :func:`check_output` before it creates or replaces a file, and it refuse
   those files may be replaced.
 
 The CLI declares each command's inputs and outputs once (:func:`output_policy`, from the
-command's options); the Python API declares its own where a function takes both.
+command's options); a Python caller may declare its own with the same context manager
+(without one, only the non-regular-file rule applies).
 
 Free of pandas, so the conformal core and calibrator files load fast.
 """
@@ -39,7 +40,7 @@ from scoreband.errors import InputError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
            "to_jsonable", "file_sha256", "model_source", "output_policy", "check_output",
-           "check_outputs", "record_written", "MANIFEST", "read_json", "json_depth",
+           "record_written", "MANIFEST", "read_json", "json_depth",
            "check_readable"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
@@ -88,15 +89,6 @@ def output_policy(inputs=(), folders=()):
         yield pol
     finally:
         _POLICY.reset(token)
-
-
-def check_outputs(outputs, inputs=()) -> None:
-    """Check every ``(what, path)`` output before any work (see :func:`check_output`), with
-    ``inputs`` added to the running policy's."""
-    with output_policy(inputs):
-        for what, p in outputs:
-            if p is not None and str(p) != "":
-                check_output(p, what=what)
 
 
 def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
