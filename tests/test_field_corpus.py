@@ -467,23 +467,33 @@ def _score_peak_kb(table, out) -> tuple[int, str]:
     return int(res.stdout.split("PEAK_KB")[-1].split()[0]), res.stdout + res.stderr
 
 
-def test_score_huge_image_memory(w, tmp_path):
-    """The 1.5 GB file is flagged without being read: the command's peak memory is that of
-    the same table with a small image in its place (within 64 MB), far below the file's
-    size. (The absolute peak is the process's baseline - torch, the model, the shift
-    alarm's reference items: 450-550 MB in one venv on the development machine, 620-640 MB
-    in a fresh CI venv on the same machine, where `import torch` alone takes 57 MB more.)"""
-    twin = pd.read_csv(w / "world" / "odd.csv")
-    twin.loc[0, "image"] = twin.loc[2, "image"]
-    twin.to_csv(tmp_path / "twin.csv", index=False)
-    import shutil
+def test_score_huge_image_memory(w):
+    """The 1.5 GB file is flagged without being read. The command's absolute peak stays far
+    below the file's size (it is the process's baseline: torch, the model, the shift alarm's
+    reference items, 440-660 MB on the development machine and bimodal from run to run by
+    ~90 MB, so two runs' peaks are not compared); the decoder itself, given the file after
+    a warm-up, raises the per-row error while its peak grows by less than 16 MB."""
+    import subprocess
+    import sys
 
-    shutil.copytree(w / "world" / "images", tmp_path / "images")
-    peak, text = _score_peak_kb(w / "world" / "odd.csv", tmp_path / "o.csv")
-    base, _ = _score_peak_kb(tmp_path / "twin.csv", tmp_path / "t.csv")
+    peak, text = _score_peak_kb(w / "world" / "odd.csv", w / "huge_scored.csv")
     assert "above the 256 MiB" in text
-    assert peak - base < 64_000, (peak, base)
     assert peak < 1_000_000, peak
+    code = ("from scoreband.images import decode_image\n"
+            "def hwm():\n"
+            "    return int([x for x in open('/proc/self/status')\n"
+            "                if x.startswith('VmHWM')][0].split()[1])\n"
+            f"decode_image({str(w / 'world' / 'grey8.png')!r})\n"
+            "before = hwm()\n"
+            "try:\n"
+            f"    decode_image({str(w / 'world' / 'huge.png')!r})\n"
+            "except ValueError as e:\n"
+            "    print('REFUSED', e)\n"
+            "print('GROWTH_KB', hwm() - before)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "REFUSED" in res.stdout and "256 MiB" in res.stdout, res.stdout + res.stderr
+    assert int(res.stdout.split("GROWTH_KB")[-1].split()[0]) < 16_000, res.stdout
 
 
 def test_train_alpha_reaches_the_calibrator(tmp_path):
