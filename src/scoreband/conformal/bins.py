@@ -149,9 +149,17 @@ def nested_scores(P, cls, u=None) -> np.ndarray:
     """Conformity score of each item's class: the mass of the nested interval when the class
     joins it; with ``u`` (uniforms in [0, 1)) the mass before it plus ``u`` times its own.
 
+    The most probable class scores 0: :func:`nested_bands` never leaves a band empty, so
+    that class is in every band, whatever the threshold. Scoring it by its mass instead
+    makes the randomised rule over-cover wherever one class holds most items: on SummEval
+    *consistency* (82 % of the targets are 5.0) CHR covered 0.932 instead of 0.90, because
+    the 2.6 % of bands the rule would have emptied kept their mode and covered it.
+
     >>> P = np.array([[0.1, 0.5, 0.3, 0.1]])
     >>> nested_scores(P, [2]).round(6).tolist(), nested_scores(P, [2], [0.5]).round(6).tolist()
     ([0.8], [0.65])
+    >>> nested_scores(P, [1], [0.5]).tolist()                 # the mode: in every band
+    [0.0]
     """
     P = np.asarray(P, dtype=float)
     cls = np.asarray(cls, dtype=int)
@@ -162,7 +170,7 @@ def nested_scores(P, cls, u=None) -> np.ndarray:
     before = np.cumsum(mass, axis=1) - mass
     own = mass[rows, pos]
     w = np.ones(len(P)) if u is None else np.asarray(u, dtype=float)
-    return before[rows, pos] + w * own
+    return np.where(pos == 0, 0.0, before[rows, pos] + w * own)
 
 
 def nested_bands(P, q: float, v=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
