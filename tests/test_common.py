@@ -77,6 +77,8 @@ CASES = {
     "crc-cluster-mondrian": ("crc-cluster-mondrian", {"n_clusters": 3},
                              INTERVAL + ["--embedding", "emb_0,emb_1", "--clusters", "3"]),
     "cqr": ("cqr", {}, FEATURES),
+    "fitted": ("fitted", {}, FEATURES),
+    "fitted-median-only": ("fitted", {}, PRED),
     "chr": ("chr", {}, FEATURES),
     "chr-no-randomize": ("chr", {"randomize": False}, FEATURES + ["--no-randomize"]),
     "cqr-randomize": ("cqr", {"randomize": True}, FEATURES + ["--randomize"]),
@@ -265,7 +267,6 @@ def test_predictions_object_roundtrip_keeps_n_ratings():
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["--median", "judge_expected", "--method", "auto"], "at least two methods"),
     (["--median", "clip_score", "--map", "isotonic", "--method", "split"], "at least 10 items"),
     (["--median", "judge_expected", "--map", "cubic"], "unknown map"),
     (["--median", "judge_expected", "--features", "logp_*", "--method", "chr",
@@ -281,6 +282,22 @@ def test_real_table_bad_input_is_a_clear_error(tmp_path, args, msg):
     assert res.exit_code == 2, res.output
     assert msg in " ".join(res.output.split()) and "Traceback" not in res.output
     assert not (tmp_path / "c.json").exists()
+
+
+def test_auto_on_a_point_column_alone_weighs_split_against_a_fitted_score(tmp_path):
+    from scoreband.conformal import Auto
+
+    df = judge_table(400)
+    df.to_csv(tmp_path / "t.csv", index=False)
+    res = runner.invoke(app, ["calibrate", str(tmp_path / "t.csv"), *BASE, "--median",
+                              "judge_expected", "--method", "auto", "--out",
+                              str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    state = json.loads((tmp_path / "c.json").read_text())
+    assert set(state["calibrator"]["model"]["widths"]) == {"split", "fitted", "marginal"}
+    with pytest.raises(Exception, match="at least two methods"):
+        Auto(0.1, candidates=["split"]).fit(Predictions(np.linspace(0, 1, 400)),
+                                            np.linspace(0, 1, 400))
 
 
 def test_nan_features_are_reported_rows(tmp_path):

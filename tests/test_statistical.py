@@ -217,6 +217,53 @@ def test_chr_coverage_over_1000_splits(randomize):
         assert covs.mean() > hi_b
 
 
+def test_fitted_point_score_coverage_over_1000_resplits():
+    """Split conformal on the fitted score (ridge + isotonic on a 50 % share, the residual
+    conformalized on the other 150 items): coverage within the split-conformal bounds."""
+    from scoreband.conformal import Fitted
+
+    rng = np.random.default_rng(31)
+    covs = []
+    for _ in range(1000):
+        m, lo, hi, y = heteroscedastic(rng, 400)
+        p = Predictions(np.full(400, np.nan), features=np.c_[m ** 2, hi - lo, rng.normal(size=400)])
+        cal = Fitted(0.1).fit(p.take(slice(0, 300)), y[:300])
+        assert cal.params_["n"] == 150
+        b = cal.predict(p.take(slice(300, None)))
+        covs.append(covered(b.lo01, b.hi01, y[300:]).mean())
+    covs = np.array(covs)
+    lo_b, hi_b = coverage_bounds(150, 0.1)
+    _assert_in_band(covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs)), lo_b, hi_b)
+
+
+@pytest.mark.parametrize("randomize", [True, False])
+def test_fitted_on_discrete_targets(randomize):
+    """Means of 3 ratings (ties): randomised, exact; otherwise valid (over-covering)."""
+    from scoreband.conformal import Fitted
+
+    rng = np.random.default_rng(32)
+    pred, y = _discrete(rng, 3000)
+    pred = Predictions(np.full(len(y), np.nan), features=pred.features)
+    cal = Fitted(0.1, scale=Scale(1, 5, integer=True), randomize=randomize)
+    cal._fit_model(pred.take(slice(0, 600)), y[:600])
+    assert cal.model_["logprobs"]  # five non-positive columns on 1-5: the expected score too
+    covs = []
+    for r in range(500):
+        p = 600 + rng.permutation(len(y) - 600)
+        c, t = p[:300], p[300:600]
+        cal.params_ = cal._fit_params(pred.take(c), y[c])
+        cal.seed = r
+        b = cal.predict(pred.take(t))
+        covs.append(covered(b.lo01, b.hi01, y[t]).mean())
+    covs = np.array(covs)
+    se = covs.std(ddof=1) / np.sqrt(len(covs))
+    lo_b, hi_b = coverage_bounds(300, 0.1)
+    if randomize:
+        _assert_in_band(covs.mean(), se, lo_b, hi_b)
+    else:
+        assert covs.mean() >= lo_b - Z * se
+
+
 def test_chr_randomized_exact_when_one_class_holds_most_items():
     """SummEval-consistency-shaped targets (80 % at the top of the scale): the randomised CHR
     covers 1 - alpha, not the 0.93 it gave while the always-kept mode was scored by its mass."""

@@ -24,7 +24,7 @@ from scoreband.conformal.crc import (
     crc_select,
     quantiles_crossed,
 )
-from scoreband.conformal.learned import CHR, CQR, R2CCP, Marginal
+from scoreband.conformal.learned import CHR, CQR, R2CCP, Fitted, Marginal
 from scoreband.conformal.mapping import MAP_KINDS, Mapped, MonotoneMap
 from scoreband.conformal.mondrian import ClusterConservative, Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
@@ -33,7 +33,7 @@ from scoreband.conformal.weighted import WeightedSplit, shift_test
 from scoreband.registry import Registry
 
 __all__ = [
-    "Calibrator", "SplitConformal", "CRC", "CQR", "R2CCP", "CHR", "Marginal", "Auto",
+    "Calibrator", "SplitConformal", "Fitted", "CRC", "CQR", "R2CCP", "CHR", "Marginal", "Auto",
     "Mapped", "MonotoneMap", "MAP_KINDS", "WeightedSplit", "shift_test", "Mondrian", "ClusterConservative", "n_conformal",
     "absolute_residual_interval", "crc_residuals", "crc_interval", "crc_select",
     "quantiles_crossed", "boundary_adjust", "adjust_band", "conformal_rank",
@@ -88,6 +88,9 @@ def _register_methods() -> None:
     reg = METHODS.register
     reg("split", factory=simple(SplitConformal, randomize=True),
         help="absolute residual around the point prediction")
+    reg("fitted", factory=simple(Fitted, randomize=True),
+        help="absolute residual around a point score fitted to the targets (ridge on the "
+        "median and `features`, then an isotonic map)")
     reg("crc", factory=crc("auto"), help="conformal risk control of the scorer's 90 % "
         "interval (omega, beta); omega chosen on its own share when n >= 100")
     reg("crc-exact", factory=crc("split"), help="CRC, omega always chosen on its own share")

@@ -35,16 +35,19 @@ from scoreband.records import Band, Predictions, Scale
 __all__ = ["Auto", "CANDIDATES", "usable_candidates"]
 
 #: Every method ``auto`` can choose, in order of preference on equal widths.
-CANDIDATES = ("split", "crc", "cqr", "chr", "r2ccp", "marginal")
+CANDIDATES = ("split", "fitted", "crc", "cqr", "chr", "r2ccp", "marginal")
 
 
 def usable_candidates(pred: Predictions) -> list[str]:
     """The candidates the given predictions allow: ``split`` needs a point prediction,
-    ``crc`` an uncalibrated interval, ``cqr``/``chr``/``r2ccp`` features; ``marginal``
-    needs nothing."""
+    ``fitted`` a point prediction or features, ``crc`` an uncalibrated interval,
+    ``cqr``/``chr``/``r2ccp`` features; ``marginal`` needs nothing."""
     out = []
-    if len(pred) and np.isfinite(pred.median).all():
+    has_median = bool(len(pred)) and bool(np.isfinite(pred.median).all())
+    if has_median:
         out.append("split")
+    if has_median or pred.features is not None:
+        out.append("fitted")
     if pred.lo is not None:
         out.append("crc")
     if pred.features is not None:
@@ -54,7 +57,7 @@ def usable_candidates(pred: Predictions) -> list[str]:
 
 def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool) -> Calibrator:
     from scoreband.conformal.crc import CRC
-    from scoreband.conformal.learned import CHR, CQR, R2CCP, Marginal
+    from scoreband.conformal.learned import CHR, CQR, R2CCP, Fitted, Marginal
     from scoreband.conformal.split import SplitConformal
 
     if name == "split":
@@ -63,7 +66,7 @@ def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool
         return CRC(alpha, scale=scale, selection="same")
     if name == "r2ccp":
         return R2CCP(alpha, scale=scale, seed=seed)
-    cls = {"cqr": CQR, "chr": CHR, "marginal": Marginal}[name]
+    cls = {"fitted": Fitted, "cqr": CQR, "chr": CHR, "marginal": Marginal}[name]
     return cls(alpha, scale=scale, seed=seed, randomize=randomize)
 
 
@@ -140,8 +143,9 @@ class Auto(Calibrator):
             missing = [c for c in self.candidates if c not in usable]
             if missing:
                 raise InputError(f"auto candidate(s) {', '.join(missing)} cannot run on these "
-                                 "predictions: split needs a point prediction (median), crc an "
-                                 "uncalibrated interval (lo, hi), cqr/chr/r2ccp features")
+                                 "predictions: split needs a point prediction (median), fitted "
+                                 "a median or features, crc an uncalibrated interval (lo, hi), "
+                                 "cqr/chr/r2ccp features")
             names = list(dict.fromkeys([*self.candidates, "marginal"]))
         real = [c for c in names if c != "marginal"]
         if len(real) < 2:

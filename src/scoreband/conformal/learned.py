@@ -1,5 +1,5 @@
 """Conformal methods with a learned part on features (e.g. judge score-token log-probs):
-CQR, R2CCP and CHR, and the no-model marginal band.
+split conformal on a fitted point score, CQR, R2CCP and CHR, and the no-model marginal band.
 
 Each fits its model on a ``train_frac`` share of the calibration items and runs the conformal
 step on the rest, so the guarantee holds. Models persist as plain JSON numbers (no pickle).
@@ -25,7 +25,8 @@ from scoreband.conformal.split import quantile_params
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions
 
-__all__ = ["CQR", "R2CCP", "CHR", "Marginal", "density_sets", "fit_softmax", "softmax_probs"]
+__all__ = ["Fitted", "CQR", "R2CCP", "CHR", "Marginal", "density_sets", "fit_softmax",
+           "softmax_probs", "looks_like_logprobs"]
 
 
 def _features(pred: Predictions, method: str) -> np.ndarray:
@@ -79,6 +80,130 @@ class _Learned(Calibrator):
         if self.model_ is not None and pred.features.shape[1] != self.model_["n_features"]:
             raise InputError(f"{self.method} was fitted on {self.model_['n_features']} feature "
                              f"columns, got {pred.features.shape[1]}")
+
+
+def looks_like_logprobs(X: np.ndarray, scale) -> bool:
+    """Whether feature columns are the log-probs of a judge's score tokens: one column per
+    integer point of ``scale`` (5 for 1-5), every value <= 0."""
+    return (scale is not None and scale.integer and X.ndim == 2
+            and X.shape[1] == int(round(scale.hi - scale.lo)) + 1 and X.shape[1] >= 2
+            and bool((X <= 1e-9).all()))
+
+
+@register
+class Fitted(_Learned):
+    """Split conformal around a point score fitted to the targets from the given columns.
+
+    What a careful user would try before anything fancier: ridge regression (regularisation
+    chosen by leave-one-out, scikit-learn's ``RidgeCV``) on the standardised columns - the
+    point prediction when there is one, the features, and, when the features are a judge's
+    score-token log-probs (:func:`looks_like_logprobs`), their expected score - then an
+    isotonic map of its output onto [0, 1] (a judge's expected score is often on the wrong
+    part of the scale: 4.6 where the experts say 3). Both are fitted on the ``train_frac``
+    share; the residual ``|y - fit|`` is conformalized on the rest, as split conformal.
+
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.uniform(size=600)
+    >>> X = np.c_[3 * y ** 2 + rng.normal(0, 0.05, 600), rng.normal(size=600)]
+    >>> cal = Fitted(0.1).fit(Predictions(np.full(600, np.nan), features=X), y)
+    >>> band = cal.predict(Predictions(np.full(2, np.nan), features=[[0.75, 0.0], [3.0, 0.0]]))
+    >>> (band.hi01 - band.lo01 < 0.2).all(), band.median01.round(1).tolist()
+    (np.True_, [0.5, 1.0])
+    """
+
+    method = "fitted"
+
+    def _columns(self, pred: Predictions, fitting: bool) -> np.ndarray:
+        cols = []
+        med = pred.median
+        has_median = bool(len(med)) and bool(np.isfinite(med).all())
+        if fitting:
+            logp = pred.features is not None and looks_like_logprobs(
+                np.asarray(pred.features, dtype=float), self.scale)
+            self.model_ = {"median": has_median, "features": pred.features is not None,
+                           "logprobs": logp}
+        m = self.model_
+        if m["median"]:
+            if not has_median:
+                raise InputError("fitted was fitted with a point prediction (median); these "
+                                 "predictions have none")
+            cols.append(np.asarray(med, dtype=float)[:, None])
+        if m["features"]:
+            X = _features(pred, self.method)
+            cols.append(X)
+            if m["logprobs"]:
+                from scoreband.logprobs import expected_score
+
+                cols.append(expected_score(X)[:, None])
+        if not cols:
+            raise InputError("fitted needs a point prediction (median) or feature columns")
+        return np.hstack(cols)
+
+    def _fit_model(self, pred, y):
+        from sklearn.linear_model import RidgeCV
+
+        X = self._columns(pred, fitting=True)
+        mu, sd = X.mean(0), X.std(0) + 1e-8
+        Z = np.clip((X - mu) / sd, -10, 10)
+        r = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(Z, y)
+        raw = Z @ r.coef_ + r.intercept_
+        from scoreband.conformal.mapping import MonotoneMap
+
+        iso = MonotoneMap("isotonic").fit(raw, y) if len(np.unique(raw)) > 1 else None
+        self.model_.update({"n_columns": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(),
+                            "coef": r.coef_.tolist(), "intercept": float(r.intercept_),
+                            "ridge_alpha": float(r.alpha_),
+                            "map": None if iso is None else iso.to_dict()})
+
+    def point(self, pred: Predictions) -> np.ndarray:
+        """The fitted point score on [0, 1]."""
+        from scoreband.conformal.mapping import MonotoneMap
+
+        m = self.model_
+        X = self._columns(pred, fitting=False)
+        Z = np.clip((X - np.asarray(m["mu"])) / np.asarray(m["sd"]), -10, 10)
+        raw = Z @ np.asarray(m["coef"]) + m["intercept"]
+        if m["map"] is None:
+            return np.clip(raw, 0, 1)
+        return np.clip(MonotoneMap.from_dict(m["map"]).transform(raw), 0, 1)
+
+    def _check_pred(self, pred):
+        if self.model_ is None:
+            if pred.features is None and not (len(pred) and np.isfinite(pred.median).all()):
+                raise InputError("fitted needs a point prediction (median) or feature columns")
+            return
+        if self.model_["features"]:
+            _features(pred, self.method)
+            want = self.model_["n_columns"] - self.model_["median"] - self.model_["logprobs"]
+            if pred.features.shape[1] != want:
+                raise InputError(f"fitted was fitted on {want} feature columns, got "
+                                 f"{pred.features.shape[1]}")
+
+    def conformity(self, pred, y):
+        return np.abs(y - self.point(pred))
+
+    def _apply(self, pred, params):
+        q = params["q"]
+        full = np.full(len(pred), not math.isfinite(q) or q >= 1.0)
+        q = 0.0 if not math.isfinite(q) else q
+        m = self.point(pred)
+        lo, hi = self._open_ties(m - q, m + q, params)
+        return lo, hi, full
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        self._require_fitted()
+        self._check_pred(pred)
+        lo, hi, full = self._apply(pred, self.params_)
+        return self._band(Predictions(self.point(pred)), lo, hi, full)
+
+    def difficulty(self, pred):
+        """The spread of the judge's score distribution (log-prob features), else the base
+        interval's width."""
+        if self.model_ is not None and self.model_["logprobs"]:
+            from scoreband.logprobs import distribution_std_from_logprobs
+
+            return distribution_std_from_logprobs(pred.features)
+        return super().difficulty(pred)
 
 
 @register
