@@ -207,16 +207,20 @@ def calibrate(table, columns, config=None, *, n_ratings: int | None = None,
     if cfg.adjust_boundary:
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
     cal = cfg.factory(spec.scale, spec.groups is not None)()
-    with warnings.catch_warnings(record=on_warning is not None) as caught:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         cal.fit(inp.pred, inp.y01, groups=inp.groups)
-    for w in dict.fromkeys([*(str(w.message) for w in caught or ()), *inp.notes]):
-        if on_warning is not None:
-            on_warning(w)
+    fit_notes = list(dict.fromkeys(str(w.message) for w in caught))
+    for w in fit_notes if on_warning is None else ():
+        warnings.warn(w, stacklevel=2)
+    notes = list(dict.fromkeys([*fit_notes, *inp.notes]))
+    for w in notes if on_warning is not None else ():
+        on_warning(w)
     inputs = {"columns": spec.to_dict(), "adjust_boundary": cfg.adjust_boundary,
               "n_ratings": float(np.median(inp.n_ratings)), "n_calibration": len(inp.pred),
               "skipped_rows": len(inp.errors)}
-    if inp.notes:
-        inputs["notes"] = list(inp.notes)
+    if notes:  # what changed on the way (snapped targets, a change of representation)
+        inputs["notes"] = notes
     return Calibration(cal, inputs, inp.errors, scorer_id or table_fingerprint(df))
 
 

@@ -27,7 +27,12 @@ import numpy as np
 from scoreband.errors import InputError
 from scoreband.records import Scale
 
-__all__ = ["TargetClasses", "target_classes", "nested_order", "nested_scores", "nested_bands"]
+__all__ = ["TargetClasses", "target_classes", "coarse_edges", "spread_histogram", "nested_order",
+           "nested_scores", "nested_bands", "MIN_ITEMS_PER_CLASS"]
+
+#: below this many training items per class on average, CHR fits its histogram on coarse
+#: cells and spreads it over the classes (:func:`coarse_edges`, :func:`spread_histogram`)
+MIN_ITEMS_PER_CLASS = 10
 
 
 class TargetClasses:
@@ -118,6 +123,46 @@ def target_classes(scale: Scale, y01, n_ratings=None, bins: int = 50,
         warnings.warn(f"CHR / R2CCP classes: {why}, so {bins} equal bins of the scale are "
                       "used instead of the achievable targets", stacklevel=2)
     return uniform_bins(bins)
+
+
+def coarse_edges(scale: Scale, n_train: int) -> np.ndarray:
+    """Edges on [0, 1] of the coarse cells a small table's histogram is fitted on: one cell
+    per integer rating of an integer scale (centred on it: 7 cells for 1-7), else
+    ``n_train // MIN_ITEMS_PER_CLASS`` equal cells (at least 2).
+
+    >>> coarse_edges(Scale(1, 5, integer=True), 150).tolist()
+    [0.0, 0.125, 0.375, 0.625, 0.875, 1.0]
+    """
+    if scale.integer and scale.width >= 1:
+        k = int(round(scale.width))
+        mids = (np.arange(k) + 0.5) / k
+        return np.concatenate([[0.0], mids, [1.0]])
+    return np.linspace(0.0, 1.0, max(2, n_train // MIN_ITEMS_PER_CLASS) + 1)
+
+
+def spread_histogram(P, edges, lo_edges, hi_edges) -> np.ndarray:
+    """A histogram over coarse cells (``(n, C)``, cells between consecutive ``edges``) spread
+    over finer classes (``[lo_edges, hi_edges]`` each): the coarse distribution function,
+    linear within each cell, evaluated at the fine classes' edges. Each row still sums to 1;
+    mass is shared between neighbouring achievable values in proportion to the span each
+    one stands for. This is the regularisation of a histogram over hundreds of achievable
+    means (uneven rater counts) fitted on a few hundred items.
+
+    >>> spread_histogram(np.array([[0.5, 0.5]]), [0, 0.5, 1], [0, 0.25, 0.75], [0.25, 0.75, 1]
+    ...                  ).tolist()
+    [[0.25, 0.5, 0.25]]
+    """
+    P = np.asarray(P, dtype=float)
+    cdf = np.concatenate([np.zeros((len(P), 1)), np.cumsum(P, axis=1)], axis=1)
+    e = np.asarray(edges, dtype=float)
+    # piecewise-linear CDF at each fine edge: locate its cell, interpolate within
+    def at(x):
+        x = np.clip(np.asarray(x, dtype=float), e[0], e[-1])
+        j = np.clip(np.searchsorted(e, x, side="right") - 1, 0, len(e) - 2)
+        t = (x - e[j]) / np.maximum(e[j + 1] - e[j], 1e-300)
+        return cdf[:, j] * (1 - t) + cdf[:, j + 1] * t
+    Q = np.maximum(at(hi_edges) - at(lo_edges), 0.0)
+    return Q / np.maximum(Q.sum(axis=1, keepdims=True), 1e-300)
 
 
 def nested_order(P) -> np.ndarray:

@@ -16,9 +16,12 @@ import numpy as np
 from scoreband.conformal._core import open_tied_edges
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.bins import (
+    MIN_ITEMS_PER_CLASS,
     TargetClasses,
+    coarse_edges,
     nested_bands,
     nested_scores,
+    spread_histogram,
     target_classes,
 )
 from scoreband.conformal.split import quantile_params
@@ -500,6 +503,13 @@ class CHR(_Learned):
         expectation. Discrete targets otherwise over-cover, because whole classes are added
         at a time. Draws come from ``seed``, so a given table always gets the same bands.
     C : inverse regularisation strength of the logistic regression
+    coarse : ``"auto"``: when the training share holds fewer than
+        :data:`~scoreband.conformal.bins.MIN_ITEMS_PER_CLASS` items per class (uneven rater
+        counts give hundreds of achievable means; 50 bins on 150 items), the classifier is
+        fitted on coarse cells (one per integer rating) and its histogram spread over the
+        classes by its piecewise-linear distribution function (said in a warning);
+        ``"never"`` / ``"always"``. On a 1-7 table with 3-11 ratings per item and 150
+        training items this takes CHR from 1.8x to about split conformal's width.
 
     Examples
     --------
@@ -517,14 +527,17 @@ class CHR(_Learned):
     method = "chr"
 
     def __init__(self, alpha: float = 0.1, *, bins: int = 50, grid: str = "auto",
-                 randomize: bool = True, C: float = 1.0, **kw):
+                 randomize: bool = True, C: float = 1.0, coarse: str = "auto", **kw):
         super().__init__(alpha, randomize=randomize, **kw)
         if grid not in ("auto", "never", "always"):
             raise InputError(f"grid must be 'auto', 'never' or 'always', got {grid!r}")
-        self.bins, self.grid, self.C = int(bins), grid, C
+        if coarse not in ("auto", "never", "always"):
+            raise InputError(f"coarse must be 'auto', 'never' or 'always', got {coarse!r}")
+        self.bins, self.grid, self.C, self.coarse = int(bins), grid, C, coarse
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "bins": self.bins, "grid": self.grid, "C": self.C}
+        return {**super().get_config(), "bins": self.bins, "grid": self.grid, "C": self.C,
+                "coarse": self.coarse}
 
     def _classes(self) -> TargetClasses:
         return TargetClasses.from_dict(self.model_["classes"])
@@ -534,16 +547,34 @@ class CHR(_Learned):
         classes = target_classes(self.scale, y, pred.n_ratings, self.bins, self.grid)
         mu, sd = X.mean(0), X.std(0) + 1e-8
         Z = np.clip((X - mu) / sd, -10, 10)
+        edges = coarse_edges(self.scale, len(y))
+        use = len(edges) - 1 < len(classes) and (
+            self.coarse == "always"
+            or (self.coarse == "auto" and len(y) < MIN_ITEMS_PER_CLASS * len(classes)))
+        if use:
+            import warnings
+
+            warnings.warn(f"CHR: {len(y)} training items for {len(classes)} classes, so the "
+                          f"histogram is fitted on {len(edges) - 1} coarse cells and spread "
+                          "over the classes (`coarse` never to fit every class)", stacklevel=2)
+            cells = np.clip(np.searchsorted(edges, y, side="right") - 1, 0, len(edges) - 2)
+            model = fit_softmax(Z, cells, len(edges) - 1, self.C)
+        else:
+            model = fit_softmax(Z, classes.classify(y), len(classes), self.C)
         self.model_ = {"n_features": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(),
-                       "classes": classes.to_dict(),
-                       **fit_softmax(Z, classes.classify(y), len(classes), self.C)}
+                       "classes": classes.to_dict(), **model,
+                       "coarse_edges": edges.tolist() if use else None}
 
     def probs(self, pred: Predictions) -> np.ndarray:
         """Predicted histogram over the classes, ``(n, K)``."""
         m = self.model_
         Z = np.clip((_features(pred, self.method) - np.asarray(m["mu"])) / np.asarray(m["sd"]),
                     -10, 10)
-        return softmax_probs(m, Z)
+        P = softmax_probs(m, Z)
+        if m.get("coarse_edges") is not None:
+            c = self._classes()
+            P = spread_histogram(P, m["coarse_edges"], c.lo_edges, c.hi_edges)
+        return P
 
     def _uniforms(self, n: int, stream: int) -> np.ndarray | None:
         if not self.randomize:
