@@ -2,15 +2,16 @@
 
 The table functions of :mod:`scoreband.api` are here too (loaded on first use, so that
 ``import scoreband`` stays light): ``scoreband.evaluate(df, columns, config)``,
-``scoreband.calibrate(...)``, ``scoreband.apply(df, calibration)``, ``scoreband.read_table``.
+``scoreband.calibrate(...)``, ``scoreband.apply(df, calibration)``, ``scoreband.systems(df,
+...)`` (which system is better), ``scoreband.read_table``.
 """
 
 __version__ = "0.1.0"
 
 from scoreband.records import Band, Predictions, Record, Scale  # noqa: E402
 
-_API = ("evaluate", "calibrate", "recalibrate", "apply", "read_table", "example_table",
-        "CalibrationConfig")
+_API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "read_table",
+        "example_table", "CalibrationConfig")
 
 __all__ = ["Band", "Predictions", "Record", "Scale", "__version__", *_API]
 

@@ -31,7 +31,7 @@ from scoreband.io import ColumnSpec, Inputs, load_inputs, read_table
 from scoreband.records import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
-           "calibrate", "recalibrate", "apply", "apply_file",
+           "calibrate", "recalibrate", "apply", "apply_file", "systems",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
 
 #: Every command that writes a table adds columns under one prefix and writes the reason a
@@ -450,3 +450,34 @@ def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray
         errs[e.position] = f"{e.column}: {e.reason}"
     out[ERROR_COLUMN["apply"]] = errs
     return out
+
+
+# ------------------------------------------------------------------ systems
+def systems(table, *, system_col: str, score, target: str, scale, item_col: str | None = None,
+            alpha: float = 0.05, method: str = "ppi++", plan: float | None = None,
+            strict: bool = False, seed: int = 0):
+    """Which system is better, and by how much in human terms: each system's mean human
+    score with a valid ``1 - alpha`` interval from its few labeled rows and many scored
+    ones (PPI++; ``method`` ``ppi`` or ``classical`` for the labels alone), every pair's
+    difference (paired on ``item_col`` when given), Holm-adjusted p-values and simultaneous
+    rank sets. ``table``: a DataFrame or a path; rows with an empty ``target`` are
+    unlabeled; ``score``: one column name or several (combined in one cross-fitted map).
+    Returns a :class:`scoreband.inference.systems.SystemsResult` (``.doc``, ``.table()``,
+    ``.write(out, html=None)``); the same as ``scoreband systems``.
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"system": np.repeat(["a", "b"], 500), "item": np.tile(range(500), 2)})
+    >>> df["human"] = np.clip(3 + 0.5 * (df.system == "b") + rng.normal(0, 0.5, 1000), 1, 5)
+    >>> df["metric"] = df.human + rng.normal(0, 0.3, 1000)
+    >>> df.loc[df.item >= 40, "human"] = np.nan                 # 40 labels per system
+    >>> res = systems(df, system_col="system", score="metric", target="human", scale=(1, 5),
+    ...               item_col="item")
+    >>> [r["system"] for r in res.doc["ranking"]], res.doc["pairs"][0]["significant"]
+    (['b', 'a'], True)
+    """
+    from scoreband.inference.systems import systems_study
+
+    return systems_study(_frame(table), system_col=system_col, scores=score, target=target,
+                         scale=scale, item_col=item_col, alpha=alpha, method=method,
+                         plan=plan, strict=strict, seed=seed)

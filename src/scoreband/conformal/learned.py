@@ -143,32 +143,16 @@ class Fitted(_Learned):
         return np.hstack(cols)
 
     def _fit_model(self, pred, y):
-        from sklearn.linear_model import RidgeCV
+        from scoreband.pointfit import fit_point_model
 
         X = self._columns(pred, fitting=True)
-        mu, sd = X.mean(0), X.std(0) + 1e-8
-        Z = np.clip((X - mu) / sd, -10, 10)
-        r = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(Z, y)
-        raw = Z @ r.coef_ + r.intercept_
-        from scoreband.conformal.mapping import MonotoneMap
-
-        iso = MonotoneMap("isotonic").fit(raw, y) if len(np.unique(raw)) > 1 else None
-        self.model_.update({"n_columns": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(),
-                            "coef": r.coef_.tolist(), "intercept": float(r.intercept_),
-                            "ridge_alpha": float(r.alpha_),
-                            "map": None if iso is None else iso.to_dict()})
+        self.model_.update(fit_point_model(X, y))
 
     def point(self, pred: Predictions) -> np.ndarray:
         """The fitted point score on [0, 1]."""
-        from scoreband.conformal.mapping import MonotoneMap
+        from scoreband.pointfit import predict_point_model
 
-        m = self.model_
-        X = self._columns(pred, fitting=False)
-        Z = np.clip((X - np.asarray(m["mu"])) / np.asarray(m["sd"]), -10, 10)
-        raw = Z @ np.asarray(m["coef"]) + m["intercept"]
-        if m["map"] is None:
-            return np.clip(raw, 0, 1)
-        return np.clip(MonotoneMap.from_dict(m["map"]).transform(raw), 0, 1)
+        return predict_point_model(self.model_, self._columns(pred, fitting=False))
 
     def _check_pred(self, pred):
         if self.model_ is None:

@@ -174,7 +174,7 @@ def kind_of(doc: dict) -> str:
     if "after" in doc and "theoretical_coverage" in doc:
         return "evaluate"
     raise ValueError("not a scoreband results file (evaluate, demo, judge-study, "
-                     "roundtrip-study or stress)")
+                     "roundtrip-study, stress or systems)")
 
 
 def _evaluate(doc: dict) -> dict:
@@ -341,8 +341,14 @@ def _stress(doc: dict) -> dict:
     return {"title": "stress study", "verdict": verdict, "blocks": blocks}
 
 
+def _systems(doc: dict) -> dict:
+    from scoreband.inference.report import systems_section
+
+    return systems_section(doc)
+
+
 _SECTIONS = {"evaluate": _evaluate, "demo": _demo, "judge-study": _judge,
-             "roundtrip-study": _roundtrip, "stress": _stress}
+             "roundtrip-study": _roundtrip, "stress": _stress, "systems": _systems}
 
 
 def _provenance(doc: dict) -> str:
@@ -370,7 +376,17 @@ def render_report(docs: list[dict], title: str | None = None) -> str:
     return env.get_template("report.html.j2").render(
         title=title or "scoreband report: " + ", ".join(s["title"] for s in sections),
         version=__version__, created=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        sections=sections, definitions=DEFINITIONS, provenance=prov)
+        sections=sections, definitions=_definitions(docs), provenance=prov)
+
+
+def _definitions(docs) -> list:
+    """The terms the report's sections use (each kind adds its own)."""
+    defs = list(DEFINITIONS)
+    if any(kind_of(d) == "systems" for d in docs):
+        from scoreband.inference.report import DEFINITIONS as SYSTEMS
+
+        defs += SYSTEMS
+    return defs
 
 
 def write_report(docs, out, title: str | None = None) -> Path:
