@@ -245,7 +245,7 @@ def run_thumb(root: Path, seeds: int) -> dict:
     # the learned methods on every metric's column at once (features alone)
     feat = Predictions(np.full(len(df), np.nan), features=feats)
     for method in ("fitted", "chr", "cqr", "auto"):
-        res[f"all-metrics {method}"] = ev(
+        res[f"features {method}"] = ev(
             lambda m=method: make_calibrator(m, 0.1, scale=scale), feat)
     return res
 
@@ -262,8 +262,7 @@ def print_thumb(res: dict) -> None:
           f"{a['coverage']:.3f} / {a['width']:.2f}; no-model marginal band: "
           f"{m['coverage']:.3f} / {m['width']:.2f}")
     best = min(min(v["isotonic"]["width"], v["linear"]["width"]) for v in res["metrics"].values())
-    learned = {k.split()[-1]: v for k, v in res.items() if k.startswith("all-metrics ")
-               and k != "all-metrics auto"}
+    learned = {k.split()[-1]: v for k, v in res.items() if k.startswith("features ")}
     print("on all 16 metric columns as features (no median): " + ", ".join(
         f"{k} {v['coverage']:.3f} / {v['width']:.2f}" for k, v in learned.items()))
     print(f"best single column (split CP, mapped): {best:.2f}; auto <= 1.02x: "

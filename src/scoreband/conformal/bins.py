@@ -27,7 +27,7 @@ import numpy as np
 from scoreband.errors import InputError
 from scoreband.records import Scale
 
-__all__ = ["TargetClasses", "target_classes", "coarse_edges", "spread_histogram", "nested_order",
+__all__ = ["TargetClasses", "target_classes", "support_bins", "coarse_edges", "spread_histogram", "nested_order",
            "nested_scores", "nested_bands", "MIN_ITEMS_PER_CLASS"]
 
 #: below this many training items per class on average, CHR fits its histogram on coarse
@@ -57,15 +57,19 @@ class TargetClasses:
     def classify(self, y01) -> np.ndarray:
         """The class of each target (nearest grid point, or the bin that holds it)."""
         y = np.asarray(y01, dtype=float)
-        if self.kind == "grid":
+        if self.kind in ("grid", "support"):
             mids = (self.centers[1:] + self.centers[:-1]) / 2
             return np.searchsorted(mids, y, side="right")
-        k = len(self.centers)
-        return np.clip(np.floor(y * k).astype(int), 0, k - 1)
+        # bins [lo_edge, hi_edge) (the last one closed), equal or not
+        return np.searchsorted(self.hi_edges[:-1], y, side="right")
 
     def band(self, lo_cls, hi_cls) -> tuple[np.ndarray, np.ndarray]:
-        """The band ``[lo, hi]`` on [0, 1] of a run of classes."""
-        if self.kind == "grid":
+        """The band ``[lo, hi]`` on [0, 1] of a run of classes: from value to value on a
+        grid and on the values a table's targets take (``support``: a target off those
+        values belongs to its nearest one, so it may lie up to half a gap outside a band
+        that keeps that value; on THumB 0.5 % of the targets are off the common values),
+        from edge to edge for bins."""
+        if self.kind in ("grid", "support"):
             return self.centers[lo_cls], self.centers[hi_cls]
         return self.lo_edges[lo_cls], self.hi_edges[hi_cls]
 
@@ -86,10 +90,29 @@ def uniform_bins(k: int) -> TargetClasses:
     return TargetClasses("bins", (e[:-1] + e[1:]) / 2, e[:-1], e[1:])
 
 
+def support_bins(values) -> TargetClasses:
+    """One bin per distinct value the targets take, its edges halfway to the neighbouring
+    values (a table whose targets lie on a few values, such as THumB's half points on a
+    scale read as continuous: equal bins there leave runs of empty bins between the values,
+    and the nested intervals wander over them).
+
+    A band runs from the lowest kept value to the highest, as on a grid.
+
+    >>> support_bins([0.5, 0.0, 1.0, 0.5]).hi_edges.tolist()
+    [0.25, 0.75, 1.0]
+    """
+    v = np.unique(np.asarray(values, dtype=float))
+    mids = (v[1:] + v[:-1]) / 2
+    return TargetClasses("support", v, np.concatenate([[0.0], mids]),
+                         np.concatenate([mids, [1.0]]))
+
+
 def target_classes(scale: Scale, y01, n_ratings=None, bins: int = 50,
-                   grid: str = "auto") -> TargetClasses:
+                   grid: str = "auto", support: bool = False) -> TargetClasses:
     """Grid classes when every target is the mean of the same number of integer ratings on an
-    integer scale (``grid="auto"``), else ``bins`` equal bins.
+    integer scale (``grid="auto"``), else ``bins`` equal bins - or, with ``support``, one
+    bin per value the targets take when they take at most ``bins`` values
+    (:func:`support_bins`).
 
     ``grid="never"`` forces bins; ``grid="always"`` raises when the targets are not on one grid.
     """
@@ -118,11 +141,15 @@ def target_classes(scale: Scale, y01, n_ratings=None, bins: int = 50,
         why = "the number of ratings per target is unknown"
     if grid == "always":
         raise InputError(f"the targets have no achievable grid: {why}")
+    distinct = np.unique(np.round(y, 12))
+    use_support = support and 2 <= len(distinct) <= bins
     if grid == "auto" and scale.integer:
         # a change of representation is never silent (the band's ends are then bin edges)
-        warnings.warn(f"CHR / R2CCP classes: {why}, so {bins} equal bins of the scale are "
-                      "used instead of the achievable targets", stacklevel=2)
-    return uniform_bins(bins)
+        what = (f"{len(distinct)} bins around the values the targets take" if use_support
+                else f"{bins} equal bins of the scale")
+        warnings.warn(f"CHR / R2CCP classes: {why}, so {what} are used instead of the "
+                      "achievable targets", stacklevel=2)
+    return support_bins(distinct) if use_support else uniform_bins(bins)
 
 
 def coarse_edges(scale: Scale, n_train: int) -> np.ndarray:

@@ -528,7 +528,8 @@ class CHR(_Learned):
 
     def _fit_model(self, pred, y):
         X = _features(pred, self.method)
-        classes = target_classes(self.scale, y, pred.n_ratings, self.bins, self.grid)
+        classes = target_classes(self.scale, y, pred.n_ratings, self.bins, self.grid,
+                                 support=True)
         mu, sd = X.mean(0), X.std(0) + 1e-8
         Z = np.clip((X - mu) / sd, -10, 10)
         edges = coarse_edges(self.scale, len(y))
