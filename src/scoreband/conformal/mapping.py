@@ -45,8 +45,12 @@ class MonotoneMap:
         else:
             from sklearn.isotonic import IsotonicRegression
 
-            iso = IsotonicRegression(increasing="auto", out_of_bounds="clip",
-                                     y_min=0.0, y_max=1.0).fit(x, y)
+            import warnings
+
+            with warnings.catch_warnings():  # "auto" direction on a weak metric: not news
+                warnings.filterwarnings("ignore", message="Confidence interval of the Spearman")
+                iso = IsotonicRegression(increasing="auto", out_of_bounds="clip",
+                                         y_min=0.0, y_max=1.0).fit(x, y)
             self.params = {"x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}
         return self
 
