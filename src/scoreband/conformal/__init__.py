@@ -88,9 +88,6 @@ def _register_methods() -> None:
     reg = METHODS.register
     reg("split", factory=simple(SplitConformal, randomize=True),
         help="absolute residual around the point prediction")
-    reg("fitted", factory=simple(Fitted, randomize=True),
-        help="absolute residual around a point score fitted to the targets (ridge on the "
-        "median and `features`, then an isotonic map)")
     reg("crc", factory=crc("auto"), help="conformal risk control of the scorer's 90 % "
         "interval (omega, beta); omega chosen on its own share when n >= 100")
     reg("crc-exact", factory=crc("split"), help="CRC, omega always chosen on its own share")
@@ -108,6 +105,9 @@ def _register_methods() -> None:
         "`features` (band = their hull)")
     reg("marginal", factory=simple(Marginal, randomize=True),
         help="one band from the targets alone (a baseline any method should beat)")
+    reg("fitted", factory=simple(Fitted, randomize=True),
+        help="absolute residual around a point score fitted to the targets (ridge on the "
+        "median and `features`, then an isotonic map)")
     reg("auto", factory=auto, help="the narrowest candidate on one share of the items, "
         "conformalized on another")
     reg("weighted-split", factory=weighted, help="split conformal reweighted for covariate "

@@ -27,7 +27,7 @@ DEFINITIONS = [
 
 
 def _forest(doc: dict) -> str:
-    from scoreband.report.html import _plt, _svg
+    from scoreband.report.blocks import _plt, _svg
 
     plt = _plt()
     rank = doc["ranking"][::-1]
@@ -49,7 +49,7 @@ def _forest(doc: dict) -> str:
 
 
 def systems_section(doc: dict) -> dict:
-    from scoreband.report.html import _f, _fig, _table
+    from scoreband.report.blocks import _f, _fig, _table
 
     level = f"{1 - doc['alpha']:.0%}"
     best = doc["ranking"][0]

@@ -5,7 +5,6 @@ fetched when it is opened (no scripts, fonts or images from elsewhere)."""
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 from scoreband.errors import InputError
 from scoreband.files import atomic_write_text, read_json
 from scoreband.metrics import binomial_ci
+from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
 
 __all__ = ["render_report", "write_report", "kind_of", "DEFINITIONS"]
 
@@ -46,24 +46,8 @@ DEFINITIONS = [
 
 
 # ------------------------------------------------------------------ figures
-def _svg(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]  # no XML prologue inside HTML
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small and searchable
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str, list]:
@@ -150,20 +134,14 @@ def _lines_figure(series: dict[str, tuple[list, list]], *, xlabel: str, ylabel: 
     return _svg(fig)
 
 
-def _f(v, d: int = 3) -> str:
-    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{d}f}"
 
 
 def _ms(d) -> str:
     return "-" if not isinstance(d, dict) else f"{_f(d.get('mean'))} ± {_f(d.get('std'))}"
 
 
-def _table(header, rows, title=None) -> dict:
-    return {"kind": "table", "header": header, "rows": rows, "title": title}
 
 
-def _fig(svg, caption) -> dict:
-    return {"kind": "figure", "svg": svg, "caption": caption}
 
 
 # ------------------------------------------------------------------ sections

@@ -1,0 +1,44 @@
+"""The building blocks of the HTML report's sections: inline SVG figures from matplotlib,
+number formatting, tables and figures as the template renders them. Shared by
+:mod:`scoreband.report.html` and the sections that live beside their commands
+(:mod:`scoreband.inference.report`)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+__all__ = ["_svg", "_plt", "_f", "_table", "_fig"]
+
+
+def _svg(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # no XML prologue inside HTML
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small and searchable
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _f(v, d: int = 3) -> str:
+    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{d}f}"
+
+
+def _table(header, rows, title=None) -> dict:
+    return {"kind": "table", "header": header, "rows": rows, "title": title}
+
+
+def _fig(svg, caption) -> dict:
+    return {"kind": "figure", "svg": svg, "caption": caption}
