@@ -291,6 +291,35 @@ def test_chr_randomized_exact_when_one_class_holds_most_items():
     _assert_in_band(covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs)), lo_b, hi_b)
 
 
+def test_chr_on_support_values_covers_targets_between_them():
+    """Classes on the values the training targets take (a continuous scale): targets between
+    two of those values (unseen in training) score as the later of the two to join, so the
+    band as reported (value to value) covers 1 - alpha over 300 resplits."""
+    from scoreband.conformal import CHR
+
+    rng = np.random.default_rng(9)
+    n = 5000
+    q = rng.uniform(0.3, 1.0, n)
+    y = np.clip(np.round((q + rng.normal(0, 0.1, n)) * 8) / 8, 0, 1)
+    pred = Predictions(np.full(n, np.nan), features=(q + rng.normal(0, 0.1, n))[:, None])
+    cal = CHR(0.1, scale=Scale(1, 5))
+    cal._fit_model(pred.take(slice(0, 1000)), y[:1000])  # on-value targets only
+    assert cal._classes().kind == "support"
+    off = rng.uniform(size=n) < 0.1
+    y = np.where(off & (np.arange(n) >= 1000), np.clip(y + rng.uniform(-0.06, 0.06, n), 0, 1), y)
+    covs = []
+    for r in range(300):
+        p = 1000 + rng.permutation(n - 1000)
+        c, t = p[:400], p[400:800]
+        cal.params_ = cal._fit_params(pred.take(c), y[c])
+        cal.seed = r
+        b = cal.predict(pred.take(t))
+        covs.append(covered(b.lo01, b.hi01, y[t]).mean())
+    covs = np.array(covs)
+    lo_b, hi_b = coverage_bounds(400, 0.1)
+    _assert_in_band(covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs)), lo_b, hi_b)
+
+
 def test_chr_randomized_bands_match_the_calibrator():
     # the pure functions above are what CHR.fit / predict run: same coverage on fresh items
     from scoreband.conformal import CHR

@@ -65,10 +65,9 @@ class TargetClasses:
 
     def band(self, lo_cls, hi_cls) -> tuple[np.ndarray, np.ndarray]:
         """The band ``[lo, hi]`` on [0, 1] of a run of classes: from value to value on a
-        grid and on the values a table's targets take (``support``: a target off those
-        values belongs to its nearest one, so it may lie up to half a gap outside a band
-        that keeps that value; on THumB 0.5 % of the targets are off the common values),
-        from edge to edge for bins."""
+        grid and on the values a table's targets take (``support``; CHR scores a target
+        between two values as the later of the two to join its band, so the guarantee is
+        that of the band as reported), from edge to edge for bins."""
         if self.kind in ("grid", "support"):
             return self.centers[lo_cls], self.centers[hi_cls]
         return self.lo_edges[lo_cls], self.hi_edges[hi_cls]

@@ -569,8 +569,17 @@ class CHR(_Learned):
     def conformity(self, pred, y):
         """Mass of the nested interval when the item's class joins it (randomised: the mass
         before it plus a uniform share of its own)."""
-        cls = self._classes().classify(y)
-        return nested_scores(self.probs(pred), cls, self._uniforms(len(y), 0))
+        classes, P, u = self._classes(), self.probs(pred), self._uniforms(len(y), 0)
+        if classes.kind != "support":
+            return nested_scores(P, classes.classify(y), u)
+        # a band on the values the targets take runs from value to value: a target between
+        # two values is inside only once both have joined, so it scores as the later one
+        c = classes.centers
+        below = np.clip(np.searchsorted(c, y + 1e-12, side="right") - 1, 0, len(c) - 1)
+        above = np.where(np.abs(y - c[below]) <= 1e-12, below,
+                         np.minimum(below + 1, len(c) - 1))
+        below = np.where(y < c[0] - 1e-12, 0, below)
+        return np.maximum(nested_scores(P, below, u), nested_scores(P, above, u))
 
     def _apply(self, pred, params):
         q = params["q"]
