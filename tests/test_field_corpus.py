@@ -450,21 +450,24 @@ def test_sixteen_bit_png_scores_as_its_eight_bit_twin(w):
     np.testing.assert_allclose(df["band_median"][0], df["band_median"][1], atol=1e-6)
 
 
-def _score_peak_kb(table, out) -> tuple[int, str]:
-    """VmHWM of a `scoreband score` process (not ru_maxrss: Linux carries the parent's peak
-    into a child's ru_maxrss)."""
+_HWM = ("def hwm():\n"
+        "    return int([x for x in open('/proc/self/status')\n"
+        "                if x.startswith('VmHWM')][0].split()[1])\n")
+
+
+def _python(code: str, timeout: int = 300) -> str:
+    """Run ``code`` in a fresh interpreter with ``hwm()`` (this process's VmHWM in kB; not
+    ru_maxrss: Linux carries the parent's peak into a child's ru_maxrss); its output."""
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "from scoreband.cli import main\n"
-            f"sys.argv = ['scoreband', 'score', {str(table)!r}, '--out', {str(out)!r}]\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
-            "print('PEAK_KB', hwm.split()[1])\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
-    return int(res.stdout.split("PEAK_KB")[-1].split()[0]), res.stdout + res.stderr
+    res = subprocess.run([sys.executable, "-c", _HWM + code], capture_output=True, text=True,
+                         timeout=timeout)
+    return res.stdout + res.stderr
+
+
+def _value(text: str, key: str) -> int:
+    return int(text.split(key)[-1].split()[0])
 
 
 def test_score_huge_image_memory(w):
@@ -473,27 +476,24 @@ def test_score_huge_image_memory(w):
     reference items, 440-660 MB on the development machine and bimodal from run to run by
     ~90 MB, so two runs' peaks are not compared); the decoder itself, given the file after
     a warm-up, raises the per-row error while its peak grows by less than 16 MB."""
-    import subprocess
-    import sys
-
-    peak, text = _score_peak_kb(w / "world" / "odd.csv", w / "huge_scored.csv")
+    text = _python("import sys\n"
+                   "from scoreband.cli import main\n"
+                   f"sys.argv = ['scoreband', 'score', {str(w / 'world' / 'odd.csv')!r}, "
+                   f"'--out', {str(w / 'huge_scored.csv')!r}]\n"
+                   "try:\n    main()\nexcept SystemExit:\n    pass\n"
+                   "print('PEAK_KB', hwm())\n")
     assert "above the 256 MiB" in text
-    assert peak < 1_000_000, peak
-    code = ("from scoreband.images import decode_image\n"
-            "def hwm():\n"
-            "    return int([x for x in open('/proc/self/status')\n"
-            "                if x.startswith('VmHWM')][0].split()[1])\n"
-            f"decode_image({str(w / 'world' / 'grey8.png')!r})\n"
-            "before = hwm()\n"
-            "try:\n"
-            f"    decode_image({str(w / 'world' / 'huge.png')!r})\n"
-            "except ValueError as e:\n"
-            "    print('REFUSED', e)\n"
-            "print('GROWTH_KB', hwm() - before)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
-    assert "REFUSED" in res.stdout and "256 MiB" in res.stdout, res.stdout + res.stderr
-    assert int(res.stdout.split("GROWTH_KB")[-1].split()[0]) < 16_000, res.stdout
+    assert _value(text, "PEAK_KB") < 1_000_000, text
+    text = _python("from scoreband.images import decode_image\n"
+                   f"decode_image({str(w / 'world' / 'grey8.png')!r})\n"
+                   "before = hwm()\n"
+                   "try:\n"
+                   f"    decode_image({str(w / 'world' / 'huge.png')!r})\n"
+                   "except ValueError as e:\n"
+                   "    print('REFUSED', e)\n"
+                   "print('GROWTH_KB', hwm() - before)\n", timeout=120)
+    assert "REFUSED" in text and "256 MiB" in text, text
+    assert _value(text, "GROWTH_KB") < 16_000, text
 
 
 def test_train_alpha_reaches_the_calibrator(tmp_path):
