@@ -202,3 +202,36 @@ def test_cli_reference_is_generated_from_the_commands():
     doc = Path(__file__).parent.parent / "docs" / "CLI.md"
     assert doc.read_text() == options_markdown(app), (
         "docs/CLI.md is out of date: python -m scoreband.cli.docs > docs/CLI.md")
+
+
+def test_a_missing_extra_names_its_install_line(monkeypatch, tmp_path):
+    """A command that needs an optional dependency that is not installed says which extra
+    installs it (one line, exit 2), before any work."""
+    import sys
+
+    from scoreband.extras import install_hint
+
+    monkeypatch.setitem(sys.modules, "albumentations", None)  # import raises, as if absent
+    assert install_hint("transformers.models") == 'pip install "scoreband[hf]"'
+    r = run("stress", "--out", str(tmp_path / "s"), "--n", "40")
+    assert r.exit_code == 2, r.output
+    assert 'pip install "scoreband[stress]"' in " ".join(r.output.split())
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").iterdir())
+
+
+def test_every_help_fits_80_columns_without_a_cut_word():
+    """`--help` of every command at COLUMNS=80: no line over 80 characters, nothing cut
+    short with an ellipsis (rich truncates a cell it cannot wrap)."""
+    import typer.main
+
+    names = sorted(c.name for c in typer.main.get_command(app).commands.values())
+    assert "systems" in names and "demo" in names
+    bad = {}
+    for name in names:
+        r = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+        assert r.exit_code == 0, (name, r.output)
+        long = [line for line in r.output.splitlines() if len(line) > 80]
+        cut = [line for line in r.output.splitlines() if "\u2026" in line]
+        if long or cut:
+            bad[name] = long[:2] + cut[:2]
+    assert not bad, bad

@@ -25,6 +25,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain click help: it wraps every column at the terminal's width; rich's option panels
+    # cut long option names, choices and defaults with an ellipsis at 80 columns
+    rich_markup_mode=None,
 )
 console = Console()
 err = Console(stderr=True)
@@ -54,7 +57,10 @@ def _root(
 
 def fail(msg: str, code: int = 2):
     """Print an error (flags named as on this command line) and exit."""
-    err.print(f"[bold red]error:[/] {as_flags(msg)}")
+    from rich.markup import escape
+
+    # the message is plain text: "[stress]" in an install line is not a style
+    err.print(f"[bold red]error:[/] {escape(as_flags(msg))}")
     raise typer.Exit(code)
 
 
@@ -73,7 +79,9 @@ def text_or_file(value: str | None) -> str | None:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}")
+    from rich.markup import escape
+
+    err.print(f"[yellow]warning:[/] {escape(message)}")
 
 
 def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> None:
@@ -181,11 +189,25 @@ def _outputs_checked(command: str, kw: dict):
         yield
 
 
+def reflow(doc: str | None) -> str | None:
+    """A command's docstring as its help: the lines of each paragraph joined, so the
+    terminal wraps them at word boundaries (kept as written, they break mid-phrase at 80
+    columns: "truncated, not an" / "image, huge")."""
+    if not doc:
+        return doc
+    import inspect
+
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
 def guard(fn):
     """Turn scoreband errors into a clean message and exit code 2; run the command under
     the output policy (its outputs never replace its inputs, a device or a file it did not
-    write)."""
+    write). Its help is the docstring reflowed (:func:`reflow`)."""
     import functools
+
+    fn.__doc__ = reflow(fn.__doc__)
 
     @functools.wraps(fn)
     def wrapper(*a, **kw):
@@ -199,6 +221,13 @@ def guard(fn):
             fail(str(e))
         except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
             raise
+        except ModuleNotFoundError as e:  # an optional dependency: say which extra
+            from scoreband.extras import install_hint
+
+            hint = install_hint(e.name or "")
+            if hint is None or _STATE["debug"]:
+                raise
+            fail(f"this needs {e.name}, which is not installed: {hint}")
         except OSError as e:  # a path the user gave: a folder, no permission, a full disk
             if _STATE["debug"]:
                 raise
@@ -222,12 +251,14 @@ def _show_warning_once(message, category, filename, lineno, file=None, line=None
     text = " ".join(str(message).split())
     if text not in _SHOWN:
         _SHOWN.add(text)
-        err.print(f"[yellow]warning:[/] {text}", soft_wrap=True)
+        from rich.markup import escape
+
+        err.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True)
 
 
 def print_warnings(messages) -> None:
     for m in messages:
-        err.print(f"[yellow]warning:[/] {m}")
+        warn(m)
 
 
 @contextmanager

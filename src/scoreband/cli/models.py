@@ -182,8 +182,9 @@ def score(
     image, huge) and empty captions are reported per row; they never stop the batch.
 
     The default model (embedded:default) is a tiny scorer trained on the embedded synthetic
-    world (coloured shapes and their captions): it is for trying scoreband without a
-    download, not for real photos. band_ood flags rows it cannot judge (unknown words, an
+    world (coloured shapes and their captions; the README's section "The embedded world"
+    shows them and the rules an in-domain image follows): it is for trying scoreband without
+    a download, not for real photos. band_ood flags rows it cannot judge (unknown words, an
     image unlike its world) and a shift alarm is printed when the table as a whole looks
     unlike its calibration items. For real data: --model DIR from `scoreband train TABLE
     --backbone hf:... | beit3:...`, or --scorer clip-s.

@@ -57,7 +57,9 @@ K_DEFAULT = (1, 2, 4, 8, 16, 32, 63)
 
 
 def _transform(name: str, level: int, size: int):
-    import albumentations as A
+    from scoreband.extras import require
+
+    A = require("albumentations", "the stress study's distortions")
 
     v = DISTORTIONS[name][2][level - 1]
     f = size / 64.0  # pixel-sized parameters are given for 64-pixel images
@@ -435,6 +437,10 @@ def run(scorer=None, *, items: _Items | None = None, in_domain: str | None = Non
     step = on_step or (lambda msg: None)
     t0 = time.perf_counter()
     names, lvls = parse_distortions(distortions, levels)
+    if [n_ for n_ in names if n_ != "contrast"]:  # before any work: the extra is there
+        from scoreband.extras import require
+
+        require("albumentations", "the stress study's distortions")
     if items is None:
         step(f"generating {n} photo and {n} painting items of the embedded world")
         items, in_domain, scale = world_items(n, seed)
