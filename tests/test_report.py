@@ -73,6 +73,23 @@ def test_report_command_combines_results_and_refuses_others(results, tmp_path):
     assert kind_of(json.loads((results / "ev.json").read_text())) == "evaluate"
 
 
+def test_a_report_explains_itself(results, tmp_path):
+    """Every PNG the study wrote is inlined; the provenance is folded and tabulated; two
+    results of one kind get titles that tell them apart."""
+    html = (results / "st" / "report.html").read_text()
+    pngs = sorted(p.name for p in (results / "st").glob("*.png"))
+    assert pngs and html.count("data:image/png;base64,") == len(pngs)
+    assert all(f"{name}, as the command wrote it" in html for name in pngs)
+    assert "<details><summary>" in html and "package numpy" in html
+    out = tmp_path / "two.html"
+    r = runner.invoke(app, ["report", str(results / "ev.json"), str(results / "ev.json"),
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    titles = re.findall(r"<h2>(.*?)</h2>", out.read_text())
+    assert len([t for t in titles if t.startswith("evaluate")]) == 2
+    assert len(set(titles)) == len(titles), titles
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

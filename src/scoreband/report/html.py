@@ -102,11 +102,17 @@ def _curve_figure(curve: list) -> str:
 
 
 def _bar_figure(labels, values, *, xlabel: str, target: float | None = None,
-                colors=None) -> str:
+                colors=None, intervals=None) -> str:
+    """Horizontal bars; ``intervals``: (lo, hi) per bar, drawn as error bars."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(labels) + 1.2))
     y = np.arange(len(labels))
-    ax.barh(y, values, color=colors or "#2b6cb0")
+    xerr = None
+    if intervals is not None:
+        v = np.asarray(values, dtype=float)
+        lo, hi = np.asarray(intervals, dtype=float).T
+        xerr = np.vstack([np.maximum(v - lo, 0), np.maximum(hi - v, 0)])
+    ax.barh(y, values, color=colors or "#2b6cb0", xerr=xerr, ecolor="#1b1b1b", capsize=3)
     if target is not None:
         ax.axvline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
         ax.legend(loc="lower right", fontsize=8)
@@ -192,24 +198,32 @@ def _evaluate(doc: dict) -> dict:
 def _demo(doc: dict) -> dict:
     meta = doc["_meta"]
     target = 1 - meta["alpha"]
-    sets = [k for k in doc if k not in ("_meta", "study", "ood_painting_shift")]
-    rows, labels, cov = [], [], []
+    sets = [k for k in doc if k not in ("_meta", "study", "ood_painting_shift", "provenance")]
+    rows, labels, cov, cis = [], [], [], []
+    n_test = int(meta.get("n_test") or 0)
     for s in sets:
         for head, v in doc[s].items():
             a = v["after"]
-            rows.append([s, head, _ms(a["coverage"]), _ms(a["sharpness"]), _ms(a["ups"]),
-                         _ms(a["kendall_tau_c"])])
+            points = {k: a["sharpness"][k] * 4 for k in ("mean", "std")}  # on 1-5
+            rows.append([s, head, _ms(a["coverage"]), _ms(a["sharpness"]), _ms(points),
+                         _ms(a["ups"]), _ms(a["kendall_tau_c"])])
             labels.append(f"{s} / {head}")
             cov.append(a["coverage"]["mean"])
+            # each test item counted once (the splits resample the same items)
+            cis.append(binomial_ci(round(a["coverage"]["mean"] * n_test), n_test)
+                       if n_test else (np.nan, np.nan))
     best = doc["clean"]["chained_ci"]["after"]
     verdict = (f"On clean items the chained head's {target:.0%} bands cover "
                f"{best['coverage']['mean']:.3f} with width {best['sharpness']['mean']:.3f} of "
-               f"the scale; calibrated in domain and applied to paintings they cover "
+               f"the scale ({best['sharpness']['mean'] * 4:.2f} points on 1-5); calibrated in domain and applied to paintings they cover "
                f"{doc['ood_painting_shift']['chained_ci']['after']['coverage']['mean']:.3f}.")
     return {"title": "demo: the embedded world", "verdict": verdict, "blocks": [
-        _fig(_bar_figure(labels, cov, xlabel="coverage after calibration", target=target),
-             "Coverage per test set and head."),
-        _table(["test set", "head", "coverage", "width [0, 1]", "UPS", "tau-c"], rows),
+        _fig(_bar_figure(labels, cov, xlabel="coverage after calibration", target=target,
+                         intervals=cis if n_test else None),
+             f"Coverage per test set and head, with the 95 % Clopper-Pearson interval of "
+             f"each on its {n_test} distinct test items."),
+        _table(["test set", "head", "coverage", "width [0, 1]", "width (points on 1-5)",
+                "UPS", "tau-c"], rows),
         {"kind": "findings", "findings": meta["findings"]}]}
 
 
@@ -338,17 +352,51 @@ def _provenance(doc: dict) -> str:
         "packages": p.get("packages", {})}, indent=1, default=str)
 
 
-def render_report(docs: list[dict], title: str | None = None) -> str:
-    """The HTML of one report over one or more results documents."""
+def _provenance_rows(doc: dict) -> list[tuple[str, str]]:
+    """The provenance as (what, value) rows: time, command, components, package versions."""
+    p = doc.get("provenance") or doc.get("_meta", {}).get("provenance") or {}
+    rows = []
+    for k, v in p.items():
+        if k == "packages" and isinstance(v, dict):
+            rows += [(f"package {name}", str(ver)) for name, ver in v.items()]
+        elif isinstance(v, dict):
+            rows += [(f"{k}: {kk}", json.dumps(vv, default=str) if not isinstance(vv, str)
+                      else vv) for kk, vv in v.items()]
+        else:
+            rows.append((k, " ".join(v) if isinstance(v, list) else str(v)))
+    return rows
+
+
+def _image_block(path) -> dict:
+    """A PNG the command wrote, inlined (the report stays one self-contained file)."""
+    import base64
+
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return {"kind": "image", "src": f"data:image/png;base64,{data}",
+            "caption": f"{Path(path).name}, as the command wrote it beside this report."}
+
+
+def render_report(docs: list[dict], title: str | None = None, images=()) -> str:
+    """The HTML of one report over one or more results documents; ``images``: PNG files the
+    command wrote, shown in the first section."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     from scoreband import __version__
 
     sections, prov = [], []
+    seen: dict[str, int] = {}
     for doc in docs:
         kind = kind_of(doc)
         sections.append(_SECTIONS[kind](doc))
-        prov.append({"title": sections[-1]["title"], "text": _provenance(doc)})
+        t = sections[-1]["title"]
+        seen[t] = seen.get(t, 0) + 1
+        if seen[t] > 1:  # two results files of one kind: titles that tell them apart
+            sections[-1]["title"] = f"{t} ({seen[t]})"
+        prov.append({"title": sections[-1]["title"], "text": _provenance(doc),
+                     "rows": _provenance_rows(doc)})
+    if sections:
+        sections[0]["blocks"] += [_image_block(p) for p in images
+                                  if str(p).lower().endswith(".png") and Path(p).is_file()]
     env = Environment(loader=PackageLoader("scoreband.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]))
     return env.get_template("report.html.j2").render(
@@ -367,8 +415,9 @@ def _definitions(docs) -> list:
     return defs
 
 
-def write_report(docs, out, title: str | None = None) -> Path:
-    """Write the report of ``docs`` (dicts, or paths of results JSON files) to ``out``."""
+def write_report(docs, out, title: str | None = None, images=()) -> Path:
+    """Write the report of ``docs`` (dicts, or paths of results JSON files) to ``out``,
+    with the PNG ``images`` the command wrote inlined."""
     loaded = []
     for d in docs:
         if isinstance(d, dict):
@@ -383,5 +432,5 @@ def write_report(docs, out, title: str | None = None) -> Path:
             kind_of(doc)
         except ValueError as e:
             raise InputError(f"{d if not isinstance(d, dict) else 'document'}: {e}") from None
-    atomic_write_text(Path(out), render_report(loaded, title))
+    atomic_write_text(Path(out), render_report(loaded, title, images))
     return Path(out)

@@ -53,5 +53,6 @@ class StudyResult:
 
             if on_step:
                 on_step("writing the HTML report")
-            paths.append(write_report([self.doc], out / html))
+            figures = [out / name for name, _ in self.figures]
+            paths.append(write_report([self.doc], out / html, images=figures))
         return paths
