@@ -20,14 +20,20 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scoreband.errors import InputError, RowError
 from scoreband.io import ColumnSpec, Inputs, load_inputs, read_table
+
+if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
+    import pandas as pd
+
+    from scoreband.inference.systems import SystemsResult
 from scoreband.records import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
@@ -44,14 +50,32 @@ ERROR_COLUMN = {"apply": "band_error", "score": "band_error", "clip-s": "score_e
 
 @dataclass
 class CalibrationConfig:
-    """How to calibrate (the options shared by evaluate and calibrate).
+    """How to calibrate: the ``config`` of ``scoreband.evaluate`` and ``calibrate`` (a dict
+    with these keys, or this class).
 
-    method : a name of :data:`scoreband.conformal.METHODS`
-    mondrian : group-conditional bands: per ``groups`` label when the columns name one,
-        else per Easy/Medium/Hard difficulty group
-    clusters : k for the cluster rules, or ``"auto"`` (elbow + silhouette)
-    map : ``"none"``, ``"isotonic"`` or ``"linear"`` (a raw metric mapped onto the target)
-    randomize : randomised tie-breaking; None = each method's default
+    Parameters
+    ----------
+    method : str, default ``"split"``
+        A name of :data:`scoreband.conformal.METHODS`: split, crc, crc-exact, crc-same,
+        crc-cluster, crc-cluster-mondrian, cqr, chr, r2ccp, marginal, fitted, auto,
+        weighted-split.
+    alpha : float in (0, 1), default 0.1
+        Target miscoverage: bands cover 1 - alpha.
+    mondrian : bool, default False
+        Group-conditional bands: per ``groups`` label when the columns name one, else per
+        Easy/Medium/Hard difficulty group.
+    clusters : int or ``"auto"``, default ``"auto"``
+        k for the cluster rules (``"auto"``: elbow + silhouette).
+    small_group : ``"marginal"``, ``"full"`` or ``"error"``, default ``"marginal"``
+        What a Mondrian group too small for alpha gets.
+    map : ``"none"``, ``"isotonic"`` or ``"linear"``, default ``"none"``
+        A monotone map of a raw metric onto the target's scale, fitted on its own share.
+    randomize : bool or None, default None
+        Randomised tie-breaking; None = each method's default (on for chr and auto).
+    adjust_boundary : bool, default False
+        Snap bands to the achievable targets (and let ``auto`` compare snapped widths).
+
+    A key that is none of these is an error naming the valid ones.
     """
 
     method: str = "split"
@@ -132,13 +156,24 @@ def example_table() -> Path:
 CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def evaluate(table, columns, config=None, *, seeds: int = 10, cal_frac: float = 0.5,
-             n_ratings: int | None = None, curve: bool = False, on_split=None) -> dict:
+def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
+             config: dict | CalibrationConfig | None = None, *, seeds: int = 10,
+             cal_frac: float = 0.5, n_ratings: int | None = None, curve: bool = False,
+             on_split: Callable[[str], None] | None = None) -> dict:
     """Repeated calibration / test splits of ``table``: coverage, sharpness, UPS and tau-c
     before and after calibration (mean and std over ``seeds``), per group when the columns
     name groups, and the theoretical coverage band. Skipped rows are listed under
     ``"skipped_rows"``. ``curve``: also the empirical coverage at each level of
-    :data:`CURVE_ALPHAS` (at most 3 splits each), as ``"calibration_curve"``."""
+    :data:`CURVE_ALPHAS` (at most 3 splits each), as ``"calibration_curve"``.
+    ``columns``: the keys of :class:`~scoreband.io.ColumnSpec`; ``config``: those of
+    :class:`CalibrationConfig`.
+
+    >>> df = read_table(example_table())
+    >>> cols = dict(ratings="ratings", scale=(1, 5), median="median", pred_scale=(0, 1))
+    >>> res = evaluate(df, cols, {"method": "split"}, seeds=2)
+    >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
+    True
+    """
     from scoreband.studies.protocol import evaluate_splits
 
     spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
@@ -192,9 +227,21 @@ def table_fingerprint(df) -> str | None:
     return None
 
 
-def calibrate(table, columns, config=None, *, n_ratings: int | None = None,
-              scorer_id: str | None = None, on_warning=None) -> Calibration:
-    """Fit a calibrator on every usable row of ``table``; ``.save(path)`` writes it."""
+def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
+              config: dict | CalibrationConfig | None = None, *, n_ratings: int | None = None,
+              scorer_id: str | None = None,
+              on_warning: Callable[[str], None] | None = None) -> Calibration:
+    """Fit a calibrator on every usable row of ``table``; ``.save(path)`` writes it.
+    ``columns`` and ``config`` as for :func:`evaluate`.
+
+    >>> df = read_table(example_table())
+    >>> cols = dict(ratings="ratings", scale=(1, 5), median="median", lo="q05", hi="q95",
+    ...             pred_scale=(0, 1))
+    >>> fit = calibrate(df.iloc[:1000], cols, {"method": "crc"})
+    >>> banded = apply(df.iloc[1000:], fit).table
+    >>> bool((banded["band_lo"] <= banded["band_hi"]).all()), len(banded)
+    (True, 1000)
+    """
     import warnings
 
     from scoreband.conformal.boundary import check_on_grid
@@ -225,9 +272,10 @@ def calibrate(table, columns, config=None, *, n_ratings: int | None = None,
 
 
 # ------------------------------------------------------------------ recalibrate
-def recalibrate(calibrator, table, *, columns: dict | None = None,
-                n_ratings: int | None = None, delta: float = 0.1, scorer_id: str | None = None,
-                on_warning=None) -> Calibration:
+def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str | Path, *,
+                columns: dict | None = None, n_ratings: int | None = None,
+                delta: float = 0.1, scorer_id: str | None = None,
+                on_warning: Callable[[str], None] | None = None) -> Calibration:
     """Keep ``calibrator``'s fitted model and redo only its conformal step on the labeled
     rows of ``table`` (a new domain's few labels); returns the new :class:`Calibration`
     (``.save(path)``), whose ``inputs["recalibration"]`` holds the guarantee for that many
@@ -308,8 +356,10 @@ def _load(calibrator, scorer_id):
     return load_calibrator(calibrator, scorer_fingerprint=scorer_id)
 
 
-def apply(table, calibrator, *, columns: dict | None = None, scorer_id: str | None = None,
-          n_ratings: int | None = None, on_warning=None) -> Applied:
+def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path, *,
+          columns: dict | None = None, scorer_id: str | None = None,
+          n_ratings: int | None = None,
+          on_warning: Callable[[str], None] | None = None) -> Applied:
     """Add calibrated bands to every row of ``table``.
 
     ``calibrator``: a :class:`Calibration` or the path of a saved one. The prediction columns
@@ -368,9 +418,11 @@ class AppliedFile:
     shift: dict | None = None
 
 
-def apply_file(table, calibrator, out, *, columns: dict | None = None,
-               scorer_id: str | None = None, n_ratings: int | None = None,
-               chunk_rows: int = 100_000, on_warning=None, on_rows=None) -> AppliedFile:
+def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str | Path, *,
+               columns: dict | None = None, scorer_id: str | None = None,
+               n_ratings: int | None = None, chunk_rows: int = 100_000,
+               on_warning: Callable[[str], None] | None = None,
+               on_rows: Callable[[int], None] | None = None) -> AppliedFile:
     """:func:`apply` for a CSV / TSV / JSONL / Parquet file of any size: read, banded and
     written ``chunk_rows`` rows at a time (Parquet row groups), so memory stays bounded; the
     output equals :func:`apply` on the whole table. ``on_rows(done)`` hears about progress.
@@ -453,9 +505,10 @@ def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray
 
 
 # ------------------------------------------------------------------ systems
-def systems(table, *, system_col: str, score, target: str, scale, item_col: str | None = None,
-            alpha: float = 0.05, method: str = "ppi++", plan: float | None = None,
-            strict: bool = False, seed: int = 0):
+def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | list[str],
+            target: str, scale: str | tuple[float, float] | Scale,
+            item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
+            plan: float | None = None, strict: bool = False, seed: int = 0) -> SystemsResult:
     """Which system is better, and by how much in human terms: each system's mean human
     score with a valid ``1 - alpha`` interval from its few labeled rows and many scored
     ones (PPI++; ``method`` ``ppi`` or ``classical`` for the labels alone), every pair's

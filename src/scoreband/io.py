@@ -45,7 +45,7 @@ SUPPORTED_FORMATS = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet", "
 
 
 # --------------------------------------------------------------------------- reading
-def read_table(path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a table by its extension; a directory is read as a Hugging Face ``datasets``
     directory (``save_to_disk`` output: ``*.arrow`` files) or a folder of Parquet files.
     ``columns``: only these (CSV / TSV / Parquet skip the others while reading; other
@@ -300,15 +300,44 @@ def write_table(df: pd.DataFrame, path) -> Path:
 # --------------------------------------------------------------------------- columns
 @dataclass
 class ColumnSpec:
-    """How a table's columns map onto predictions and targets.
+    """How a table's columns map onto predictions and targets: the ``columns`` of
+    ``scoreband.evaluate`` / ``calibrate`` / ``apply`` (a dict with these keys, or this class).
 
-    Prediction columns are on ``pred_scale`` (default: the target's ``scale``); a quantile
-    head writes [0, 1]. A prediction outside ``pred_scale`` is a row error, never a silent
-    zero-width band. ``raw_predictions`` reads them as they are (for a monotone map, which takes
-    a metric on any scale), without that check.
+    Parameters
+    ----------
+    scale : Scale, ``"A,B"`` or ``(A, B)`` - required
+        Native scale of the target, e.g. ``(1, 5)``; integer ends mean integer ratings.
+    target : str, default None
+        Column of the human target (a mean rating). Give it or ``ratings``.
+    ratings : str, default None
+        Column of one item's annotator ratings, separated by ``ratings_sep``; the target is
+        their mean and their count gives the achievable grid.
+    median : str, default None
+        Column of the point prediction (split conformal, CRC, ``fitted``).
+    lo, hi : str, default None
+        Columns of an uncalibrated 90 % interval (CRC); both or neither.
+    features : list of str or str, default ()
+        Columns (or glob patterns, e.g. ``"logp_*"``; a string is split on commas) the
+        learned methods read: ``fitted``, CQR, CHR, R2CCP, ``auto``.
+    embedding : list of str or str, default ()
+        Columns of an embedding, for the cluster rules and weighted conformal.
+    groups : str, default None
+        Column of group / task labels (Mondrian bands, per-group metrics).
+    split_by : str, default None
+        Rows sharing this column's value stay on one side of every split.
+    id_col : str, default None
+        Column naming each row in error reports (else the row number).
+    pred_scale : Scale, ``"A,B"`` or ``(A, B)``, default None
+        Scale of the prediction columns when it is not the target's (a quantile head writes
+        ``(0, 1)``). A prediction outside it is a row error, never a silent zero-width band.
+    ratings_sep : str, default ``";"``
+        Separator of the ``ratings`` cells.
+    raw_predictions : bool, default False
+        Read the prediction columns as they are, without the ``pred_scale`` check (set by
+        the ``map`` option: a monotone map takes a metric on any scale).
 
-    ``features`` and ``embedding`` are lists of column names or glob patterns (a string is
-    split on commas); :meth:`resolved` replaces the patterns with the names they matched.
+    :meth:`resolved` replaces the feature and embedding patterns with the names they
+    matched. A key that is none of these is an error naming the valid ones.
     """
 
     scale: Scale
