@@ -81,13 +81,15 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
     for name, pred in preds.items():
         for method in METHODS:
             for mondrian in (False, True):
-                step(f"{name} / {method} / mondrian={mondrian}")
                 rec = {"plain": {"coverage": [], "width": []},
                        "boundary": {"coverage": [], "width": []}, "worst_task_coverage": []}
                 if method == "r2ccp":
                     rec["set"] = {"coverage": [], "width": []}
                 per_task: dict = {}
                 for s in range(seeds):
+                    # a line per split: R2CCP on a few thousand items takes seconds a split
+                    step(f"{name}, {method}{' + mondrian' if mondrian else ''}: "
+                         f"resplit {s + 1} of {seeds}")
                     cal, test = split_indices(len(y01), cal_frac, np.random.default_rng(s))
                     c = _make(method, alpha, scale, mondrian, s, r2ccp_epochs)
                     c.fit(pred.take(cal), y01[cal], groups=tasks[cal])
