@@ -15,6 +15,7 @@ EXTRAS = {
     "transformers": "hf", "tokenizers": "hf", "sentencepiece": "hf", "google": "hf",
     "diffusers": "hf", "albumentations": "stress", "albucore": "stress", "cv2": "stress",
     "ray": "ray", "pycocoevalcap": "text", "ppi_py": "systems", "open_clip": "open_clip",
+    "torchmetrics": "torchmetrics", "lightning_utilities": "torchmetrics",
 }
 
 

@@ -28,7 +28,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from scoreband.batch import resolve_path
 
 __all__ = ["load_image", "decode_image", "to_rgb", "read_image_bytes", "image_digest",
-           "MAX_PIXELS", "MAX_IMAGE_BYTES"]
+           "image_input", "MAX_PIXELS", "MAX_IMAGE_BYTES"]
 
 #: images above this many pixels are refused (a decompression bomb or a mistake)
 MAX_PIXELS = 50_000_000
@@ -160,3 +160,39 @@ def load_image(path, size: int | None, base_dir=None) -> np.ndarray:
     table's folder). Raises ValueError with a reason a user can act on.
     """
     return np.asarray(decode_image(path, size, base_dir), dtype=np.uint8)
+
+
+def image_input(image, size: int | None):
+    """Any one image a Python caller holds - a path, the bytes of a file, a PIL image, or
+    an array / torch tensor (H, W, 3) or (3, H, W), uint8 or floats in [0, 1] - as the
+    scorers take it: a uint8 array of ``size`` x ``size`` (None: a PIL image at its own
+    size), converted like a file is (:func:`to_rgb`, bicubic resize).
+
+    >>> image_input(np.zeros((3, 8, 8), dtype=np.float32) + 1.0, 4)[0, 0].tolist()
+    [255, 255, 255]
+    """
+    if isinstance(image, (str, Path, bytes, bytearray)):
+        im = decode_image(image, size)
+    elif isinstance(image, Image.Image):
+        im = to_rgb(ImageOps.exif_transpose(image))
+        if size is not None:
+            im = im.resize((size, size), Image.Resampling.BICUBIC)
+    else:
+        a = image.detach().cpu().numpy() if hasattr(image, "detach") else np.asarray(image)
+        if a.ndim == 3 and a.shape[0] in (1, 3, 4) and a.shape[-1] not in (1, 3, 4):
+            a = np.moveaxis(a, 0, -1)
+        if a.ndim == 3 and a.shape[-1] == 1:
+            a = a[..., 0]
+        if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[-1] not in (3, 4)):
+            raise ValueError(f"an image array must be (H, W, 3) or (3, H, W), got {a.shape}")
+        if a.size > MAX_PIXELS * 4:
+            raise ValueError(f"image too large ({a.shape})")
+        if a.dtype != np.uint8:
+            a = np.nan_to_num(a.astype(np.float64))
+            a = np.clip(np.rint(a * 255.0 if a.size and a.max() <= 1.0 else a), 0, 255)
+            a = a.astype(np.uint8)
+        im = to_rgb(Image.fromarray(a))
+        if size is not None:
+            im = im.resize((size, size), Image.Resampling.BICUBIC)
+    return np.asarray(im, dtype=np.uint8) if size is not None else im
+

@@ -489,7 +489,7 @@ class CHR(_Learned):
     C : inverse regularisation strength of the logistic regression
     coarse : ``"auto"``: when the training share holds fewer than
         :data:`~scoreband.conformal.bins.MIN_ITEMS_PER_CLASS` items per class (uneven rater
-        counts give hundreds of achievable means; 50 bins on 150 items), the classifier is
+        counts give hundreds of achievable means), the classifier is
         fitted on coarse cells (one per integer rating) and its histogram spread over the
         classes by its piecewise-linear distribution function (said in a warning);
         ``"never"`` / ``"always"``. On a 1-7 table with 3-11 ratings per item and 150

@@ -1,0 +1,1 @@
+"""scoreband inside the tools people already use (optional extras)."""
