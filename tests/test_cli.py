@@ -235,3 +235,20 @@ def test_every_help_fits_80_columns_without_a_cut_word():
         if long or cut:
             bad[name] = long[:2] + cut[:2]
     assert not bad, bad
+
+
+def test_study_console_output_fits_80_columns():
+    """judge-study's tables at COLUMNS=80: every line within 80 characters, no cell or
+    header cut with an ellipsis (wide tables are split, repeating the row's name), and no
+    word broken across lines in a header."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        r = CliRunner().invoke(app, ["judge-study", "--n", "200", "--seeds", "1", "--out",
+                                     f"{d}/js"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert not [x for x in lines if len(x) > 80 and not x.startswith("[")], lines
+    assert not [x for x in lines if "\u2026" in x]
+    text = " ".join(r.output.split())
+    assert "coverage" in text and "recommendation" in text and "covera " not in text

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 from rich.console import Console
 
 from scoreband import __version__
@@ -253,7 +254,7 @@ def _show_warning_once(message, category, filename, lineno, file=None, line=None
         _SHOWN.add(text)
         from rich.markup import escape
 
-        err.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(text)}")
 
 
 def print_warnings(messages) -> None:
@@ -298,9 +299,60 @@ def finish_rows(failures: dict[int, str], total: int, action: str, summary: str)
         raise typer.Exit(1)
 
 
+def _markdown_tables(lines: list[str], width: int) -> list:
+    """A markdown pipe table as rich Tables whose cells wrap at word boundaries (rich's own
+    markdown tables cut headers and cells with an ellipsis at 80 columns: "covera..."). A
+    table too wide for ``width`` even with every column as narrow as its longest word is
+    split into several, each repeating the columns that name the row."""
+    from rich import box
+
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    rows = [r for r in rows if not all(set(c) <= set("-: ") for c in r)]  # the --- row
+    k = len(rows[0])
+    rows = [(r + [""] * k)[:k] for r in rows]
+    # a column's narrowest width without breaking a word, plus the 3 characters between
+    # columns (a space of the box and one of padding on each side)
+    need = [max(len(w) for r in rows for w in (r[j].split() or [""])) + 3 for j in range(k)]
+    keys = list(range(min(2 if k >= 4 else 1, k)))
+    groups, cur = [], []
+    for j in range(len(keys), k):
+        if cur and sum(need[i] for i in keys + cur) + need[j] > width:
+            groups.append(cur)
+            cur = []
+        cur.append(j)
+    groups.append(cur)
+    if len(groups) == 1:
+        keys = []
+        groups = [list(range(k))]
+    tables = []
+    for g in groups:
+        cols = keys + g
+        t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for j in cols:
+            # as wide as its longest word: headers and cells wrap between words
+            t.add_column(rows[0][j], overflow="fold", min_width=need[j] - 3,
+                         max_width=need[j] - 3)
+        for r in rows[1:]:
+            t.add_row(*(r[j] for j in cols))
+        tables.append(t)
+    return tables
+
+
 def print_markdown(text: str) -> None:
-    """A study's markdown rendered for the terminal's width (tables as tables, paragraphs
-    wrapped by rich, never hard-wrapped source)."""
+    """A study's markdown for the terminal's width: paragraphs wrapped by rich, tables as
+    tables whose cells wrap (never cut), never hard-wrapped source."""
     from rich.markdown import Markdown
 
-    console.print(Markdown(text))
+    block: list[str] = []
+    table = False
+    for line in [*text.splitlines(), ""]:
+        is_row = line.lstrip().startswith("|")
+        if block and is_row != table:
+            for part in (_markdown_tables(block, console.width) if table
+                         else [Markdown("\n".join(block))]):
+                console.print(part)
+            block = []
+        table = is_row
+        block.append(line)
+    if block and any(b.strip() for b in block):
+        console.print(Markdown("\n".join(block)))
