@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.console import Console
+from rich.table import Table
 
 from scoreband import __version__
 from scoreband.errors import InputError, RowError, ScorebandError

@@ -43,9 +43,9 @@ class MonotoneMap:
             slope, intercept = np.polyfit(x, y, 1)
             self.params = {"slope": float(slope), "intercept": float(intercept)}
         else:
-            from sklearn.isotonic import IsotonicRegression
-
             import warnings
+
+            from sklearn.isotonic import IsotonicRegression
 
             with warnings.catch_warnings():  # "auto" direction on a weak metric: not news
                 warnings.filterwarnings("ignore", message="Confidence interval of the Spearman")

@@ -73,7 +73,6 @@ class CalibratedScore(_tm.Metric):
 
     def compute(self) -> dict:
         from scipy import stats
-
         from torchmetrics.utilities import dim_zero_cat
 
         med = dim_zero_cat(self.median)
