@@ -252,3 +252,22 @@ def test_study_console_output_fits_80_columns():
     assert not [x for x in lines if "\u2026" in x]
     text = " ".join(r.output.split())
     assert "coverage" in text and "recommendation" in text and "covera " not in text
+
+
+def test_apply_names_a_column_the_calibrator_brought(tmp_path):
+    """A column the user never named on this command line came from the calibrator: the
+    error says so, and how to name this table's column instead."""
+    df = pd.read_csv(EXAMPLE)
+    assert run("calibrate", EXAMPLE, "--ratings", "ratings", "--scale", "1,5", "--median",
+               "median", "--pred-scale", "0,1", "--out", tmp_path / "c.json").exit_code == 0
+    df.rename(columns={"median": "med"}).to_csv(tmp_path / "t.csv", index=False)
+    r = run("apply", tmp_path / "t.csv", "--calibrator", tmp_path / "c.json", "--out",
+            tmp_path / "o.csv")
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "the calibrator was fitted with --median = 'median'" in text
+    r = run("apply", tmp_path / "nope.csv", "--calibrator", tmp_path / "c.json", "--out",
+            tmp_path / "o.csv")
+    e = run("evaluate", tmp_path / "nope.csv", "--target", "human", "--scale", "1,5",
+            "--median", "m", "--out", tmp_path / "e.json")
+    assert r.exit_code == e.exit_code == 2
+    assert r.output.strip().splitlines()[-1] == e.output.strip().splitlines()[-1]

@@ -382,6 +382,16 @@ def _apply_frame(df, cal, inputs: dict, columns, n_ratings, *, row_offset: int =
     if not cols:
         raise InputError("the calibrator records no input columns; recalibrate it with "
                          "`scoreband calibrate` (or scoreband.api.calibrate)")
+    given = {k for k, v in (columns or {}).items() if v is not None}
+    for key in ("median", "lo", "hi", "groups", "features", "embedding"):
+        want = cols.get(key)
+        names = want if isinstance(want, list) else [want] if want else []
+        missing = [c for c in names if c not in df.columns]
+        if key not in given and missing:  # the user never named it: the calibrator did
+            raise InputError(
+                f"the calibrator was fitted with `{key}` = {', '.join(map(repr, missing))}, "
+                f"which this table lacks; name this table's column with `{key}` COL, or add "
+                f"the column (available: {', '.join(map(str, list(df.columns)[:30]))})")
     cols.update({k: v for k, v in (columns or {}).items() if v is not None})
     spec = ColumnSpec.from_dict({**cols, "target": None, "ratings": None, "split_by": None})
     inp = load_inputs(df, spec, require_target=False, row_offset=row_offset,

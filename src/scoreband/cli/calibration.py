@@ -312,7 +312,9 @@ def _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings):
     from scoreband import api
     from scoreband.progress import row_progress
 
-    size = Path(table).stat().st_size
+    from scoreband.files import check_readable
+
+    size = check_readable(table, "table").stat().st_size  # worded as every other command
     with row_progress(err if size > 50_000_000 else None, "applying", 0) as update:
         res = api.apply_file(table, calibrator, out, columns=cols, scorer_id=scorer_id,
                              n_ratings=n_ratings, on_warning=warn, on_rows=update)
