@@ -34,6 +34,8 @@ __all__ = ["load_image", "decode_image", "to_rgb", "read_image_bytes", "image_di
 MAX_PIXELS = 50_000_000
 #: image files above this many bytes are refused before they are read
 MAX_IMAGE_BYTES = 256 << 20
+#: decode JPEGs at a reduced scale when the model needs less than the file holds
+FAST_JPEG = True
 
 
 def _check_size(p: Path) -> int:
@@ -137,6 +139,11 @@ def decode_image(source, size: int | None = None, base_dir=None) -> Image.Image:
                 w, h = im.size
                 if w * h > MAX_PIXELS:
                     raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
+                if size is not None and FAST_JPEG and im.format == "JPEG":
+                    # libjpeg decodes at 1/2, 1/4 or 1/8 of the size for free (DCT
+                    # scaling): the smallest scale still holding size x size, then the one
+                    # bicubic resize below (benchmarks/decode.py: speed and differences)
+                    im.draft(None, (size, size))
                 im.load()
                 rgb = to_rgb(ImageOps.exif_transpose(im))
                 if size is not None:

@@ -1,0 +1,108 @@
+"""Image decoding for the scorers: images/s on one core for today's path (full decode, then
+one bicubic resize), the fast path (JPEG DCT scaling with PIL's ``draft``, then the resize),
+and the floor (a bare full libjpeg decode of the same files, no resize), in one run; and how
+far the fast path's pixels and the bundled model's scores move.
+
+    python benchmarks/decode.py [--n 200] [--sizes 640x480,1600x1200] [--to 64,224]
+
+The files are photo-like JPEGs (smooth gradients, shapes and noise; quality 90) written to a
+temporary folder; PNG and WebP files are decoded unchanged (DCT scaling is JPEG's alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+import scoreband.images as images
+
+
+def photo(rng, w: int, h: int) -> Image.Image:
+    y, x = np.mgrid[0:h, 0:w] / max(w, h)
+    base = np.stack([np.sin(3 * x + rng.uniform(0, 6)), np.cos(2 * y + rng.uniform(0, 6)),
+                     np.sin(2 * (x + y))], -1) * 90 + 128
+    im = Image.fromarray(np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8))
+    d = ImageDraw.Draw(im)
+    for _ in range(12):
+        x0, y0 = rng.uniform(0, w), rng.uniform(0, h)
+        r = rng.uniform(0.03, 0.2) * w
+        d.ellipse([x0 - r, y0 - r, x0 + r, y0 + r], fill=tuple(int(v) for v in
+                                                              rng.integers(0, 255, 3)))
+    return im
+
+
+def rate(paths, fn, repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for p in paths:
+            fn(p)
+        best = min(best, time.perf_counter() - t)
+    return len(paths) / best
+
+
+def floor(p):
+    with Image.open(p) as im:
+        im.load()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--sizes", default="640x480,1600x1200")
+    ap.add_argument("--to", default="64,224")
+    a = ap.parse_args()
+    try:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    except (AttributeError, OSError):
+        pass
+    import torch
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    tmp = Path(tempfile.mkdtemp())
+    print(f"{'file':>10s} {'to':>4s} {'today/s':>8s} {'fast/s':>8s} {'floor/s':>8s} "
+          f"{'fast/today':>10s} {'floor/fast':>10s} {'max |px|':>8s} {'mean |px|':>9s}")
+    for wh in a.sizes.split(","):
+        w, h = map(int, wh.split("x"))
+        paths = []
+        for i in range(a.n):
+            p = tmp / f"{wh}_{i}.jpg"
+            photo(rng, w, h).save(p, quality=90)
+            paths.append(p)
+        for size in map(int, a.to.split(",")):
+            images.FAST_JPEG = False
+            today = rate(paths, lambda p, s=size: images.load_image(p, s))
+            ref = [images.load_image(p, size).astype(int) for p in paths[:20]]
+            images.FAST_JPEG = True
+            fast = rate(paths, lambda p, s=size: images.load_image(p, s))
+            new = [images.load_image(p, size).astype(int) for p in paths[:20]]
+            fl = rate(paths, floor)
+            diff = np.abs(np.stack(ref) - np.stack(new))
+            print(f"{wh:>10s} {size:4d} {today:8.0f} {fast:8.0f} {fl:8.0f} "
+                  f"{fast / today:10.2f} {fl / fast:10.2f} {diff.max():8d} "
+                  f"{diff.mean():9.2f}", flush=True)
+    # the bundled model's scores on 640x480 JPEGs, today's decode against the fast one
+    from scoreband.scorers import load_scorer
+
+    scorer = load_scorer("embedded:default")
+    paths = sorted(tmp.glob("640x480_*.jpg"))[:64]
+    caps = ["a red circle"] * len(paths)
+    out = {}
+    for fast in (False, True):
+        images.FAST_JPEG = fast
+        imgs = np.stack([images.load_image(p, scorer.model.cfg.image_size) for p in paths])
+        out[fast] = scorer.predict(imgs, caps).median
+    d = np.abs(out[True] - out[False])
+    print(f"bundled model, 64 JPEGs 640x480: |median fast - today| max {d.max():.4f}, "
+          f"mean {d.mean():.4f} (on [0, 1])")
+
+
+if __name__ == "__main__":
+    main()
