@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import min_calibration_size
+from scoreband.conformal._core import min_calibration_size, split_at
 from scoreband.conformal.base import (
     Calibrator,
     _jsonable,
@@ -168,7 +168,7 @@ class Auto(Calibrator):
         perm = np.random.default_rng([self.seed, 7]).permutation(n)
         a = int(round(self.train_frac * n))
         b = a + int(round(self.select_frac * n))
-        return np.sort(perm[:a]), np.sort(perm[a:b]), np.sort(perm[b:])
+        return tuple(split_at(perm, a, b))
 
     def _width(self, cal: Calibrator, pred: Predictions) -> float:
         band = cal.predict(pred)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scoreband.conformal._core import check_alpha
+from scoreband.conformal._core import check_alpha, split_at
 from scoreband.errors import InputError, NotFittedError
 from scoreband.files import to_jsonable as _jsonable
 from scoreband.records import Band, Predictions, Scale
@@ -127,7 +127,10 @@ class Calibrator(ABC):
         if len(pred) == 0:
             raise InputError("cannot calibrate on an empty set of predictions")
         idx = self.fit_model_part(pred, y)
-        self.params_ = self._fit_params(pred.take(idx), y[idx])
+        if len(idx) == len(y):  # every item (no learned part): no copy of 10^6 rows
+            self.params_ = self._fit_params(pred, y)
+        else:
+            self.params_ = self._fit_params(pred.take(idx), y[idx])
         return self
 
     def conformalize(self, pred: Predictions, y01) -> Calibrator:
@@ -158,7 +161,7 @@ class Calibrator(ABC):
         if cut < 2 or len(y) - cut < 1:
             raise InputError(f"{self.method} needs items both to train on and to calibrate on; "
                              f"got {len(y)}")
-        tr, cal = np.sort(perm[:cut]), np.sort(perm[cut:])
+        tr, cal = split_at(perm, cut)
         self._fit_model(pred.take(tr), y[tr])
         return cal
 

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from scoreband.conformal._core import conformal_rank
+from scoreband.conformal._core import conformal_rank, split_at
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.split import warn_too_small
 from scoreband.errors import InputError
@@ -259,7 +259,7 @@ class CRC(Calibrator):
         if selection == "split" and fallback is None:
             perm = np.random.default_rng(self.seed).permutation(len(y01))
             cut = int(round(self.select_frac * len(y01)))
-            select_idx, beta_idx = np.sort(perm[:cut]), np.sort(perm[cut:])
+            select_idx, beta_idx = split_at(perm, cut)
         fit = crc_select(pred.median, pred.lo, pred.hi, y01, self.alpha, omegas,
                          select_idx, beta_idx)
         if math.isinf(fit["beta"]):

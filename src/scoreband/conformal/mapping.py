@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreband.conformal._core import split_at
 from scoreband.conformal.base import Calibrator, _jsonable, _unjson, register
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
@@ -137,7 +138,7 @@ class Mapped(Calibrator):
                 f"(map_frac={self.map_frac:g} of the calibration items), got {cut} of {n}: "
                 f"use at least {int(np.ceil(MIN_MAP_ITEMS / self.map_frac))} calibration "
                 "items, or no map")
-        mp, rest = np.sort(perm[:cut]), np.sort(perm[cut:])
+        mp, rest = split_at(perm, cut)
         self.map.fit(pred.median[mp], y[mp])
         idx = self.base.fit_model_part(self.mapped(pred.take(rest)), y[rest])
         return rest[idx]

@@ -10,6 +10,7 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import n_conformal
+from scoreband.conformal._core import split_at
 from scoreband.conformal.base import Calibrator
 from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.errors import InputError
@@ -28,7 +29,8 @@ def split_indices(n: int, cal_frac: float, rng: np.random.Generator,
     if keys is None:
         perm = rng.permutation(n)
         cut = int(round(cal_frac * n))
-        return np.sort(perm[:cut]), np.sort(perm[cut:])
+        cal, test = split_at(perm, cut)
+        return cal, test
     uniq, inv = np.unique(np.asarray(keys), return_inverse=True)
     perm = rng.permutation(len(uniq))
     in_cal = np.zeros(len(uniq), dtype=bool)
