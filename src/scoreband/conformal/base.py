@@ -7,9 +7,12 @@ A calibrator is split in two, following crepes and MAPIE:
 * ``_apply(pred, params) -> (lo01, hi01, full_range)``: turn predictions into bands.
 
 Wrappers (:class:`~scoreband.conformal.mondrian.Mondrian`,
-:class:`~scoreband.conformal.crc.ClusterConservative`) reuse these two steps on groups,
-so any method gets group-conditional calibration for free. Learned methods (CQR, R2CCP)
-add ``_fit_model`` for the part fitted before the conformal step.
+:class:`~scoreband.conformal.mondrian.ClusterConservative`,
+:class:`~scoreband.conformal.mapping.Mapped`) reuse these steps on groups or mapped
+predictions, so any method gets group-conditional calibration for free. Learned methods
+(``fitted``, CQR, CHR, R2CCP, the marginal band; ``auto`` over them) add ``_fit_model`` for
+the part fitted on its own share before the conformal step; :meth:`Calibrator.conformalize`
+redoes the conformal step alone on fresh items (``scoreband recalibrate``).
 """
 
 from __future__ import annotations

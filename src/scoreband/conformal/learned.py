@@ -323,7 +323,8 @@ class R2CCP(_Learned):
     entropy penalty that keeps the distribution from collapsing); the conformity score is
     minus the interpolated predicted density at y; the prediction set is
     ``{t : density(t) >= -q}``, possibly several intervals (``Band.sets01``), whose hull is
-    the band. Written by hand because the `r2ccp` package pulls in torchvision (see DESIGN).
+    the band. Written by hand because the `r2ccp` package pulls in torchvision, which breaks
+    a CPU torch install (the project keeps torchvision out).
     """
 
     method = "r2ccp"
