@@ -30,10 +30,11 @@ class MonotoneMap:
     [0.375]
     """
 
-    def __init__(self, kind: str = "isotonic"):
+    def __init__(self, kind: str = "isotonic", increasing: bool | str = "auto"):
         if kind not in MAP_KINDS:
             raise InputError(f"map must be one of {', '.join(MAP_KINDS)} or none, got {kind!r}")
         self.kind = kind
+        self.increasing = increasing  # isotonic: "auto" (from the data), True or False
         self.params: dict | None = None
 
     def fit(self, x, y01) -> MonotoneMap:
@@ -50,7 +51,7 @@ class MonotoneMap:
 
             with warnings.catch_warnings():  # "auto" direction on a weak metric: not news
                 warnings.filterwarnings("ignore", message="Confidence interval of the Spearman")
-                iso = IsotonicRegression(increasing="auto", out_of_bounds="clip",
+                iso = IsotonicRegression(increasing=self.increasing, out_of_bounds="clip",
                                          y_min=0.0, y_max=1.0).fit(x, y)
             self.params = {"x": iso.X_thresholds_.tolist(), "y": iso.y_thresholds_.tolist()}
         return self

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 from scipy import stats
-from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import roc_auc_score
 
 from scoreband import metrics as M
@@ -91,16 +90,20 @@ class ScoreMap:
     """
 
     def fit(self, score, spread, y01) -> ScoreMap:
+        from scoreband.conformal.mapping import MonotoneMap
+
         s, sd, y = (np.asarray(v, dtype=float) for v in (score, spread, y01))
-        self.iso_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(s, y)
+        # the one monotone map of scoreband, increasing (a higher round-trip cosine is a
+        # better caption)
+        self.map_ = MonotoneMap("isotonic", increasing=True).fit(s, y)
         self.eps_ = max(float(np.median(sd)) * 1e-3, 1e-9)
-        r = np.abs(y - self.iso_.predict(s)) / np.maximum(sd, self.eps_)
+        r = np.abs(y - self.map_.transform(s)) / np.maximum(sd, self.eps_)
         self.c_ = float(np.quantile(r, 0.9))
         return self
 
     def predictions(self, score, spread) -> Predictions:
         s, sd = np.asarray(score, dtype=float), np.asarray(spread, dtype=float)
-        med = self.iso_.predict(s)
+        med = self.map_.transform(s)
         half = self.c_ * np.maximum(sd, self.eps_)
         return Predictions(med, lo=np.clip(med - half, 0, 1), hi=np.clip(med + half, 0, 1))
 
@@ -144,7 +147,7 @@ def calibration_study(score, spread, y01, *, scale: Scale, n_ratings=1, alpha: f
     res["pearson_score_target"] = M.pearson(s, y)
     res["spearman_score_target"] = M.spearman(s, y)
     res["pearson_spread_abs_residual"] = M.pearson(
-        sd, np.abs(y - ScoreMap().fit(s, sd, y).iso_.predict(s)))
+        sd, np.abs(y - ScoreMap().fit(s, sd, y).map_.transform(s)))
     return res
 
 
