@@ -310,9 +310,8 @@ def _apply_ray(table, calibrator, out, cols, n_ratings, engine_opts):
 
 def _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings):
     from scoreband import api
-    from scoreband.progress import row_progress
-
     from scoreband.files import check_readable
+    from scoreband.progress import row_progress
 
     size = check_readable(table, "table").stat().st_size  # worded as every other command
     with row_progress(err if size > 50_000_000 else None, "applying", 0) as update:
