@@ -217,6 +217,22 @@ def test_chr_coverage_over_1000_splits(randomize):
         assert covs.mean() > hi_b
 
 
+def _conformal_resplits(cal, pred, y, start, reps, n_cal, rng):
+    """The calibrator's model kept, its conformal step redone on ``n_cal`` fresh items and
+    applied to ``n_cal`` others, ``reps`` times (items from ``start`` on; fresh
+    tie-breaking draws each time): the mean coverage and its Monte-Carlo SE."""
+    covs = []
+    for r in range(reps):
+        p = start + rng.permutation(len(y) - start)
+        c, t = p[:n_cal], p[n_cal:2 * n_cal]
+        cal.params_ = cal._fit_params(pred.take(c), y[c])
+        cal.seed = r
+        b = cal.predict(pred.take(t))
+        covs.append(covered(b.lo01, b.hi01, y[t]).mean())
+    covs = np.array(covs)
+    return covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs))
+
+
 def test_fitted_point_score_coverage_over_1000_resplits():
     """Split conformal on the fitted score (ridge + isotonic on a 50 % share, the residual
     conformalized on the other 150 items): coverage within the split-conformal bounds."""
@@ -247,21 +263,12 @@ def test_fitted_on_discrete_targets(randomize):
     cal = Fitted(0.1, scale=Scale(1, 5, integer=True), randomize=randomize)
     cal._fit_model(pred.take(slice(0, 600)), y[:600])
     assert cal.model_["logprobs"]  # five non-positive columns on 1-5: the expected score too
-    covs = []
-    for r in range(500):
-        p = 600 + rng.permutation(len(y) - 600)
-        c, t = p[:300], p[300:600]
-        cal.params_ = cal._fit_params(pred.take(c), y[c])
-        cal.seed = r
-        b = cal.predict(pred.take(t))
-        covs.append(covered(b.lo01, b.hi01, y[t]).mean())
-    covs = np.array(covs)
-    se = covs.std(ddof=1) / np.sqrt(len(covs))
+    mean, se = _conformal_resplits(cal, pred, y, 600, 500, 300, rng)
     lo_b, hi_b = coverage_bounds(300, 0.1)
     if randomize:
-        _assert_in_band(covs.mean(), se, lo_b, hi_b)
+        _assert_in_band(mean, se, lo_b, hi_b)
     else:
-        assert covs.mean() >= lo_b - Z * se
+        assert mean >= lo_b - Z * se
 
 
 def test_chr_randomized_exact_when_one_class_holds_most_items():
@@ -278,17 +285,8 @@ def test_chr_randomized_exact_when_one_class_holds_most_items():
     scale = Scale(1, 5, integer=True)
     cal = CHR(0.1, scale=scale)
     cal._fit_model(pred.take(slice(0, 1000)), y[:1000])
-    covs = []
-    for r in range(300):
-        p = 1000 + rng.permutation(n - 1000)
-        c, t = p[:400], p[400:800]
-        cal.params_ = cal._fit_params(pred.take(c), y[c])
-        cal.seed = r  # fresh tie-breaking draws each resplit
-        b = cal.predict(pred.take(t))
-        covs.append(covered(b.lo01, b.hi01, y[t]).mean())
-    covs = np.array(covs)
-    lo_b, hi_b = coverage_bounds(400, 0.1)
-    _assert_in_band(covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs)), lo_b, hi_b)
+    mean, se = _conformal_resplits(cal, pred, y, 1000, 300, 400, rng)
+    _assert_in_band(mean, se, *coverage_bounds(400, 0.1))
 
 
 def test_chr_on_support_values_covers_targets_between_them():
@@ -307,17 +305,8 @@ def test_chr_on_support_values_covers_targets_between_them():
     assert cal._classes().kind == "support"
     off = rng.uniform(size=n) < 0.1
     y = np.where(off & (np.arange(n) >= 1000), np.clip(y + rng.uniform(-0.06, 0.06, n), 0, 1), y)
-    covs = []
-    for r in range(300):
-        p = 1000 + rng.permutation(n - 1000)
-        c, t = p[:400], p[400:800]
-        cal.params_ = cal._fit_params(pred.take(c), y[c])
-        cal.seed = r
-        b = cal.predict(pred.take(t))
-        covs.append(covered(b.lo01, b.hi01, y[t]).mean())
-    covs = np.array(covs)
-    lo_b, hi_b = coverage_bounds(400, 0.1)
-    _assert_in_band(covs.mean(), covs.std(ddof=1) / np.sqrt(len(covs)), lo_b, hi_b)
+    mean, se = _conformal_resplits(cal, pred, y, 1000, 300, 400, rng)
+    _assert_in_band(mean, se, *coverage_bounds(400, 0.1))
 
 
 def test_chr_randomized_bands_match_the_calibrator():
