@@ -112,3 +112,24 @@ def test_report_opens_in_headless_chromium(results, name, tmp_path):
     dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True,
                          text=True, timeout=120).stdout
     assert dom.count("<svg") == page.read_text().count("<svg") >= 1
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
+def test_every_figure_of_a_report_is_visible(results, tmp_path):
+    """Each figure of the stress report (inline SVGs and the PNGs it wrote), cut out on a
+    page of its own and screenshot in headless Chromium, shows ink (not a blank box)."""
+    html = (results / "st" / "report.html").read_text()
+    figures = re.findall(r"<figure>(.*?)<figcaption>", html, flags=re.S)
+    assert len(figures) >= 3
+    for i, fig in enumerate(figures):
+        page = tmp_path / f"f{i}.html"
+        page.write_text(f"<!doctype html><html><body style='margin:0;background:#fff'>"
+                        f"<div style='width:900px'>{fig}</div></body></html>")
+        shot = tmp_path / f"f{i}.png"
+        r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--hide-scrollbars", "--window-size=900,900",
+                            f"--screenshot={shot}", page.as_uri()], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-1000:]
+        im = np.asarray(Image.open(shot).convert("L"), dtype=float)
+        assert (im < 200).mean() > 0.002 and im.std() > 5, (i, fig[:120])

@@ -177,17 +177,29 @@ def _evaluate(doc: dict) -> dict:
                     f"{worst[3]:.3f}-{worst[4]:.3f}); widest group {widest}")
         blocks.append(_fig(svg, "Coverage per group against the target (red: the interval "
                                 "lies below it)."))
-        blocks.append(_table(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]"],
+        span = sc["hi"] - sc["lo"]
+
+        def points(d):  # a [0, 1] width in points of the native scale
+            return {k: d[k] * span for k in ("mean", "std") if k in d}
+
+        blocks.append(_table(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]",
+                              f"width (points on {unit})"],
                              [[g, n, _f(c), f"{_f(lo)}-{_f(hi)}",
-                               _ms(doc["groups"][g]["sharpness"])] for g, n, c, lo, hi in rows]))
+                               _ms(doc["groups"][g]["sharpness"]),
+                               _ms(points(doc["groups"][g]["sharpness"]))]
+                              for g, n, c, lo, hi in rows]))
     if a.get("width_quantiles"):
         blocks.append(_fig(_width_quantile_figure(a["width_quantiles"], unit),
                            "Distribution of band widths over every test item of every split."))
     if doc.get("calibration_curve"):
         blocks.append(_fig(_curve_figure(doc["calibration_curve"]),
                            "Calibration curve: empirical against nominal coverage over alpha."))
-    metrics = ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman")
-    rows = [[m, _ms(doc.get("before", {}).get(m)), _ms(a.get(m))] for m in metrics]
+    metrics = ("coverage", "sharpness", "sharpness_native", "ups", "kendall_tau_c",
+               "pearson", "spearman")
+    names = {"sharpness": "sharpness (width on [0, 1])",
+             "sharpness_native": f"width (points on {unit})"}
+    rows = [[names.get(m, m), _ms(doc.get("before", {}).get(m)), _ms(a.get(m))]
+            for m in metrics if m in a or m in doc.get("before", {})]
     blocks.append(_table(["metric", "before calibration", "after calibration"], rows,
                          f"{doc['method']}, alpha {doc['alpha']}, n = {doc['n']}, "
                          f"{doc['seeds']} splits"))
