@@ -155,8 +155,12 @@ def cross_fit(X, y01, labeled, items, k: int = 5, seed: int = 0) -> tuple[np.nda
     from scoreband.pointfit import fit_point_model, predict_point_model
 
     lab = np.flatnonzero(labeled)
-    k = int(min(k, len(lab) // 2))
-    fold = _folds(len(lab), None if items is None else items[lab], k, seed)
+    groups = None if items is None else items[lab]
+    n_groups = len(lab) if groups is None else len(np.unique(groups))
+    if n_groups < 2:  # every label on one item: folds of rows
+        groups, n_groups = None, len(lab)
+    k = int(min(k, len(lab) // 2, n_groups))
+    fold = _folds(len(lab), groups, k, seed)
     f = np.zeros(len(X))
     rest = np.flatnonzero(~labeled)
     for j in range(k):
@@ -166,7 +170,7 @@ def cross_fit(X, y01, labeled, items, k: int = 5, seed: int = 0) -> tuple[np.nda
         if len(rest):
             f[rest] += predict_point_model(model, X[rest]) / k
     return f, {"kind": "ridge + isotonic", "folds": k, "n_labeled": len(lab),
-               "grouped_by_item": items is not None}
+               "grouped_by_item": groups is not None}
 
 
 # ------------------------------------------------------------------ the study
