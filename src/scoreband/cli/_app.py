@@ -307,7 +307,9 @@ def _markdown_tables(lines: list[str], width: int) -> list:
     from rich import box
 
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
-    rows = [r for r in rows if not all(set(c) <= set("-: ") for c in r)]  # the --- row
+    import re
+
+    rows = [r for r in rows if not all(re.fullmatch(r":?-{3,}:?", c) for c in r)]  # |---|
     k = len(rows[0])
     rows = [(r + [""] * k)[:k] for r in rows]
     # a column's narrowest width without breaking a word, plus the 3 characters between
