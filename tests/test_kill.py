@@ -16,6 +16,8 @@ import pytest
 N_ROWS = 3000
 JUDGE_ROWS = 1000
 
+pytestmark = pytest.mark.slow  # processes killed with SIGKILL and restarted
+
 
 ARGS = {"score": ["--batch-size", "64"], "roundtrip": ["--n-gen", "2"], "judge": []}
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from scoreband.cli import app
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a local Ray cluster per module
 runner = CliRunner()
 
 
