@@ -239,7 +239,7 @@ def test_a_constant_score_is_said(tmp_path):
 @pytest.mark.parametrize("change,msg", [
     (lambda df: df.assign(human=np.nan), "no system has 2 or more labeled rows"),
     (lambda df: df.assign(metric="x"), "no usable rows"),
-    (lambda df: df.rename(columns={"metric": "m"}), "no column 'metric'"),
+    (lambda df: df.rename(columns={"metric": "m"}), "--score column 'metric' is not in the table"),
 ])
 def test_nothing_computable_is_exit_2(tmp_path, change, msg):
     p = _table(tmp_path, change(outputs(np.random.default_rng(10))))

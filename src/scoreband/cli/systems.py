@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, fail, guard, report_rows, warn
+from scoreband.cli._app import app, console, guard, report_rows, warn
 from scoreband.cli._options import HtmlOpt, Table_, open_unit, positive
 
 
@@ -49,8 +49,6 @@ def systems(
     """
     from scoreband import api
 
-    if method not in ("ppi++", "ppi", "classical"):
-        fail(f"--method: unknown {method!r}; choose ppi++, ppi or classical")
     res = api.systems(table, system_col=system_col, score=score or [], target=target,
                       scale=scale, item_col=item_col, alpha=alpha, method=method, plan=plan,
                       strict=strict)

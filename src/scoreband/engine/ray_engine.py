@@ -15,10 +15,11 @@ import threading
 from pathlib import Path
 
 from scoreband.errors import InputError
+from scoreband.extras import install_hint
 
 __all__ = ["connect", "apply_ray", "stage_ray"]
 
-EXTRA = 'pip install "scoreband[ray]"'
+EXTRA = install_hint("ray")
 
 
 def connect(address: str | None = None, *, actors: int = 2,

@@ -34,6 +34,7 @@ from scoreband.inference.ppi import (
     ppi_mean,
     rank_sets,
 )
+from scoreband.io import _check_columns
 from scoreband.records import Scale
 
 __all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS"]
@@ -89,15 +90,6 @@ class SystemsResult:
 
 
 # ------------------------------------------------------------------ reading the table
-def _check_columns(df: pd.DataFrame, cols: dict[str, list[str]]) -> None:
-    have = set(map(str, df.columns))
-    for what, names in cols.items():
-        for c in names:
-            if c not in have:
-                raise InputError(f"`{what}`: no column {c!r}; the table has "
-                                 f"{', '.join(map(repr, list(df.columns)[:20]))}")
-
-
 def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
     """Per-row system, score matrix, target (NaN: unlabeled) and item, with bad rows in
     ``errors`` (0-based position -> RowError)."""
@@ -202,10 +194,9 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     if not scores and method != "classical":
         raise InputError("`score`: give at least one metric or judge column (or `method` "
                          "classical for the labels alone)")
-    scale = scale if isinstance(scale, Scale) else Scale.parse(
-        scale if isinstance(scale, str) else ",".join(map(str, scale)))
-    _check_columns(df, {"system_col": [system_col], "score": scores, "target": [target],
-                        "item_col": [item_col] if item_col else []})
+    scale = scale if isinstance(scale, Scale) else Scale.parse(scale)
+    _check_columns(df, [("`system_col`", system_col), *(("`score`", c) for c in scores),
+                        ("`target`", target), ("`item_col`", item_col)])
     if plan is not None and not plan > 0:
         raise InputError(f"`plan` is an interval width on the target's scale (> 0), got {plan}")
     errors: dict[int, RowError] = {}

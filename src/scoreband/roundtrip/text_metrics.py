@@ -40,7 +40,9 @@ def text_metrics(candidates, references) -> tuple[dict, dict]:
         from pycocoevalcap.cider.cider import Cider
         from pycocoevalcap.rouge.rouge import Rouge
     except ImportError:
-        raise InputError("text metrics need pycocoevalcap: pip install 'scoreband[text]'"
+        from scoreband.extras import install_hint
+
+        raise InputError(f"text metrics need pycocoevalcap: {install_hint('pycocoevalcap')}"
                          ) from None
     n = len(candidates)
     if len(references) != n:
