@@ -119,6 +119,13 @@ def to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
+def _rgb_sized(im: Image.Image, size: int | None) -> Image.Image:
+    """EXIF orientation, RGB by meaning (:func:`to_rgb`), then ``size`` x ``size`` bicubic
+    when given: what every image goes through, from a file or from memory."""
+    rgb = to_rgb(ImageOps.exif_transpose(im))
+    return rgb if size is None else rgb.resize((size, size), Image.Resampling.BICUBIC)
+
+
 def decode_image(source, size: int | None = None, base_dir=None) -> Image.Image:
     """Open, check and convert one image (a path, or the bytes of an image file) to RGB,
     resized to ``size`` x ``size`` (bicubic) when given. Raises ValueError with a reason
@@ -145,11 +152,9 @@ def decode_image(source, size: int | None = None, base_dir=None) -> Image.Image:
                     # bicubic resize below (benchmarks/decode.py: speed and differences)
                     im.draft(None, (size, size))
                 im.load()
-                rgb = to_rgb(ImageOps.exif_transpose(im))
-                if size is not None:
-                    rgb = rgb.resize((size, size), Image.Resampling.BICUBIC)
-                else:
-                    rgb = rgb.copy()
+                rgb = _rgb_sized(im, size)
+                if size is None:
+                    rgb = rgb.copy()  # outlives the file it was read from
     except ValueError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError,
@@ -181,9 +186,7 @@ def image_input(image, size: int | None):
     if isinstance(image, (str, Path, bytes, bytearray)):
         im = decode_image(image, size)
     elif isinstance(image, Image.Image):
-        im = to_rgb(ImageOps.exif_transpose(image))
-        if size is not None:
-            im = im.resize((size, size), Image.Resampling.BICUBIC)
+        im = _rgb_sized(image, size)
     else:
         a = image.detach().cpu().numpy() if hasattr(image, "detach") else np.asarray(image)
         if a.ndim == 3 and a.shape[0] in (1, 3, 4) and a.shape[-1] not in (1, 3, 4):
@@ -198,8 +201,6 @@ def image_input(image, size: int | None):
             a = np.nan_to_num(a.astype(np.float64))
             a = np.clip(np.rint(a * 255.0 if a.size and a.max() <= 1.0 else a), 0, 255)
             a = a.astype(np.uint8)
-        im = to_rgb(Image.fromarray(a))
-        if size is not None:
-            im = im.resize((size, size), Image.Resampling.BICUBIC)
+        im = _rgb_sized(Image.fromarray(a), size)
     return np.asarray(im, dtype=np.uint8) if size is not None else im
 
