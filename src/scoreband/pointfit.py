@@ -11,7 +11,22 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_point_model", "predict_point_model"]
+__all__ = ["fit_point_model", "predict_point_model", "fit_standardiser", "standardise"]
+
+
+def fit_standardiser(X) -> dict:
+    """Column means and standard deviations of ``X`` (n, d), as JSON numbers."""
+    X = np.asarray(X, dtype=float)
+    return {"mu": X.mean(0).tolist(), "sd": (X.std(0) + 1e-8).tolist()}
+
+
+def standardise(X, st: dict) -> np.ndarray:
+    """``X`` standardised by :func:`fit_standardiser`'s numbers, clipped to [-10, 10]: the
+    log-probs of an over-confident judge reach -1000s, which would dominate a linear model
+    (and which CQR's linear-programming solver cannot handle). The one feature standardiser
+    of the learned calibrators (``fitted``, CQR, CHR)."""
+    X = np.asarray(X, dtype=float)
+    return np.clip((X - np.asarray(st["mu"])) / np.asarray(st["sd"]), -10, 10)
 
 
 def fit_point_model(X, y01) -> dict:
@@ -29,12 +44,12 @@ def fit_point_model(X, y01) -> dict:
 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y01, dtype=float)
-    mu, sd = X.mean(0), X.std(0) + 1e-8
-    Z = np.clip((X - mu) / sd, -10, 10)
+    st = fit_standardiser(X)
+    Z = standardise(X, st)
     r = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(Z, y)
     raw = Z @ r.coef_ + r.intercept_
     iso = MonotoneMap("isotonic").fit(raw, y) if len(np.unique(raw)) > 1 else None
-    return {"n_columns": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(),
+    return {"n_columns": X.shape[1], **st,
             "coef": np.atleast_1d(r.coef_).tolist(), "intercept": float(r.intercept_),
             "ridge_alpha": float(r.alpha_), "map": None if iso is None else iso.to_dict()}
 
@@ -43,8 +58,7 @@ def predict_point_model(model: dict, X) -> np.ndarray:
     """The fitted score on [0, 1] for rows ``X`` (n, d)."""
     from scoreband.conformal.mapping import MonotoneMap
 
-    X = np.asarray(X, dtype=float)
-    Z = np.clip((X - np.asarray(model["mu"])) / np.asarray(model["sd"]), -10, 10)
+    Z = standardise(X, model)
     raw = Z @ np.asarray(model["coef"]) + model["intercept"]
     if model["map"] is None:
         return np.clip(raw, 0, 1)

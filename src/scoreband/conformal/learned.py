@@ -26,6 +26,7 @@ from scoreband.conformal.bins import (
 )
 from scoreband.conformal.split import quantile_params
 from scoreband.errors import InputError
+from scoreband.pointfit import fit_standardiser, standardise
 from scoreband.records import Band, Predictions
 
 __all__ = ["Fitted", "CQR", "R2CCP", "CHR", "Marginal", "density_sets", "fit_softmax",
@@ -206,12 +207,10 @@ class CQR(_Learned):
 
     def _fit_model(self, pred, y):
         X = _features(pred, self.method)
-        # standardised and clipped: log-probs of an over-confident judge reach -1000s, which
-        # the linear-programming solver cannot handle
         from sklearn.linear_model import QuantileRegressor
 
-        mu, sd = X.mean(0), X.std(0) + 1e-8
-        Z = np.clip((X - mu) / sd, -10, 10)
+        st = fit_standardiser(X)
+        Z = standardise(X, st)
         coefs = {}
         for name, q in (("lo", self.alpha / 2), ("hi", 1 - self.alpha / 2), ("mid", 0.5)):
             r = QuantileRegressor(quantile=q, alpha=0.0, solver="highs").fit(Z, y)
@@ -219,12 +218,11 @@ class CQR(_Learned):
                 raise InputError(f"cqr: the {q:g}-quantile regression did not converge on "
                                  "these features; try `method` r2ccp or split")
             coefs[name] = {"coef": r.coef_.tolist(), "intercept": float(r.intercept_)}
-        self.model_ = {"n_features": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(), **coefs}
+        self.model_ = {"n_features": X.shape[1], **st, **coefs}
 
     def _q(self, pred, name):
-        c, m = self.model_[name], self.model_
-        Z = np.clip((_features(pred, self.method) - np.asarray(m["mu"])) / np.asarray(m["sd"]),
-                    -10, 10)
+        c = self.model_[name]
+        Z = standardise(_features(pred, self.method), self.model_)
         return Z @ np.asarray(c["coef"]) + c["intercept"]
 
     def conformity(self, pred, y):
@@ -531,8 +529,8 @@ class CHR(_Learned):
         X = _features(pred, self.method)
         classes = target_classes(self.scale, y, pred.n_ratings, self.bins, self.grid,
                                  support=True)
-        mu, sd = X.mean(0), X.std(0) + 1e-8
-        Z = np.clip((X - mu) / sd, -10, 10)
+        st = fit_standardiser(X)
+        Z = standardise(X, st)
         edges = coarse_edges(self.scale, len(y))
         use = len(edges) - 1 < len(classes) and (
             self.coarse == "always"
@@ -547,16 +545,14 @@ class CHR(_Learned):
             model = fit_softmax(Z, cells, len(edges) - 1, self.C)
         else:
             model = fit_softmax(Z, classes.classify(y), len(classes), self.C)
-        self.model_ = {"n_features": X.shape[1], "mu": mu.tolist(), "sd": sd.tolist(),
+        self.model_ = {"n_features": X.shape[1], **st,
                        "classes": classes.to_dict(), **model,
                        "coarse_edges": edges.tolist() if use else None}
 
     def probs(self, pred: Predictions) -> np.ndarray:
         """Predicted histogram over the classes, ``(n, K)``."""
         m = self.model_
-        Z = np.clip((_features(pred, self.method) - np.asarray(m["mu"])) / np.asarray(m["sd"]),
-                    -10, 10)
-        P = softmax_probs(m, Z)
+        P = softmax_probs(m, standardise(_features(pred, self.method), m))
         if m.get("coarse_edges") is not None:
             c = self._classes()
             P = spread_histogram(P, m["coarse_edges"], c.lo_edges, c.hi_edges)
