@@ -575,7 +575,6 @@ class CHR(_Learned):
         below = np.clip(np.searchsorted(c, y + 1e-12, side="right") - 1, 0, len(c) - 1)
         above = np.where(np.abs(y - c[below]) <= 1e-12, below,
                          np.minimum(below + 1, len(c) - 1))
-        below = np.where(y < c[0] - 1e-12, 0, below)
         return np.maximum(nested_scores(P, below, u), nested_scores(P, above, u))
 
     def _apply(self, pred, params):
