@@ -65,7 +65,7 @@ def resample(df: pd.DataFrame, scores, n: int, reps: int, seed: int = 0) -> dict
 def within_correlation(df, scores) -> dict:
     """Pearson correlation of the (all-label) fitted map with the human score inside each
     system: the quantity the PPI++ gain depends on."""
-    from scoreband.pointfit import fit_point_model, predict_point_model
+    from scoreband.conformal.pointfit import fit_point_model, predict_point_model
 
     y01 = (df["human_score"].to_numpy(float) - 1) / 4
     X = df[scores].to_numpy(float)

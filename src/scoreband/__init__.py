@@ -6,8 +6,7 @@ The table functions of :mod:`scoreband.api` are here too (loaded on first use, s
 ...)`` (which system is better), ``scoreband.read_table``.
 """
 
-__version__ = "0.1.0"
-
+from scoreband._version import __version__  # noqa: E402
 from scoreband.records import Band, Predictions, Record, Scale  # noqa: E402
 
 _API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "read_table",

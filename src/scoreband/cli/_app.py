@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from scoreband import __version__
+from scoreband._version import __version__
 from scoreband.errors import InputError, RowError, ScorebandError
 
 app = typer.Typer(

@@ -24,9 +24,14 @@ from scoreband.conformal.bins import (
     spread_histogram,
     target_classes,
 )
+from scoreband.conformal.pointfit import (
+    fit_point_model,
+    fit_standardiser,
+    predict_point_model,
+    standardise,
+)
 from scoreband.conformal.split import quantile_params
 from scoreband.errors import InputError
-from scoreband.pointfit import fit_standardiser, standardise
 from scoreband.records import Band, Predictions
 
 __all__ = ["Fitted", "CQR", "R2CCP", "CHR", "Marginal", "density_sets", "fit_softmax",
@@ -144,15 +149,11 @@ class Fitted(_Learned):
         return np.hstack(cols)
 
     def _fit_model(self, pred, y):
-        from scoreband.pointfit import fit_point_model
-
         X = self._columns(pred, fitting=True)
         self.model_.update(fit_point_model(X, y))
 
     def point(self, pred: Predictions) -> np.ndarray:
         """The fitted point score on [0, 1]."""
-        from scoreband.pointfit import predict_point_model
-
         return predict_point_model(self.model_, self._columns(pred, fitting=False))
 
     def _check_pred(self, pred):

@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from scoreband import __version__
+from scoreband._version import __version__
 from scoreband.conformal.base import Calibrator, calibrator_from_state
 from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.files import atomic_write_text, file_sha256, read_json

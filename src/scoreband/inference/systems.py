@@ -9,7 +9,7 @@ fold maps) -> per system the PPI++ mean (:mod:`scoreband.inference.ppi`) beside 
 labels-only mean -> every pair of systems, paired on shared items when an item column is
 given -> Holm-adjusted p-values -> simultaneous rank sets.
 
-The map is shared by every system (ridge + isotonic, :mod:`scoreband.pointfit`): a metric
+The map is shared by every system (ridge + isotonic, :mod:`scoreband.conformal.pointfit`): a metric
 biased differently for each system only costs width, never validity, because each system's
 estimate is rectified by its own labels.
 """
@@ -144,7 +144,7 @@ def _folds(n_lab: int, items, k: int, seed: int) -> np.ndarray:
 def cross_fit(X, y01, labeled, items, k: int = 5, seed: int = 0) -> tuple[np.ndarray, dict]:
     """Predictions on [0, 1] for every row: out-of-fold for the labeled rows, the mean of
     the ``k`` fold maps for the others."""
-    from scoreband.pointfit import fit_point_model, predict_point_model
+    from scoreband.conformal.pointfit import fit_point_model, predict_point_model
 
     lab = np.flatnonzero(labeled)
     groups = None if items is None else items[lab]

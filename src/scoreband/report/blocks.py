@@ -1,7 +1,7 @@
 """The building blocks of the HTML report's sections: inline SVG figures from matplotlib,
 number formatting, tables and figures as the template renders them. Shared by
-:mod:`scoreband.report.html` and the sections that live beside their commands
-(:mod:`scoreband.inference.report`)."""
+:mod:`scoreband.report.html` and its sections in their own modules
+(:mod:`scoreband.report.systems`)."""
 
 from __future__ import annotations
 

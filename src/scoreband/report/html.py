@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
+from scoreband._version import __version__
 from scoreband.errors import InputError
 from scoreband.files import atomic_write_text, read_json
 from scoreband.metrics import binomial_ci
 from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
+from scoreband.report.systems import DEFINITIONS as SYSTEMS_DEFINITIONS
+from scoreband.report.systems import systems_section
 
 __all__ = ["render_report", "write_report", "kind_of", "DEFINITIONS"]
 
@@ -378,8 +381,6 @@ def _stress(doc: dict) -> dict:
 
 
 def _systems(doc: dict) -> dict:
-    from scoreband.inference.report import systems_section
-
     return systems_section(doc)
 
 
@@ -425,8 +426,6 @@ def render_report(docs: list[dict], title: str | None = None, images=()) -> str:
     command wrote, shown in the first section."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    from scoreband import __version__
-
     sections, prov = [], []
     seen: dict[str, int] = {}
     for doc in docs:
@@ -453,9 +452,7 @@ def _definitions(docs) -> list:
     """The terms the report's sections use (each kind adds its own)."""
     defs = list(DEFINITIONS)
     if any(kind_of(d) == "systems" for d in docs):
-        from scoreband.inference.report import DEFINITIONS as SYSTEMS
-
-        defs += SYSTEMS
+        defs += SYSTEMS_DEFINITIONS
     return defs
 
 

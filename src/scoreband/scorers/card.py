@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scoreband._version import __version__
 from scoreband.files import atomic_write_text
 
 __all__ = ["write_model_card"]
@@ -17,8 +18,6 @@ def write_model_card(model_dir, *, title: str, description: str, command: str,
     """Write ``model_dir/MODEL_CARD.md``; ``heads``: name -> {loss, epochs, best_val,
     val_crossings}; ``calibration``: {omega, beta, n, source}."""
     import torch
-
-    from scoreband import __version__
 
     lines = [f"# {title}", "", description, "", "## How it was trained", "", "```",
              command or "(from the Python API)", "```", "",

@@ -4,6 +4,8 @@ label plan."""
 
 from __future__ import annotations
 
+from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
+
 __all__ = ["systems_section", "DEFINITIONS"]
 
 DEFINITIONS = [
@@ -27,8 +29,6 @@ DEFINITIONS = [
 
 
 def _forest(doc: dict) -> str:
-    from scoreband.report.blocks import _plt, _svg
-
     plt = _plt()
     rank = doc["ranking"][::-1]
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rank) + 1.2))
@@ -49,8 +49,6 @@ def _forest(doc: dict) -> str:
 
 
 def systems_section(doc: dict) -> dict:
-    from scoreband.report.blocks import _f, _fig, _table
-
     level = f"{1 - doc['alpha']:.0%}"
     best = doc["ranking"][0]
     sig = [p for p in doc["pairs"] if p["significant"]]
