@@ -19,7 +19,7 @@ script only reads a local folder):
 Protocol: as the paper's, repeated random 50/50 calibration/test splits (seed s = 0..seeds-1),
 alpha = 0.1, every band snapped to the achievable targets (means of 3 ratings:
 ``adjust_boundary`` with 3 ratings) and reported on the native 1-5 scale. Every scoreband
-number comes from :func:`scoreband.studies.protocol.evaluate_splits`, the code behind ``scoreband
+number comes from :func:`scoreband.protocol.evaluate_splits`, the code behind ``scoreband
 evaluate``. The paper's R2CCP width is of the hull of its sets, without snapping.
 """
 
@@ -37,7 +37,7 @@ import pandas as pd
 from scoreband.conformal import make_calibrator
 from scoreband.judges.features import expected_score
 from scoreband.records import Predictions, Scale
-from scoreband.studies.protocol import evaluate_splits
+from scoreband.protocol import evaluate_splits
 
 LIKERT = Scale(1, 5, integer=True)
 DIMS = ("coherence", "consistency", "fluency", "relevance")
@@ -85,7 +85,7 @@ def judge_cell(path: Path, seeds: int, methods=JUDGE_METHODS, decimals: int | No
 
 def _auto_choices(pred, y01, seeds) -> dict:
     """Which method auto chose in each split (same splits as evaluate_splits)."""
-    from scoreband.studies.protocol import split_indices
+    from scoreband.protocol import split_indices
 
     counts: dict[str, int] = {}
     for s in range(seeds):
@@ -161,7 +161,7 @@ def print_judges(res: dict) -> None:
     print(f"auto no wider than split CP + 2 %: {not_wider} of {cells} cells")
     # against the best single column: split on the judge's expected score, raw or fitted
     auto_ok = chr_ok = 0
-    for key, cell in res.items():
+    for cell in res.values():
         best = min(cell["split"]["width"], cell["fitted"]["width"])
         auto_ok += cell["auto"]["width"] <= 1.02 * best
         chr_ok += cell["chr"]["width"] <= 1.1 * best

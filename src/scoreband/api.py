@@ -174,7 +174,7 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
     True
     """
-    from scoreband.studies.protocol import evaluate_splits
+    from scoreband.protocol import evaluate_splits
 
     spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
     if cfg.map not in (None, "none"):

@@ -15,10 +15,10 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import CRC, ClusterConservative
+from scoreband.protocol import Tally, evaluate_splits, resplits
 from scoreband.records import Predictions
 from scoreband.scorers.model import QuantileScorer
 from scoreband.studies.base import StudyResult
-from scoreband.studies.protocol import evaluate_splits, split_indices, summarize
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
 
@@ -130,13 +130,12 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
 
 
 def _shift(pred_in, y_in, pred_out, y_out, alpha, seeds) -> dict:
-    cov, width = [], []
-    for s in range(seeds):
-        cal, _ = split_indices(len(y_in), 0.5, np.random.default_rng(s))
-        band = CRC(alpha).fit(pred_in.take(cal), y_in[cal]).predict(pred_out)
-        cov.append(M.coverage(band.lo01, band.hi01, y_out))
-        width.append(M.sharpness(band.lo01, band.hi01))
-    return {"chained_ci": {"after": {"coverage": summarize(cov), "sharpness": summarize(width)}}}
+    rec = Tally()
+    for sp in resplits(len(y_in), seeds):
+        band = CRC(alpha).fit(pred_in.take(sp.cal), y_in[sp.cal]).predict(pred_out)
+        rec.add(coverage=M.coverage(band.lo01, band.hi01, y_out),
+                sharpness=M.sharpness(band.lo01, band.hi01))
+    return {"chained_ci": {"after": rec.summary()}}
 
 
 def findings(doc: dict) -> list[dict]:

@@ -13,9 +13,9 @@ from scoreband.conformal import CHR, CQR, R2CCP, Mondrian, SplitConformal, adjus
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.errors import InputError, RowError
 from scoreband.judges.features import expected_score, max_prob
+from scoreband.protocol import resplits, summarize
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
-from scoreband.studies.protocol import split_indices, summarize
 
 __all__ = ["run", "reliability_map", "METHODS", "judges_from_table", "simulated_judges"]
 
@@ -86,12 +86,12 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
                 if method == "r2ccp":
                     rec["set"] = {"coverage": [], "width": []}
                 per_task: dict = {}
-                for s in range(seeds):
+                for sp in resplits(len(y01), seeds, cal_frac):
                     # a line per split: R2CCP on a few thousand items takes seconds a split
                     step(f"{name}, {method}{' + mondrian' if mondrian else ''}: "
-                         f"resplit {s + 1} of {seeds}")
-                    cal, test = split_indices(len(y01), cal_frac, np.random.default_rng(s))
-                    c = _make(method, alpha, scale, mondrian, s, r2ccp_epochs)
+                         f"resplit {sp.seed + 1} of {seeds}")
+                    cal, test = sp.cal, sp.test
+                    c = _make(method, alpha, scale, mondrian, sp.seed, r2ccp_epochs)
                     c.fit(pred.take(cal), y01[cal], groups=tasks[cal])
                     band = c.predict(pred.take(test), groups=tasks[test])
                     nr = n_ratings[test] if np.ndim(n_ratings) else n_ratings

@@ -22,9 +22,9 @@ from scoreband import metrics as M
 from scoreband.conformal import CRC, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.errors import InputError
+from scoreband.protocol import Tally, resplits
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
-from scoreband.studies.protocol import split_indices, summarize
 
 __all__ = ["run", "derangement", "validation_study", "ScoreMap", "calibration_study",
            "study_markdown"]
@@ -121,12 +121,10 @@ def calibration_study(score, spread, y01, *, scale: Scale, n_ratings=1, alpha: f
     nr = np.asarray(n_ratings)[ok] if np.ndim(n_ratings) else n_ratings
     res: dict = {}
     for method in ("split", "crc"):
-        rec = {k: [] for k in ("coverage", "width", "coverage_boundary", "width_boundary",
-                               "ups", "raw_coverage")}
-        for seed in range(seeds):
-            rng = np.random.default_rng(seed)
-            cal, test = split_indices(len(y), cal_frac, rng)
-            fit, conf = np.split(rng.permutation(cal), [int(len(cal) * train_frac)])
+        rec = Tally()
+        for sp in resplits(len(y), seeds, cal_frac):
+            cal, test = sp.cal, sp.test
+            fit, conf = np.split(sp.rng.permutation(cal), [int(len(cal) * train_frac)])
             smap = ScoreMap().fit(s[fit], sd[fit], y[fit])
             c = SplitConformal(alpha, scale=scale) if method == "split" else CRC(alpha,
                                                                                  scale=scale)
@@ -134,13 +132,13 @@ def calibration_study(score, spread, y01, *, scale: Scale, n_ratings=1, alpha: f
             raw = smap.predictions(s[test], sd[test])
             band = c.predict(raw)
             bb = adjust_band(band, nr[test] if np.ndim(nr) else nr)
-            rec["coverage"].append(M.coverage(band.lo01, band.hi01, y[test]))
-            rec["width"].append(M.sharpness(band.lo, band.hi))
-            rec["coverage_boundary"].append(M.coverage(bb.lo01, bb.hi01, y[test]))
-            rec["width_boundary"].append(M.sharpness(bb.lo, bb.hi))
-            rec["ups"].append(M.ups(band.median01, band.lo01, band.hi01, y[test]))
-            rec["raw_coverage"].append(M.coverage(raw.lo, raw.hi, y[test]))
-        res[method] = {k: summarize(v) for k, v in rec.items()}
+            rec.add(coverage=M.coverage(band.lo01, band.hi01, y[test]),
+                    width=M.sharpness(band.lo, band.hi),
+                    coverage_boundary=M.coverage(bb.lo01, bb.hi01, y[test]),
+                    width_boundary=M.sharpness(bb.lo, bb.hi),
+                    ups=M.ups(band.median01, band.lo01, band.hi01, y[test]),
+                    raw_coverage=M.coverage(raw.lo, raw.hi, y[test]))
+        res[method] = rec.summary()
     res["n"] = int(len(y))
     res["alpha"] = alpha
     res["seeds"] = seeds

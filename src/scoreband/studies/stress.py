@@ -32,6 +32,7 @@ import numpy as np
 from scoreband import metrics as M
 from scoreband.conformal.weighted import NO_OVERLAP_AUC, too_few_effective
 from scoreband.errors import InputError
+from scoreband.protocol import resplits
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
 
@@ -290,10 +291,9 @@ def _domain_shift(pred: Predictions, items: _Items, ind: str, scale, alpha, seed
             rec.setdefault(f"{key}.{k}", []).append(v)
 
     m = min(len(P), len(Q))
-    for s in range(seeds):
-        rng = np.random.default_rng(s)
-        p = rng.permutation(P)
-        cal, test_in, test_out = p[: len(p) // 2], p[len(p) // 2:], Q
+    for sp in resplits(len(P), seeds):
+        rng = sp.rng
+        cal, test_in, test_out = P[sp.cal], P[sp.test], Q
         for key, cls in (("split", SplitConformal), ("crc", None)):
             c = _crc(alpha, scale) if cls is None else cls(alpha, scale=scale)
             c, b = _fit_apply(c, pred, y, cal, test_in)

@@ -1,10 +1,18 @@
 """The evaluation protocol: repeated random calibration/test splits, before and after
-calibration, mean and std over seeds."""
+calibration, mean and std over seeds.
+
+One protocol for every resplit loop of the project: :func:`resplits` yields the splits (seed
+``s`` draws from ``numpy.random.default_rng(s)``, and a study that draws more after the split -
+a fit part of the calibration half, a mixture - continues with the split's own generator);
+:class:`Tally` collects a value per split and summarises it as mean and std;
+:func:`evaluate_splits` is the whole protocol for one calibrator (``scoreband evaluate``, the
+demo, the benchmarks), the studies run their own measurements inside :func:`resplits`."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,7 +24,7 @@ from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.errors import InputError
 from scoreband.records import Predictions
 
-__all__ = ["split_indices", "evaluate_splits", "summarize"]
+__all__ = ["split_indices", "resplits", "Split", "Tally", "evaluate_splits", "summarize"]
 
 BAND_METRICS = ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman")
 
@@ -37,6 +45,55 @@ def split_indices(n: int, cal_frac: float, rng: np.random.Generator,
     in_cal[perm[: int(round(cal_frac * len(uniq)))]] = True
     mask = in_cal[inv]
     return np.flatnonzero(mask), np.flatnonzero(~mask)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of the protocol: its seed, the calibration and test positions (sorted), and
+    the generator that drew them (for what a study draws after the split)."""
+
+    seed: int
+    cal: np.ndarray
+    test: np.ndarray
+    rng: np.random.Generator
+
+
+def resplits(n: int, seeds: int, cal_frac: float = 0.5, *, keys=None, seed0: int = 0,
+             on_split=None) -> Iterator[Split]:
+    """The protocol's ``seeds`` random calibration/test splits of ``n`` items: split ``s``
+    draws from ``default_rng(seed0 + s)`` (:func:`split_indices`; rows sharing a ``keys``
+    value stay on one side). ``on_split(done, seeds)`` hears after each split's work, when
+    the loop asks for the next one.
+
+    >>> [(sp.cal.tolist(), sp.test.tolist()) for sp in resplits(4, 2)]
+    [([0, 2], [1, 3]), ([0, 1], [2, 3])]
+    """
+    if seeds < 1:
+        raise InputError(f"`seeds` must be >= 1, got {seeds}")
+    for s in range(seeds):
+        rng = np.random.default_rng(seed0 + s)
+        cal, test = split_indices(n, cal_frac, rng, keys)
+        if len(cal) == 0 or len(test) == 0:
+            raise InputError(f"split {s} left an empty calibration or test set (n={n}); "
+                             "use more rows or another `cal_frac`")
+        yield Split(seed0 + s, cal, test, rng)
+        if on_split is not None:
+            on_split(s + 1, seeds)
+
+
+class Tally:
+    """Values per split under names; :meth:`summary` gives each name's mean and std over the
+    splits (:func:`summarize`), names in the order they were first added."""
+
+    def __init__(self, *names: str):
+        self.values: dict[str, list] = {k: [] for k in names}
+
+    def add(self, **values) -> None:
+        for k, v in values.items():
+            self.values.setdefault(k, []).append(v)
+
+    def summary(self) -> dict:
+        return {k: summarize(v) for k, v in self.values.items()}
 
 
 def summarize(values) -> dict:
@@ -141,20 +198,14 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     if adjust_boundary:
         check_on_grid(y01, make_calibrator().scale, nr)
     rec = _Record()
-    for s in range(seeds):
-        rng = np.random.default_rng(seed0 + s)
-        cal, test = split_indices(n, cal_frac, rng, split_keys)
-        if len(cal) == 0 or len(test) == 0:
-            raise InputError(f"split {s} left an empty calibration or test set (n={n}); "
-                             "use more rows or another `cal_frac`")
+    for sp in resplits(n, seeds, cal_frac, keys=split_keys, seed0=seed0, on_split=on_split):
+        cal, test = sp.cal, sp.test
         cal_obj, band, pt = _fit_predict(make_calibrator, pred, y01, cal, test, g_all,
                                          rec.warnings)
         if adjust_boundary:
             band = adjust_band(band, nr[test])
         rec.add(cal_obj, band, pt, y01[test], len(cal),
                 None if g_all is None else g_all[test], items=test)
-        if on_split is not None:
-            on_split(s + 1, seeds)
     out = {
         "method": rec.method(), "alpha": rec.alpha, "n": n, "seeds": seeds,
         "cal_frac": cal_frac, "adjust_boundary": adjust_boundary,
