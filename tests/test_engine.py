@@ -188,3 +188,29 @@ def test_score_any_scores_a_table_in_memory(pairs):
     assert run["error_column"] == "band_error" and run["n_bad"] == 1
     assert run["files"]["calibrator"].name == "calibrator.json"
     assert run["table"]["band_lo"].notna().sum() == 7
+
+
+def test_apply_is_one_vectorized_stage_of_the_row_engine(fitted, tmp_path):
+    """apply in memory, apply_file and the CLI all run ApplyStage through the row engine:
+    no journal is written, row errors carry whole-table positions, and the stage's summary
+    is what apply_file reports."""
+    from scoreband.bands import ApplyStage
+    from scoreband.engine.rows import run_file, run_rows
+
+    d, new = fitted
+    src = tmp_path / "in.csv"
+    new.to_csv(src, index=False)
+    whole = run_rows(sb.read_table(src), stage := ApplyStage(d / "crc.json"))
+    assert stage.vectorized and not stage.whole_table
+    assert sorted(e.position for e in stage.errors) == [3, 404, 405, 999]
+    streamed = ApplyStage(d / "crc.json")
+    journal = tmp_path / "out.csv.partial.jsonl"
+    run_file(src, streamed, tmp_path / "out.csv", journal=journal, chunk_rows=128)
+    assert not journal.exists()
+    assert sorted(e.position for e in streamed.errors) == [3, 404, 405, 999]
+    assert streamed.banded == stage.banded == len(new) - 4
+    out = sb.read_table(tmp_path / "out.csv")
+    np.testing.assert_allclose(out["band_lo"], whole.table["band_lo"], equal_nan=True)
+    assert streamed.summary()["method"] == stage.summary()["method"]
+    res = sb.apply_file(src, d / "crc.json", tmp_path / "api.csv", chunk_rows=300)
+    assert (res.rows, res.banded, len(res.errors)) == (len(new), stage.banded, 4)

@@ -27,8 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scoreband.bands import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
+from scoreband.conformal import load_calibrator
+from scoreband.engine.rows import run_file, run_rows
 from scoreband.errors import InputError, RowError
-from scoreband.io import ColumnSpec, Inputs, load_inputs, read_table
+from scoreband.io import ColumnSpec, load_inputs, read_table
 
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
     import pandas as pd
@@ -39,14 +42,6 @@ from scoreband.records import Band, Scale
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
            "calibrate", "recalibrate", "apply", "apply_file", "systems",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
-
-#: Every command that writes a table adds columns under one prefix and writes the reason a
-#: row failed in ``<prefix>_error`` (empty when the row is fine): apply and score -> band_,
-#: judge -> judge_, roundtrip -> roundtrip_, score --scorer clip-s -> score_. A table passed
-#: through several commands keeps each stage's reasons side by side.
-ERROR_COLUMN = {"apply": "band_error", "score": "band_error", "clip-s": "score_error",
-                "judge": "judge_error", "roundtrip": "roundtrip_error"}
-
 
 @dataclass
 class CalibrationConfig:
@@ -218,15 +213,6 @@ class Calibration:
                                inputs=self.inputs)
 
 
-def table_fingerprint(df) -> str | None:
-    """The scorer fingerprint a scored table carries (one value in ``scorer_fingerprint``)."""
-    if "scorer_fingerprint" in df.columns:
-        vals = df["scorer_fingerprint"].dropna().astype(str).unique()
-        if len(vals) == 1:
-            return vals[0]
-    return None
-
-
 def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
               config: dict | CalibrationConfig | None = None, *, n_ratings: int | None = None,
               scorer_id: str | None = None,
@@ -269,6 +255,13 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     if notes:  # what changed on the way (snapped targets, a change of representation)
         inputs["notes"] = notes
     return Calibration(cal, inputs, inp.errors, scorer_id or table_fingerprint(df))
+
+
+def _load(calibrator, scorer_id):
+    """``(calibrator, document)`` of a :class:`Calibration` or a saved file."""
+    if isinstance(calibrator, Calibration):
+        return calibrator.calibrator, {"inputs": calibrator.inputs}
+    return load_calibrator(calibrator, scorer_fingerprint=scorer_id)
 
 
 # ------------------------------------------------------------------ recalibrate
@@ -348,12 +341,11 @@ class Applied:
     shift: dict | None = None  #: the shift test of a weighted calibrator
 
 
-def _load(calibrator, scorer_id):
-    from scoreband.conformal import load_calibrator
-
-    if isinstance(calibrator, Calibration):
-        return calibrator.calibrator, {"inputs": calibrator.inputs}
-    return load_calibrator(calibrator, scorer_fingerprint=scorer_id)
+def _stage(calibrator, columns, scorer_id, n_ratings, on_warning) -> ApplyStage:
+    pair = ((calibrator.calibrator, {"inputs": calibrator.inputs})
+            if isinstance(calibrator, Calibration) else calibrator)
+    return ApplyStage(pair, columns=columns, scorer_id=scorer_id, n_ratings=n_ratings,
+                      on_warning=on_warning)
 
 
 def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path, *,
@@ -365,54 +357,15 @@ def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path
     ``calibrator``: a :class:`Calibration` or the path of a saved one. The prediction columns
     are those recorded at calibration; ``columns`` overrides some (``median``, ``lo``, ``hi``,
     ``groups``). Rows that cannot be banded keep empty bands and the reason in band_error.
-    For a table larger than memory see :func:`apply_file`.
+    For a table larger than memory see :func:`apply_file`. Both run the row engine's apply
+    stage (:class:`scoreband.bands.ApplyStage`).
     """
     df = _frame(table)
-    cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
-    res, band, inp = _apply_frame(df, cal, doc.get("inputs", {}), columns, n_ratings,
-                                  on_warning=on_warning)
-    return Applied(res, band, inp.errors, getattr(cal, "last_shift_", None))
-
-
-def _apply_frame(df, cal, inputs: dict, columns, n_ratings, *, row_offset: int = 0,
-                 allow_none: bool = False, on_warning=None):
-    import warnings
-
-    cols = dict(inputs.get("columns") or {})
-    if not cols:
-        raise InputError("the calibrator records no input columns; recalibrate it with "
-                         "`scoreband calibrate` (or scoreband.api.calibrate)")
-    given = {k for k, v in (columns or {}).items() if v is not None}
-    for key in ("median", "lo", "hi", "groups", "features", "embedding"):
-        want = cols.get(key)
-        names = want if isinstance(want, list) else [want] if want else []
-        missing = [c for c in names if c not in df.columns]
-        if key not in given and missing:  # the user never named it: the calibrator did
-            raise InputError(
-                f"the calibrator was fitted with `{key}` = {', '.join(map(repr, missing))}, "
-                f"which this table lacks; name this table's column with `{key}` COL, or add "
-                f"the column (available: {', '.join(map(str, list(df.columns)[:30]))})")
-    cols.update({k: v for k, v in (columns or {}).items() if v is not None})
-    spec = ColumnSpec.from_dict({**cols, "target": None, "ratings": None, "split_by": None})
-    inp = load_inputs(df, spec, require_target=False, row_offset=row_offset,
-                      allow_none=allow_none)
-    res = df.copy()
-    if len(inp.rows) == 0:  # a chunk of bad rows only: their reasons, no band
-        band = None
-        for k, v in band_columns(None, inp, len(df)).items():
-            res[k] = v
-        return res, band, inp
-    with warnings.catch_warnings(record=on_warning is not None) as caught:
-        band = cal.predict(inp.pred, groups=inp.groups)
-    for w in dict.fromkeys(str(w.message) for w in caught or ()):
-        on_warning(w)
-    if inputs.get("adjust_boundary"):
-        from scoreband.conformal import adjust_band
-
-        band = adjust_band(band, n_ratings or inputs.get("n_ratings") or 1)
-    for k, v in band_columns(band, inp, len(df)).items():
-        res[k] = v
-    return res, band, inp
+    stage = _stage(calibrator, columns, scorer_id, n_ratings, on_warning)
+    run = run_rows(df, stage)
+    if stage.banded == 0:
+        raise InputError("no usable rows: " + "; ".join(str(e) for e in stage.errors[:5]))
+    return Applied(run.table, stage.band, stage.errors, stage.shift)
 
 
 @dataclass
@@ -427,6 +380,13 @@ class AppliedFile:
     alpha: float
     shift: dict | None = None
 
+    @classmethod
+    def of(cls, rows: int, stage: ApplyStage) -> AppliedFile:
+        if rows and stage.banded == 0:
+            raise InputError("no usable rows: " + "; ".join(str(e) for e in stage.errors[:5]))
+        s = stage.summary()
+        return cls(rows, stage.banded, stage.errors, s["method"], s["alpha"], s["shift"])
+
 
 def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str | Path, *,
                columns: dict | None = None, scorer_id: str | None = None,
@@ -438,80 +398,9 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
     output equals :func:`apply` on the whole table. ``on_rows(done)`` hears about progress.
     Weighted conformal fits its shift weights on all the rows it is given, so it is applied
     to the whole table at once."""
-    from scoreband.engine import ChunkWriter, iter_chunks
-
-    cal, doc = _load(calibrator, scorer_id)
-    if getattr(cal, "method", "") == "weighted-split":
-        chunk_rows = 1 << 62
-    inputs, errors, done, banded, method = doc.get("inputs", {}), [], 0, 0, None
-    with ChunkWriter(out) as w:
-        for chunk in iter_chunks(table, chunk_rows):
-            if done == 0 and scorer_id is None:
-                fp = table_fingerprint(chunk)
-                if fp is not None:
-                    cal, doc = _load(calibrator, fp)  # refuses another scorer's table
-            res, band, inp = _apply_frame(chunk.reset_index(drop=True), cal, inputs, columns,
-                                          n_ratings, row_offset=done, allow_none=True,
-                                          on_warning=on_warning)
-            from dataclasses import replace as _replace
-
-            errors.extend(_replace(e, position=None if e.position is None else e.position + done)
-                          for e in inp.errors)
-            banded += len(inp.rows)
-            method = method or (band.method if band is not None else None)
-            w.write(res)
-            done += len(chunk)
-            if on_rows:
-                on_rows(done)
-        if done == 0:
-            raise InputError(f"table {str(table)!r} has no rows")
-        if banded == 0:
-            first = "; ".join(str(e) for e in errors[:5])
-            raise InputError(f"no usable rows: {first}")
-    return AppliedFile(done, banded, errors, method or cal.method, cal.alpha,
-                       getattr(cal, "last_shift_", None))
-
-
-def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray]:
-    """The columns ``apply`` adds for ``n`` table rows of which ``inp.rows`` were banded:
-    band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag
-    (full_range / group_fallback / the calibrator's note), band_sets (R2CCP's union of
-    intervals), band_group, band_error."""
-    out: dict[str, np.ndarray] = {}
-    if band is None:  # no row of these could be banded
-        for k in ("band_lo", "band_median", "band_hi", "band_lo01", "band_hi01"):
-            out[k] = np.full(n, np.nan)
-        out["band_flag"] = np.full(n, "", dtype=object)
-        errs = np.full(n, "", dtype=object)
-        for e in inp.errors:
-            errs[e.position] = f"{e.column}: {e.reason}"
-        out[ERROR_COLUMN["apply"]] = errs
-        return out
-    for k, v in (("band_lo", band.lo), ("band_median", band.median), ("band_hi", band.hi),
-                 ("band_lo01", band.lo01), ("band_hi01", band.hi01)):
-        col = np.full(n, np.nan)
-        col[inp.rows] = v
-        out[k] = col
-    flags = np.full(n, "", dtype=object)
-    f = np.where(band.full_range, "full_range",
-                 np.where(band.fallback, "group_fallback", band.note or ""))
-    flags[inp.rows] = f
-    out["band_flag"] = flags
-    if band.sets01 is not None and all(v is not None for v in band.sets01):
-        sets = np.full(n, "", dtype=object)
-        sc = band.scale
-        sets[inp.rows] = [";".join(f"{sc.from01(a):.6g}..{sc.from01(b):.6g}" for a, b in v)
-                          for v in band.sets01]
-        out["band_sets"] = sets
-    if band.group is not None:
-        g = np.full(n, "", dtype=object)
-        g[inp.rows] = band.group
-        out["band_group"] = g
-    errs = np.full(n, "", dtype=object)
-    for e in inp.errors:
-        errs[e.position] = f"{e.column}: {e.reason}"
-    out[ERROR_COLUMN["apply"]] = errs
-    return out
+    stage = _stage(calibrator, columns, scorer_id, n_ratings, on_warning)
+    run = run_file(table, stage, out, chunk_rows=chunk_rows, on_rows=on_rows)
+    return AppliedFile.of(run.rows, stage)
 
 
 # ------------------------------------------------------------------ systems

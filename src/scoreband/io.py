@@ -401,7 +401,7 @@ class Inputs:
     pred: Predictions
     y01: np.ndarray | None
     rows: np.ndarray  # positions (0-based) of the kept rows in the original table
-    row_ids: list[str]
+    row_ids: Sequence[str]  #: the kept rows' names in reports (RowIds: named on demand)
     groups: np.ndarray | None
     split_keys: np.ndarray | None
     n_ratings: np.ndarray
@@ -524,14 +524,43 @@ def _check_spec(df: pd.DataFrame, spec: ColumnSpec, features, embedding, *,
         raise InputError("give both `lo` and `hi` (the uncalibrated 90 % interval), or neither")
 
 
-def _row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> list[str]:
+class RowIds(Sequence):
     """How rows are named in error reports: the id column, else 1-based numbers (counted
-    from ``offset`` rows before this chunk)."""
-    if id_col:
-        return [str(v) for v in df[id_col].tolist()]
-    if "id" in df.columns:
-        return [f"{offset + i + 1} (id={v})" for i, v in enumerate(df["id"].tolist())]
-    return [str(offset + i + 1) for i in range(len(df))]
+    from ``offset`` rows before this chunk), with the ``id`` column beside the number where
+    the table has one. Named only when asked (a report names a few rows of millions);
+    ``positions`` views a subset (the kept rows, in their order)."""
+
+    def __init__(self, df: pd.DataFrame, id_col: str | None, offset: int = 0,
+                 positions=None):
+        self._col = df[id_col] if id_col else df["id"] if "id" in df.columns else None
+        self._own = bool(id_col)
+        self._offset = offset
+        self._n = len(df)
+        self._pos = None if positions is None else np.asarray(positions, dtype=int)
+
+    def __len__(self) -> int:
+        return self._n if self._pos is None else len(self._pos)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i if self._pos is None else self._pos[i])
+        if self._own:
+            return str(self._col.iloc[i])
+        if self._col is not None:
+            return f"{self._offset + i + 1} (id={self._col.iloc[i]})"
+        return str(self._offset + i + 1)
+
+    def take(self, positions) -> RowIds:
+        view = RowIds.__new__(RowIds)
+        view.__dict__.update(self.__dict__)
+        view._pos = np.asarray(positions, dtype=int) if self._pos is None else \
+            self._pos[np.asarray(positions, dtype=int)]
+        return view
+
+
+def _row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> RowIds:
+    return RowIds(df, id_col, offset)
 
 
 def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> tuple:
@@ -660,7 +689,9 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     groups = _groups(df, spec.groups, errors, ids)
     split_keys = df[spec.split_by].astype(str).to_numpy() if spec.split_by else None
 
-    keep = np.array(sorted(set(range(n)) - set(errors)), dtype=int)
+    bad = np.zeros(n, dtype=bool)
+    bad[list(errors)] = True
+    keep = np.flatnonzero(~bad)
     if len(keep) == 0 and not allow_none:
         first = [str(e) for e in list(errors.values())[:5]]
         raise InputError("no usable rows: " + "; ".join(first))
@@ -674,6 +705,6 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     pred = Predictions(median=median[keep], lo=take(lo), hi=take(hi), features=take(feats),
                        embedding=take(emb), n_ratings=nr[keep])
     return Inputs(pred=pred, y01=None if y is None else spec.scale.to01(y[keep]), rows=keep,
-                  row_ids=[ids[i] for i in keep], groups=take(groups),
+                  row_ids=ids.take(keep), groups=take(groups),
                   split_keys=take(split_keys), n_ratings=nr[keep],
                   errors=[errors[i] for i in sorted(errors)], notes=notes)

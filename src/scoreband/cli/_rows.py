@@ -1,4 +1,4 @@
-"""The row commands (score, judge, roundtrip) on the row engine: local (the whole table, or
+"""The row commands (score, judge, roundtrip, apply) on the row engine: local (the whole table, or
 streamed chunk by chunk when both files are CSV / TSV / JSONL / Parquet) or on Ray, with the
 same journal, provenance and end-of-run report."""
 
@@ -14,10 +14,13 @@ CHUNK_ROWS = 10_000
 
 
 def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict | None, *,
-              error_column: str, df=None, post=None, components: dict | None = None):
+              error_column: str, df=None, post=None, components: dict | None = None,
+              local: dict | None = None, vectorized: bool = False):
     """Run the stage ``factory(**kw)`` over ``table`` into ``out``; returns ``(run, stage)``
     (stage None on Ray). ``df``: an already prepared table (read whole); ``post(table)``:
-    a whole-table step before writing (forces the whole-table path)."""
+    a whole-table step before writing (forces the whole-table path); ``local``: arguments
+    only a stage built here gets (callbacks: a Ray actor gets plain values only);
+    ``vectorized``: the stage computes whole chunks (apply), for Ray's batch size."""
     from scoreband.engine.stream import STREAMABLE
     from scoreband.provenance import write_provenance
 
@@ -27,8 +30,9 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
         if df is not None or post is not None:
             fail("--engine ray runs on the table as it is; drop --captioner / --references "
                  "or run with --engine local")
-        return _ray(table, out, factory, kw, engine_opts, error_column, components), None
-    stage = build_stage(factory, {**kw, "base_dir": Path(table).parent})
+        return _ray(table, out, factory, kw, engine_opts, error_column, components,
+                    vectorized), None
+    stage = build_stage(factory, {**kw, **(local or {}), "base_dir": Path(table).parent})
     journal = Path(str(out) + ".partial.jsonl")
     streamed = (df is None and post is None and Path(table).suffix.lower() in STREAMABLE
                 and out.suffix.lower() in STREAMABLE)
@@ -36,7 +40,7 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
         from scoreband.engine.rows import run_file
 
         run = run_file(table, stage, out, journal=journal, progress=err,
-                       chunk_rows=CHUNK_ROWS)
+                       chunk_rows=10 * CHUNK_ROWS if stage.vectorized else CHUNK_ROWS)
     else:
         from scoreband.engine.rows import run_rows
         from scoreband.io import read_table, write_table
@@ -58,13 +62,14 @@ def _files(stage) -> dict:
     return {"calibrator": cal} if cal else {}
 
 
-def _ray(table, out, factory, kw, engine_opts, error_column, components) -> RowRun:
+def _ray(table, out, factory, kw, engine_opts, error_column, components,
+         vectorized) -> RowRun:
     from scoreband.engine.ray_engine import stage_ray
     from scoreband.provenance import write_provenance
 
     n, failures = stage_ray(table, out, factory, kw, error_column=error_column,
                             actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
-                            address=engine_opts["ray_address"])
+                            address=engine_opts["ray_address"], vectorized=vectorized)
     write_provenance(out, {**(components or {}), "engine": {
         "name": "ray", "actors": engine_opts["actors"], "num_gpus": engine_opts["num_gpus"]}})
     return RowRun(None, n, failures)

@@ -37,6 +37,7 @@ from scoreband.cli._options import (
     split_options,
     with_options,
 )
+from scoreband.cli._rows import run_stage
 
 
 def _fmt(d) -> str:
@@ -279,59 +280,32 @@ def apply(
 
     Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
     """
-    from scoreband.engine import STREAMABLE
-    from scoreband.provenance import write_provenance
+    from scoreband.api import AppliedFile
 
     cols = dict(median=median, lo=lo, hi=hi, groups=groups)
-    if check_engine(engine_opts):
-        return _apply_ray(table, calibrator, out, cols, n_ratings, engine_opts)
-    if Path(table).suffix.lower() in STREAMABLE and Path(out).suffix.lower() in STREAMABLE:
-        res = _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings)
-    else:  # JSON arrays and dataset folders are read whole
-        res = _apply_in_memory(table, calibrator, out, cols, scorer_id, n_ratings)
+    kw = {"calibrator": str(calibrator), "columns": cols, "scorer_id": scorer_id,
+          "n_ratings": n_ratings}
+    if check_engine(engine_opts):  # an actor reads the calibrator from its text, checked here
+        import json
+
+        from scoreband.conformal import load_calibrator
+
+        kw["calibrator_text"] = json.dumps(load_calibrator(calibrator, scorer_fingerprint=
+                                                           scorer_id)[1])
+    run, stage = run_stage(table, out, "scoreband.bands:apply_stage", kw, engine_opts,
+                           error_column="band_error", local={"on_warning": warn},
+                           vectorized=True)
+    if stage is None:  # Ray: the reasons as the rows passed
+        for i, e in list(run.failures.items())[:20]:
+            warn(f"row {i + 1} left without a band: {e}")
+        console.print(f"banded {run.rows - len(run.failures)} of {run.rows} rows on Ray "
+                      f"-> {out}")
+        return
+    res = AppliedFile.of(run.rows, stage)
+    report_rows(res.errors, res.rows, action="left without a band")
     _print_shift(res.shift)
-    write_provenance(out, {"calibrator_method": res.method}, files={"calibrator": calibrator})
     console.print(f"banded {res.banded} of {res.rows} rows with {res.method} "
                   f"(alpha={res.alpha}) -> {out}")
-
-
-def _apply_ray(table, calibrator, out, cols, n_ratings, engine_opts):
-    from scoreband.engine.ray_engine import apply_ray
-    from scoreband.provenance import write_provenance
-
-    n, failures = apply_ray(table, calibrator, out, columns=cols, n_ratings=n_ratings,
-                            actors=engine_opts["actors"], address=engine_opts["ray_address"])
-    write_provenance(out, {"engine": {"name": "ray", "actors": engine_opts["actors"]}},
-                     files={"calibrator": calibrator})
-    for i, e in list(failures.items())[:20]:
-        warn(f"row {i + 1} left without a band: {e}")
-    console.print(f"banded {n - len(failures)} of {n} rows on Ray -> {out}")
-
-
-def _apply_streaming(table, calibrator, out, cols, scorer_id, n_ratings):
-    from scoreband import api
-    from scoreband.files import check_readable
-    from scoreband.progress import row_progress
-
-    size = check_readable(table, "table").stat().st_size  # worded as every other command
-    with row_progress(err if size > 50_000_000 else None, "applying", 0) as update:
-        res = api.apply_file(table, calibrator, out, columns=cols, scorer_id=scorer_id,
-                             n_ratings=n_ratings, on_warning=warn, on_rows=update)
-    report_rows(res.errors, res.rows, action="left without a band")
-    return res
-
-
-def _apply_in_memory(table, calibrator, out, cols, scorer_id, n_ratings):
-    from scoreband import api
-    from scoreband.io import write_table
-
-    df = api.read_table(table)
-    res = api.apply(df, calibrator, columns=cols, scorer_id=scorer_id, n_ratings=n_ratings,
-                    on_warning=warn)
-    report_rows(res.errors, len(df), action="left without a band")
-    write_table(res.table, out)
-    return api.AppliedFile(len(df), len(df) - len(res.errors), res.errors, res.band.method,
-                           res.band.alpha, res.shift)
 
 
 def _print_shift(shift: dict | None) -> None:

@@ -125,6 +125,17 @@ def validate_calibrator_document(doc: dict, path="calibrator") -> None:
                                  f"columns were read on {cols['scale']}; recalibrate")
 
 
+def check_scorer(doc: dict, scorer_fingerprint: str | None, path) -> None:
+    """Refuse predictions of another scorer than the one the calibrator document was fitted
+    on (when both fingerprints are known)."""
+    fp = doc.get("scorer_fingerprint")
+    if scorer_fingerprint is not None and fp is not None and fp != scorer_fingerprint:
+        raise CalibratorMismatch(
+            f"{path} was calibrated for scorer {fp!r}, but these predictions come from "
+            f"{scorer_fingerprint!r}; a calibrator is only valid for the scorer it was fitted on"
+        )
+
+
 def load_calibrator(path, *, scale: Scale | None = None,
                     scorer_fingerprint: str | None = None) -> tuple[Calibrator, dict]:
     """Read a calibrator file; returns ``(calibrator, document)``.
@@ -158,12 +169,7 @@ def load_calibrator(path, *, scale: Scale | None = None,
             f"{path} was calibrated on scale [{file_scale.lo:g}, {file_scale.hi:g}], but this "
             f"table uses [{scale.lo:g}, {scale.hi:g}]; recalibrate on this scale"
         )
-    fp = doc.get("scorer_fingerprint")
-    if scorer_fingerprint is not None and fp is not None and fp != scorer_fingerprint:
-        raise CalibratorMismatch(
-            f"{path} was calibrated for scorer {fp!r}, but these predictions come from "
-            f"{scorer_fingerprint!r}; a calibrator is only valid for the scorer it was fitted on"
-        )
+    check_scorer(doc, scorer_fingerprint, path)
     try:
         cal = calibrator_from_state(doc["calibrator"], file_scale)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:

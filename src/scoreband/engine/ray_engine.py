@@ -1,7 +1,8 @@
 """Ray Data as the engine of ``apply``, ``score``, ``judge`` and ``roundtrip``
 (``--engine ray``): the table becomes a Ray Dataset read in blocks, ``map_batches`` runs one
-actor per model replica (the calibrator shipped as its JSON text; a row stage built once per
-actor and run by the same row engine as locally; ``num_gpus`` per actor where a GPU is), the
+actor per model replica (a row stage built once per actor from plain values - apply's
+calibrator shipped as its JSON text - and run by the same row engine as locally;
+``num_gpus`` per actor where a GPU is), the
 output streams back in the input's order into the same chunked writer the local engine
 uses. Ray restarts an actor whose process died and resubmits its batches, so a killed worker
 loses no row. Runs on a local Ray started here, or on a cluster (``address`` /
@@ -10,14 +11,13 @@ loses no row. Runs on a local Ray started here, or on a cluster (``address`` /
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from pathlib import Path
 
 from scoreband.errors import InputError
 from scoreband.extras import install_hint
 
-__all__ = ["connect", "apply_ray", "stage_ray"]
+__all__ = ["connect", "stage_ray"]
 
 EXTRA = install_hint("ray")
 
@@ -83,27 +83,6 @@ def _dataset(table, block_rows: int):
     raise InputError(f"`engine` ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
 
 
-class _Apply:
-    """One actor: the calibrator loaded from its JSON text (all of load_calibrator's checks)."""
-
-    def __init__(self, doc_text: str, columns: dict, n_ratings):
-        from scoreband.conformal import load_calibrator
-
-        with tempfile.TemporaryDirectory() as d:
-            f = Path(d) / "calibrator.json"
-            f.write_text(doc_text, encoding="utf-8")
-            self.cal, self.doc = load_calibrator(f)
-        self.columns, self.n_ratings = columns, n_ratings
-
-    def __call__(self, batch):
-        from scoreband.api import _apply_frame
-
-        res, _, _ = _apply_frame(batch.reset_index(drop=True), self.cal,
-                                 self.doc.get("inputs", {}), self.columns, self.n_ratings,
-                                 allow_none=True)
-        return res
-
-
 class _Stage:
     """One actor: one stage (one model replica, judge or generator), built once from plain
     values by ``factory`` ("module:function"), run on each batch by the row engine."""
@@ -149,28 +128,18 @@ def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on
     return done, failures
 
 
-def apply_ray(table, calibrator, out, *, columns: dict | None = None, n_ratings=None,
-              actors: int = 2, address: str | None = None, batch_rows: int = 100_000,
-              on_rows=None) -> tuple[int, dict[int, str]]:
-    """``apply`` on Ray Data; returns (rows written, position -> reason of unbanded rows)."""
-    connect(address, actors=actors)
-    from scoreband.conformal import load_calibrator
-
-    load_calibrator(calibrator)  # every check of the file before the cluster sees it
-    text = Path(calibrator).read_text(encoding="utf-8")
-    ds = _dataset(table, batch_rows)
-    return _run(ds, _Apply, (text, columns or {}, n_ratings), out, actors=actors, num_gpus=0,
-                batch_rows=batch_rows, on_rows=on_rows, error_column="band_error")
-
-
 def stage_ray(table, out, factory: str, kw: dict, *, error_column: str, actors: int = 2,
               num_gpus: float = 0.0, address: str | None = None, batch_rows: int = 256,
-              on_rows=None, write_rows: int = 10_000) -> tuple[int, dict[int, str]]:
-    """A row stage (``score``, ``judge``, ``roundtrip``) on Ray Data: ``factory(**kw)``
-    builds the stage in each actor (``base_dir`` is the table's folder); returns (rows
-    written, position -> reason of the rows that failed)."""
+              on_rows=None, write_rows: int = 10_000,
+              vectorized: bool = False) -> tuple[int, dict[int, str]]:
+    """A row stage (``score``, ``judge``, ``roundtrip``, ``apply``) on Ray Data:
+    ``factory(**kw)`` builds the stage in each actor (``base_dir`` is the table's folder);
+    returns (rows written, position -> reason of the rows that failed). A ``vectorized``
+    stage (apply) gets batches of 100,000 rows."""
     connect(address, actors=actors)
-    ds = _dataset(table, 4 * batch_rows)  # a few batches per task
+    if vectorized:
+        batch_rows = max(batch_rows, 100_000)
+    ds = _dataset(table, batch_rows if vectorized else 4 * batch_rows)  # a few batches a task
     kw = {**kw, "base_dir": str(Path(table).parent.resolve())}
     return _run(ds, _Stage, (factory, kw), out, actors=actors, num_gpus=num_gpus,
                 batch_rows=batch_rows, on_rows=on_rows, error_column=error_column,

@@ -1,0 +1,211 @@
+"""A saved calibrator's bands on a table's rows: the ``apply`` stage of the row engine.
+
+:class:`ApplyStage` is a vectorized :class:`~scoreband.engine.rows.Stage`: the engine hands
+it a whole chunk, it reads the prediction columns the calibrator was fitted with (every bad
+cell a row error naming the row and column), bands the usable rows at once and returns the
+band columns (:func:`band_columns`). So ``scoreband.apply`` (a table in memory),
+``scoreband.api.apply_file`` (a file streamed chunk by chunk) and ``--engine ray`` (the stage
+built in each actor) are one path through :func:`~scoreband.engine.rows.run_rows` /
+:func:`~scoreband.engine.rows.run_file`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scoreband.conformal import adjust_band, load_calibrator
+from scoreband.conformal.persist import check_scorer
+from scoreband.engine.rows import Stage
+from scoreband.errors import InputError, RowError
+from scoreband.io import ColumnSpec, Inputs, load_inputs
+from scoreband.records import Band
+
+__all__ = ["ApplyStage", "apply_stage", "band_columns", "table_fingerprint", "ERROR_COLUMN",
+           "BAND_COLUMNS"]
+
+#: Every command that writes a table adds columns under one prefix and writes the reason a
+#: row failed in ``<prefix>_error`` (empty when the row is fine): apply and score -> band_,
+#: judge -> judge_, roundtrip -> roundtrip_, score --scorer clip-s -> score_. A table passed
+#: through several commands keeps each stage's reasons side by side.
+ERROR_COLUMN = {"apply": "band_error", "score": "band_error", "clip-s": "score_error",
+                "judge": "judge_error", "roundtrip": "roundtrip_error"}
+
+#: the numeric band columns: native scale, then the [0, 1] companions
+BAND_COLUMNS = ("band_lo", "band_median", "band_hi", "band_lo01", "band_hi01")
+
+
+def table_fingerprint(df) -> str | None:
+    """The scorer fingerprint a scored table carries (one value in ``scorer_fingerprint``)."""
+    if "scorer_fingerprint" in df.columns:
+        vals = df["scorer_fingerprint"].dropna().astype(str).unique()
+        if len(vals) == 1:
+            return vals[0]
+    return None
+
+
+def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray]:
+    """The columns ``apply`` adds for ``n`` table rows of which ``inp.rows`` were banded:
+    band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag
+    (full_range / group_fallback / the calibrator's note), band_sets (R2CCP's union of
+    intervals), band_group, band_error."""
+    out: dict[str, np.ndarray] = {}
+    values = dict.fromkeys(BAND_COLUMNS) if band is None else {
+        "band_lo": band.lo, "band_median": band.median, "band_hi": band.hi,
+        "band_lo01": band.lo01, "band_hi01": band.hi01}
+    for k, v in values.items():
+        col = np.full(n, np.nan)
+        if v is not None:
+            col[inp.rows] = v
+        out[k] = col
+    flags = np.full(n, "", dtype=object)
+    if band is not None:
+        flags[inp.rows] = np.where(band.full_range, "full_range",
+                                   np.where(band.fallback, "group_fallback", band.note or ""))
+    out["band_flag"] = flags
+    if band is not None and band.sets01 is not None and all(v is not None
+                                                            for v in band.sets01):
+        sets = np.full(n, "", dtype=object)
+        sc = band.scale
+        sets[inp.rows] = [";".join(f"{sc.from01(a):.6g}..{sc.from01(b):.6g}" for a, b in v)
+                          for v in band.sets01]
+        out["band_sets"] = sets
+    if band is not None and band.group is not None:
+        g = np.full(n, "", dtype=object)
+        g[inp.rows] = band.group
+        out["band_group"] = g
+    errs = np.full(n, "", dtype=object)
+    for e in inp.errors:
+        errs[e.position] = f"{e.column}: {e.reason}"
+    out[ERROR_COLUMN["apply"]] = errs
+    return out
+
+
+class ApplyStage(Stage):
+    """Bands of a fitted calibrator for a table's rows, a whole chunk at a time.
+
+    ``calibrator``: ``(calibrator, document)`` as :func:`~scoreband.conformal.load_calibrator`
+    returns them, or the path of a saved one; ``source`` names the file the pair came from
+    (for provenance and messages). A document's scorer fingerprint is checked against
+    ``scorer_id``, else against the first chunk's ``scorer_fingerprint`` column. ``columns``
+    overrides the prediction columns recorded at calibration (``median``, ``lo``, ``hi``,
+    ``groups``). The calibrator's warnings go to ``on_warning`` (each once) and are kept in
+    ``warnings``. After the run: ``errors`` (every bad row, positions in the whole table),
+    ``banded``, ``band`` (the last chunk's :class:`~scoreband.records.Band`), ``method``,
+    ``alpha`` and ``shift`` (a weighted calibrator's shift test) - :meth:`summary` has them
+    as a dict.
+    """
+
+    label = "applying"
+    error_column = ERROR_COLUMN["apply"]
+    vectorized = True
+
+    def __init__(self, calibrator, *, columns: dict | None = None,
+                 scorer_id: str | None = None, n_ratings: int | None = None,
+                 on_warning=None, source=None, base_dir=None):
+        super().__init__(base_dir)
+        if isinstance(calibrator, tuple):
+            self.cal, self.doc = calibrator
+            self.source = None if source is None else Path(source)
+        else:
+            self.source = Path(calibrator)
+            self.cal, self.doc = load_calibrator(self.source, scorer_fingerprint=scorer_id)
+        check_scorer(self.doc, scorer_id, self.source or "the calibrator")
+        self.scorer_id = scorer_id
+        self.recorded = dict(self.doc.get("inputs", {}))
+        self.overrides = {k: v for k, v in (columns or {}).items() if v is not None}
+        self.n_ratings = n_ratings
+        self.on_warning = on_warning
+        self.warnings: list[str] = []
+        # weighted conformal fits its shift weights on all the rows it is given
+        self.whole_table = getattr(self.cal, "method", "") == "weighted-split"
+        self.errors: list[RowError] = []
+        self.banded = 0
+        self.band: Band | None = None
+        self.method: str | None = None
+        self._checked = scorer_id is not None
+
+    @property
+    def calibrator(self) -> Path | None:
+        """The calibrator file (for the output's provenance)."""
+        return self.source
+
+    @property
+    def alpha(self) -> float:
+        return self.cal.alpha
+
+    @property
+    def shift(self) -> dict | None:
+        return getattr(self.cal, "last_shift_", None)
+
+    def _spec(self, df: pd.DataFrame) -> ColumnSpec:
+        cols = dict(self.recorded.get("columns") or {})
+        if not cols:
+            raise InputError("the calibrator records no input columns; recalibrate it with "
+                             "`scoreband calibrate` (or scoreband.api.calibrate)")
+        for key in ("median", "lo", "hi", "groups", "features", "embedding"):
+            want = cols.get(key)
+            names = want if isinstance(want, list) else [want] if want else []
+            missing = [c for c in names if c not in df.columns]
+            if key not in self.overrides and missing:  # the calibrator named it, not the user
+                raise InputError(
+                    f"the calibrator was fitted with `{key}` = "
+                    f"{', '.join(map(repr, missing))}, which this table lacks; name this "
+                    f"table's column with `{key}` COL, or add the column (available: "
+                    f"{', '.join(map(str, list(df.columns)[:30]))})")
+        cols.update(self.overrides)
+        return ColumnSpec.from_dict({**cols, "target": None, "ratings": None,
+                                     "split_by": None})
+
+    def frame(self, df: pd.DataFrame) -> dict[str, np.ndarray]:
+        if not self._checked:  # refuses another scorer's table
+            check_scorer(self.doc, table_fingerprint(df), self.source or "the calibrator")
+            self._checked = True
+        inp = load_inputs(df, self._spec(df), require_target=False, row_offset=self.offset,
+                          allow_none=True)
+        self.errors.extend(replace(e, position=e.position + self.offset) for e in inp.errors)
+        if len(inp.rows) == 0:  # a chunk of bad rows only: their reasons, no band
+            return band_columns(None, inp, len(df))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            band = self.cal.predict(inp.pred, groups=inp.groups)
+        for w in dict.fromkeys(str(w.message) for w in caught):
+            if w not in self.warnings:
+                self.warnings.append(w)
+                if self.on_warning is not None:
+                    self.on_warning(w)
+        if self.recorded.get("adjust_boundary"):
+            band = adjust_band(band, self.n_ratings or self.recorded.get("n_ratings") or 1)
+        self.band, self.banded = band, self.banded + len(inp.rows)
+        self.method = self.method or band.method
+        return band_columns(band, inp, len(df))
+
+    def components(self) -> dict:
+        """What the output's provenance records of this stage."""
+        return {"calibrator_method": self.method or self.cal.method}
+
+    def summary(self) -> dict:
+        return {"method": self.method or self.cal.method, "alpha": self.alpha,
+                "banded": self.banded, "shift": self.shift}
+
+
+def apply_stage(calibrator: str, calibrator_text: str | None = None,
+                columns: dict | None = None, scorer_id: str | None = None, n_ratings=None,
+                on_warning=None, base_dir=None) -> ApplyStage:
+    """The stage from plain values (how the CLI and a Ray actor build it): the calibrator
+    file ``calibrator``, or, where that file is not on this machine (a Ray cluster's node),
+    its JSON text ``calibrator_text`` with all of load_calibrator's checks."""
+    if calibrator_text is None:
+        return ApplyStage(calibrator, columns=columns, scorer_id=scorer_id,
+                          n_ratings=n_ratings, on_warning=on_warning, base_dir=base_dir)
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / Path(calibrator).name
+        f.write_text(calibrator_text, encoding="utf-8")
+        pair = load_calibrator(f)
+    return ApplyStage(pair, columns=columns, scorer_id=scorer_id, n_ratings=n_ratings,
+                      on_warning=on_warning, source=calibrator, base_dir=base_dir)
