@@ -25,7 +25,13 @@ def test_registry_resolves_exact_and_prefixed_names():
         return ("pre", arg, size)
 
     assert r.names() == ["plain", "pre:ARG"] and list(r) == r.names() and len(r) == 2
-    assert r.create("plain", size=3, unused=9) == ("plain", 3)  # unknown options dropped
+    assert r.create("plain", size=3) == ("plain", 3)
+    with pytest.raises(InputError, match="thing 'plain' takes no 'unused', 'other'; it takes: "
+                                         "size"):
+        r.create("plain", size=3, unused=9, other=1)  # an option asked for is never dropped
+    # options offered to every entry alike: each takes those it knows; asked ones win
+    assert r.create("plain", offered={"size": 5, "unused": 9}) == ("plain", 5)
+    assert r.create("pre:x", offered={"size": 5}, size=2) == ("pre", "x", 2)
     assert r.create("pre:x:y") == ("pre", "x:y", 1)
     assert "pre:a" in r and "other" not in r
     with pytest.raises(InputError, match="unknown thing 'nope'; choose one of plain, pre:ARG"):
@@ -83,7 +89,7 @@ def test_every_generator_draws_an_image(tiny, name):
     if spec is None:  # an endpoint: covered against a local HTTP server in test_roundtrip
         assert GENERATORS.resolve("openai:m")[1] == "m"
         return
-    gen = GENERATORS.create(spec, steps=2, size=32)
+    gen = GENERATORS.create(spec, offered=dict(steps=2, size=32))
     im = gen.generate("a red circle", seed=0)
     assert isinstance(im, Image.Image) and isinstance(gen.describe(), dict)
 

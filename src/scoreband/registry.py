@@ -104,14 +104,26 @@ class Registry:
                              f"write {entry.usage}")
         return entry, rest
 
-    def create(self, spec: str, *args, **kw):
-        """Build the object ``spec`` names. Keyword arguments the factory does not take are
-        dropped, so one call site can pass every option (``device``, ``base_url`` ...)."""
+    def create(self, spec: str, *args, offered: dict | None = None, **kw):
+        """Build the object ``spec`` names with ``args`` and ``kw``; a keyword the entry's
+        factory does not take is an error naming it and what the entry takes.
+
+        ``offered``: options a caller gives every entry alike (a command's ``--device``,
+        ``--base-url`` ...): each entry gets those it takes, the others are left out on
+        purpose - offered, not asked for."""
         entry, rest = self.resolve(spec)
         if entry.factory is None:
             raise InputError(f"{self.kind} {spec!r} cannot be built directly")
         f = entry.factory
         params = inspect.signature(f).parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            kw = {k: v for k, v in kw.items() if k in params}
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        names = [k for k, p in params.items()
+                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        unknown = [k for k in kw if k not in params and not takes_any]
+        if unknown:
+            raise InputError(f"{self.kind} {spec!r} takes no {', '.join(map(repr, unknown))}; "
+                             f"it takes: {', '.join(names) or 'no options'}")
+        extra = {k: v for k, v in (offered or {}).items()
+                 if k not in kw and (takes_any or k in params)}
+        kw = {**extra, **kw}
         return f(rest, *args, **kw) if entry.is_prefix else f(*args, **kw)

@@ -96,4 +96,5 @@ def load_backbone(name: str, *, device: str = "cpu", dtype: str = "float32",
     """Instantiate a backbone from its address (see ``BACKBONES``)."""
     if dtype not in ("float32", "bfloat16", "float16"):
         raise InputError(f"`dtype` {dtype!r}: choose float32, bfloat16 or float16")
-    return BACKBONES.create(name, device=device, dtype=dtype, image_size=image_size)
+    sized = {} if image_size is None else {"image_size": image_size}  # asked for: BEiT-3 only
+    return BACKBONES.create(name, offered=dict(device=device, dtype=dtype), **sized)

@@ -39,9 +39,10 @@ def _components(generator, encoder, steps, size, guidance, device, dtype, base_u
     from scoreband.roundtrip.encoders import make_encoder
     from scoreband.roundtrip.generators import make_generator
 
-    gen = make_generator(generator, steps=steps, size=size, guidance=guidance, device=device,
-                         dtype=dtype, base_url=base_url, cache_dir=cache)
-    return gen, make_encoder(encoder, device=device, dtype=dtype)
+    gen = make_generator(generator, offered=dict(steps=steps, size=size, guidance=guidance,
+                                                  device=device, dtype=dtype,
+                                                  base_url=base_url, cache_dir=cache))
+    return gen, make_encoder(encoder, offered=dict(device=device, dtype=dtype))
 
 
 @app.command("roundtrip")

@@ -146,9 +146,9 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     def wrap(c: Calibrator) -> Calibrator:
         return c if map in (None, "none") else Mapped(c, kind=map, seed=seed)
 
-    cal = METHODS.create(method, alpha, scale=scale, seed=seed, randomize=randomize,
-                         adjust_boundary=adjust_boundary, n_clusters=n_clusters,
-                         small_group=small_group, wrap=wrap)
+    cal = METHODS.create(method, alpha, scale=scale, offered=dict(
+        seed=seed, randomize=randomize, adjust_boundary=adjust_boundary,
+        n_clusters=n_clusters, small_group=small_group, wrap=wrap))
     if mondrian and not method.startswith("crc-cluster"):
         cal = Mondrian(cal, by=mondrian, small_group=small_group)
     return cal

@@ -36,10 +36,11 @@ from scoreband.logprobs import entropy, expected_score, max_prob
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "make_judge",
            "extract_judge_table", "JudgeStage", "judge_stage", "DEFAULT_TEMPLATE", "JUDGES"]
 
-def make_judge(spec: str, prompt: JudgePrompt, **kw) -> Judge:
-    """``hf:DIR_OR_ID`` or ``openai:MODEL`` (see ``JUDGES``); options a judge does not take
-    are ignored."""
-    return JUDGES.create(spec, prompt, **kw)
+def make_judge(spec: str, prompt: JudgePrompt, *, offered: dict | None = None, **kw) -> Judge:
+    """``hf:DIR_OR_ID`` or ``openai:MODEL`` (see ``JUDGES``) with its options ``kw`` (an
+    option the judge does not take is an error naming it); ``offered``: options given to
+    every judge alike (the CLI's), each judge taking those it knows."""
+    return JUDGES.create(spec, prompt, offered=offered, **kw)
 
 
 def _judge_row(judge: Judge, img, ins, resp, img_file, cols) -> dict:
@@ -142,7 +143,8 @@ class JudgeStage(Stage):
 def judge_stage(judge_spec: str, prompt: dict, judge_options: dict, **cols) -> JudgeStage:
     """A :class:`JudgeStage` built from plain values (what a Ray actor receives):
     ``prompt`` holds :class:`JudgePrompt`'s arguments."""
-    return JudgeStage(make_judge(judge_spec, JudgePrompt(**prompt), **judge_options), **cols)
+    return JudgeStage(make_judge(judge_spec, JudgePrompt(**prompt), offered=judge_options),
+                      **cols)
 
 
 def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",

@@ -114,14 +114,15 @@ class RoundTripStage(Stage):
 
 def roundtrip_stage(generator: dict, encoder: dict, **kw) -> RoundTripStage:
     """A :class:`RoundTripStage` built from plain values (what a Ray actor receives):
-    ``generator`` / ``encoder`` hold ``spec`` and the options of ``make_generator`` /
-    ``make_encoder``."""
+    ``generator`` / ``encoder`` hold ``spec`` and the command's options, offered to
+    ``make_generator`` / ``make_encoder`` (each entry takes those it knows)."""
     from scoreband.roundtrip.encoders import make_encoder
     from scoreband.roundtrip.generators import make_generator
 
-    gen = make_generator(generator["spec"], **{k: v for k, v in generator.items()
-                                               if k != "spec"})
-    enc = make_encoder(encoder["spec"], **{k: v for k, v in encoder.items() if k != "spec"})
+    gen = make_generator(generator["spec"], offered={k: v for k, v in generator.items()
+                                                     if k != "spec"})
+    enc = make_encoder(encoder["spec"], offered={k: v for k, v in encoder.items()
+                                                 if k != "spec"})
     return RoundTripStage(gen, enc, **kw)
 
 
