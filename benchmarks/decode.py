@@ -97,7 +97,7 @@ def main() -> None:
     out = {}
     for fast in (False, True):
         images.FAST_JPEG = fast
-        imgs = np.stack([images.load_image(p, scorer.model.cfg.image_size) for p in paths])
+        imgs = np.stack([images.load_image(p, scorer.input_size) for p in paths])
         out[fast] = scorer.predict(imgs, caps).median
     d = np.abs(out[True] - out[False])
     print(f"bundled model, 64 JPEGs 640x480: |median fast - today| max {d.max():.4f}, "

@@ -16,7 +16,7 @@ import torch
 
 from scoreband import metrics as M
 from scoreband.conformal import CRC
-from scoreband.scorers.model import QuantileScorer
+from scoreband.scorers.scorer import Scorer
 from scoreband.world import make_dataset
 
 
@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=25)
     a = ap.parse_args()
     torch.set_num_threads(torch.get_num_threads())
-    scorer = QuantileScorer.load(a.model)
+    scorer = Scorer.load(a.model)
     cal = make_dataset(a.n, 201, n_annotators=5)
     test = make_dataset(a.n, 202, n_annotators=5)
 

@@ -36,8 +36,8 @@ import pandas as pd
 
 from scoreband.conformal import make_calibrator
 from scoreband.judges.features import expected_score
-from scoreband.records import Predictions, Scale
 from scoreband.protocol import evaluate_splits
+from scoreband.records import Predictions, Scale
 
 LIKERT = Scale(1, 5, integer=True)
 DIMS = ("coherence", "consistency", "fluency", "relevance")

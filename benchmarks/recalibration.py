@@ -22,7 +22,7 @@ from scoreband.conformal import CRC, WeightedSplit
 from scoreband.conformal.recalibrate import coverage_guarantee
 from scoreband.metrics import covered
 from scoreband.records import Scale
-from scoreband.scorers.model import QuantileScorer
+from scoreband.scorers.scorer import Scorer
 from scoreband.world import make_dataset
 
 LIKERT = Scale(1, 5, integer=True)
@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--m", default="20,50,100")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    scorer = QuantileScorer.load("embedded:default")
+    scorer = Scorer.load("embedded:default")
     photo = make_dataset(a.n, 101, style="photo", n_annotators=3, name="recal-photo")
     paint = make_dataset(a.n, 102, style="painting", n_annotators=3, name="recal-painting")
     pp = scorer.predict(photo.images, photo.captions)

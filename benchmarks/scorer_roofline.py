@@ -15,7 +15,7 @@ import time
 import torch
 
 from scoreband.backbones.embedded import preprocess_images
-from scoreband.scorers.model import QuantileScorer
+from scoreband.scorers.scorer import Scorer
 from scoreband.world import make_dataset
 
 
@@ -37,18 +37,19 @@ def main() -> None:
     ap.add_argument("--model", default="embedded:default")
     ap.add_argument("--batch", type=int, default=64)
     a = ap.parse_args()
-    scorer = QuantileScorer.load(a.model)
-    m = scorer.model.eval()
+    scorer = Scorer.load(a.model)
+    bb, head = scorer.backbone, scorer.heads.heads["chained_ci"]
+    m = bb.model  # the embedded encoder
     ds = make_dataset(a.batch, 5)
     px = preprocess_images(ds.images, m.cfg.image_size)
     ids, _, _ = scorer.tokenizer.batch(ds.captions)
 
     @torch.inference_mode()
     def fwd():
-        m.heads["chained_ci"](m.represent(px, ids))
+        head(m(px, ids))
 
     t = rate(fwd, 5)
-    flops = m.backbone.flops_per_pair() * a.batch
+    flops = m.flops_per_pair() * a.batch
     # the matmul rate at the model's own shapes (batch*seq x dim @ dim x 4 dim)
     seq = 1 + m.cfg.max_len + (m.cfg.image_size // m.cfg.patch) ** 2
     x = torch.randn(a.batch * seq, m.cfg.dim)

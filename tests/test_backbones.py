@@ -179,7 +179,7 @@ def test_train_calibrate_score_end_to_end(kind, models, tables, tmp_path):
                             "ratings", "--scale", "1,5", "--val", str(tables["val"]),
                             "--epochs", "3", "--head-epochs", "3", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    for f in ("config.json", "heads.safetensors", "calibrator.json", "MODEL_CARD.md"):
+    for f in ("config.json", "model.safetensors", "calibrator.json", "MODEL_CARD.md"):
         assert (out / f).is_file(), f
     assert list((out / "cache").glob("reps-*.safetensors"))  # frozen: cached representations
     meta = json.loads((out / "config.json").read_text())
@@ -188,11 +188,13 @@ def test_train_calibrate_score_end_to_end(kind, models, tables, tmp_path):
     assert "scoreband train" in card and "| chained_ci |" in card and "omega" in card
     assert "How it was trained" in card
     from scoreband.scorers import load_scorer
-    from scoreband.scorers.backbone_scorer import BackboneScorer
-    from scoreband.scorers.model import QuantileScorer
+    from scoreband.scorers.scorer import Scorer
 
-    assert isinstance(load_scorer(out), BackboneScorer)
-    assert isinstance(load_scorer("embedded:default"), QuantileScorer)
+    # one scorer for every kind, one folder format
+    assert isinstance(load_scorer(out), Scorer)
+    assert isinstance(load_scorer("embedded:default"), Scorer)
+    assert meta["format"] == "scoreband.scorer" and meta["format_version"] == 2
+    assert not meta["backbone_in_file"] and not (out / "heads.safetensors").exists()
     scored = tmp_path / "scored.csv"
     r = runner.invoke(app, ["score", str(tables["test"]), "--model", str(out), "--out",
                             str(scored)])
@@ -204,28 +206,28 @@ def test_train_calibrate_score_end_to_end(kind, models, tables, tmp_path):
     prov = json.loads((tmp_path / "scored.csv.provenance.json").read_text())
     assert prov["files"]["calibrator"]["sha256"]
     assert prov["components"]["backbone"]["preprocessing"]
+    _a_folder_of_before_version_2_still_loads(out, meta, tables)
     # the scorer refuses a backbone whose weights changed
-    from scoreband.scorers.backbone_scorer import BackboneScorer
-
     meta["backbone_fingerprint"] = "0" * 16
     (out / "config.json").write_text(json.dumps(meta))
     with pytest.raises(InputError, match="config.json was changed after the model was written"):
-        BackboneScorer.load(out)  # the folder's SHA256SUMS sees the edit
+        Scorer.load(out)  # the folder's SHA256SUMS sees the edit
     (out / "SHA256SUMS").unlink()  # a folder without checksums: the fingerprint check
     with pytest.raises(InputError, match="other weights"):
-        BackboneScorer.load(out)
+        Scorer.load(out)
 
 
 def test_fine_tuning_and_mc_dropout(models, tables, tmp_path):
-    from scoreband.scorers.backbone_scorer import BackboneScorer
+    from scoreband.scorers.scorer import Scorer
 
     out = tmp_path / "ft"
     r = runner.invoke(app, ["train", str(tables["train"]), "--backbone", f"hf:{models['clip']}",
                             "--ratings", "ratings", "--scale", "1,5", "--fine-tune",
                             "--epochs", "1", "--head-epochs", "2", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert (out / "backbone.safetensors").is_file()
-    sc = BackboneScorer.load(out)
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["backbone_in_file"] and not (out / "backbone.safetensors").exists()
+    sc = Scorer.load(out)
     df = pd.read_csv(tables["test"]).head(5)
     ims = [Image.open(p) for p in df["image"]]
     mc = sc.mc_dropout(ims, list(df["caption"]), passes=5)
@@ -258,3 +260,33 @@ def test_clip_golden_values(models):
     a, b = r[:, :8], r[:, 8:16]
     torch.testing.assert_close(r[:, 16:24], a * b)
     torch.testing.assert_close(a.norm(dim=1), torch.ones(3))
+
+
+def _a_folder_of_before_version_2_still_loads(out, meta, tables):
+    """The same heads written as a ``scoreband.backbone-scorer`` folder (heads.safetensors,
+    before the one format): it loads as the same scorer and predicts the same bands."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from scoreband.files import write_checksums
+    from scoreband.scorers.scorer import Scorer
+
+    old = out.parent / "legacy"
+    old.mkdir()
+    state = load_file(str(out / "model.safetensors"))
+    save_file({k: v for k, v in state.items() if not k.startswith("backbone.")},
+              str(old / "heads.safetensors"))
+    legacy = {"format": "scoreband.backbone-scorer", "format_version": 1,
+              "backbone_name": meta["backbone_name"],
+              "backbone_fingerprint": meta["backbone_fingerprint"], "dim": meta["dim"],
+              "dropout": meta["dropout"], "fine_tuned": False, "levels": meta["levels"],
+              "provenance": meta["provenance"], "training": meta["training"]}
+    (old / "config.json").write_text(json.dumps(legacy))
+    write_checksums(old, ["config.json", "heads.safetensors"])
+    shutil.copy(out / "calibrator.json", old / "calibrator.json")
+    df = pd.read_csv(tables["test"]).head(6)
+    ims = [Image.open(p) for p in df["image"]]
+    a = Scorer.load(out).predict(ims, list(df["caption"]))
+    b = Scorer.load(old).predict(ims, list(df["caption"]))
+    np.testing.assert_allclose(a.quantiles, b.quantiles, atol=1e-6)

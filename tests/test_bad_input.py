@@ -12,7 +12,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from scoreband.cli import app
-from scoreband.scorers.model import bundled_model_dir
+from scoreband.scorers.scorer import bundled_model_dir
 from tests.test_common import judge_table
 
 runner = CliRunner()

@@ -26,8 +26,8 @@ from scoreband.conformal import (
 )
 from scoreband.io import ColumnSpec, load_inputs
 from scoreband.metrics import coverage, sharpness
-from scoreband.records import Predictions, Scale
 from scoreband.protocol import split_indices
+from scoreband.records import Predictions, Scale
 
 SCALE = Scale(1, 5, integer=True)
 runner = CliRunner()

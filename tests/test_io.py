@@ -205,7 +205,7 @@ def test_fast_jpeg_decoding_stays_within_its_tolerance(tmp_path, monkeypatch):
                 assert np.abs(a - b).mean() <= 1.5, (p, size)
             else:
                 assert (a == b).all(), p
-        if size == scorer.model.cfg.image_size:
+        if size == scorer.input_size:
             caps = ["a red circle"] * len(files)
             m_full = scorer.predict(np.stack(full).astype(np.uint8), caps).median
             m_fast = scorer.predict(np.stack(fast).astype(np.uint8), caps).median

@@ -84,14 +84,14 @@ def test_bundled_model_loads_and_matches_its_calibrator():
     from scoreband.backbones import list_backbones, resolve_backbone
     from scoreband.conformal import load_calibrator
     from scoreband.errors import InputError
-    from scoreband.scorers.model import QuantileScorer, bundled_model_dir
+    from scoreband.scorers.scorer import Scorer, bundled_model_dir
 
     assert "embedded:default" in list_backbones()
     with pytest.raises(InputError, match="available: embedded:default"):
         resolve_backbone("embedded:nope")
     with pytest.raises(InputError, match="unknown backbone .foo.; choose one of"):
         resolve_backbone("foo")
-    scorer = QuantileScorer.load("embedded:default")
+    scorer = Scorer.load("embedded:default")
     _, doc = load_calibrator(bundled_model_dir() / "calibrator.json",
                              scorer_fingerprint=scorer.fingerprint)
     assert doc["scorer_fingerprint"] == scorer.fingerprint
@@ -146,7 +146,7 @@ def test_a_damaged_model_folder_is_a_clear_error(tmp_path, damage):
     from typer.testing import CliRunner
 
     from scoreband.cli import app
-    from scoreband.scorers.model import bundled_model_dir
+    from scoreband.scorers.scorer import bundled_model_dir
     from scoreband.world import make_dataset
 
     m = tmp_path / "model"
@@ -167,3 +167,28 @@ def test_a_damaged_model_folder_is_a_clear_error(tmp_path, damage):
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert ("safetensors" in r.output) if "header" in damage or damage == "truncated" \
         else ("config" in r.output)
+
+
+def test_a_version_1_embedded_folder_loads_as_the_same_scorer(tmp_path):
+    """The embedded format before version 2 (the bundled model's own files until now):
+    same weights, same fingerprint (its calibrators still match), same predictions."""
+    import json
+    import shutil
+
+    from scoreband.files import write_checksums
+    from scoreband.scorers.scorer import Scorer, bundled_model_dir
+    from scoreband.world import make_dataset
+
+    old = tmp_path / "v1"
+    shutil.copytree(bundled_model_dir(), old)
+    meta = json.loads((old / "config.json").read_text())
+    v1 = {k: meta[k] for k in ("backbone_name", "backbone", "vocab", "heads", "levels",
+                               "training")}
+    (old / "config.json").write_text(json.dumps({"format": "scoreband.scorer",
+                                                 "format_version": 1, **v1}))
+    write_checksums(old, ["config.json", "model.safetensors"])
+    new, was = Scorer.load("embedded:default"), Scorer.load(old)
+    assert was.fingerprint == new.fingerprint and meta["format_version"] == 2
+    ds = make_dataset(20, 3)
+    np.testing.assert_array_equal(was.predict(ds.images, ds.captions).quantiles,
+                                  new.predict(ds.images, ds.captions).quantiles)

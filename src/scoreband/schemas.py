@@ -181,6 +181,40 @@ class BackboneModelDoc(_Doc):
     training: dict[str, Any] | None = None
 
 
+class ScorerDoc(_Doc):
+    """``config.json`` of a scorer folder, version 2 (:mod:`scoreband.scorers.scorer`): a
+    registered backbone (or an embedded architecture with its weights in the file) and the
+    head set."""
+
+    format: Literal["scoreband.scorer"]
+    format_version: Literal[2]
+    backbone_name: Annotated[str, Field(min_length=1)]
+    backbone_fingerprint: str | None = None
+    backbone_in_file: bool = False
+    backbone: EmbeddedConfigDoc | None = None
+    vocab: Annotated[list[str], Field(min_length=3)] | None = None
+    dim: Annotated[int, Field(ge=1, le=65536)]
+    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.1
+    heads: Annotated[list[str], Field(min_length=1)]
+    levels: _LEVELS
+    provenance: dict[str, Any] = {}
+    training: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _parts(self):
+        if self.backbone_in_file and self.backbone is not None and self.vocab is None:
+            raise ValueError("an embedded backbone in the file needs its vocab")
+        if self.backbone is None and self.backbone_fingerprint is None:
+            raise ValueError("a registered backbone needs its backbone_fingerprint")
+        if self.backbone is not None and self.backbone.dim != self.dim:
+            raise ValueError(f"dim {self.dim} differs from backbone.dim {self.backbone.dim}")
+        unknown = [h for h in self.heads
+                   if h not in ("chained_ci", "chained_pinball", "unconstrained_pinball")]
+        if unknown:
+            raise ValueError(f"unknown head(s) {unknown}")
+        return self
+
+
 def _where(loc) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 

@@ -15,7 +15,7 @@ from torch import nn
 
 from scoreband.errors import InputError
 from scoreband.files import read_json
-from scoreband.schemas import EmbeddedModelDoc, validate
+from scoreband.schemas import EmbeddedModelDoc, ScorerDoc, validate
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES
 
 __all__ = ["WordTokenizer", "EmbeddedConfig", "EmbeddedCrossEncoder", "preprocess_images"]
@@ -226,9 +226,13 @@ def read_model_folder(path) -> dict:
     if not isinstance(meta, dict):
         raise InputError(f"{cfg_file} is not a scoreband model config (a JSON object); "
                          "retrain it with `scoreband train`")
-    doc = validate(EmbeddedModelDoc, meta, cfg_file,
-                   fix="the model folder is damaged or not a scoreband model: retrain it with "
-                       "`scoreband train` or restore the file")
+    fix = ("the model folder is damaged or not a scoreband model: retrain it with "
+           "`scoreband train` or restore the file")
+    doc = validate(EmbeddedModelDoc if meta.get("format_version") == 1 else ScorerDoc, meta,
+                   cfg_file, fix=fix)
+    if doc.backbone is None or doc.vocab is None:
+        raise InputError(f"{cfg_file}: no embedded encoder in this folder (its backbone is "
+                         f"{doc.backbone_name!r}); {fix}")
     cfg = EmbeddedConfig(**doc.backbone.model_dump())
     vocab = doc.vocab
     try:
@@ -245,25 +249,44 @@ def read_model_folder(path) -> dict:
 
 
 class EmbeddedBackbone:
-    """The bundled embedded cross-encoder behind the common backbone interface (used when a
-    quantile head is trained on a user's table with ``--backbone embedded:default``)."""
+    """The embedded cross-encoder behind the common backbone interface: the bundled one
+    (``embedded:default``), or one rebuilt from a trained model folder
+    (:meth:`from_parts`). It takes uint8 arrays at its own size as they are (the world's
+    images) and PIL images resized to it; it has dropout of its own (``stochastic``: the
+    MC-dropout baseline runs it again for every pass)."""
 
     kind = "cross-encoder"
+    stochastic = True
+    batch_size = 256
 
     def __init__(self, name: str = "embedded:default"):
         folder = read_model_folder(bundled_model_dir())
-        cfg = folder["config"]
-        model = EmbeddedCrossEncoder(cfg)
         # the folder holds the whole scorer (encoder + heads): take the encoder's weights
         enc = {k[len("backbone."):]: v for k, v in folder["state"].items()
                if k.startswith("backbone.")}
-        model.load_state_dict(enc)
+        self._setup(name, folder["config"], folder["tokenizer"], enc, folder["fingerprint"])
+
+    @classmethod
+    def from_parts(cls, name: str, cfg: EmbeddedConfig, tokenizer: WordTokenizer,
+                   state: dict, fingerprint: str) -> EmbeddedBackbone:
+        """The encoder of a trained embedded model: its config, tokenizer and weights."""
+        self = cls.__new__(cls)
+        self._setup(name, cfg, tokenizer, state, fingerprint)
+        return self
+
+    def _setup(self, name, cfg, tokenizer, state, fingerprint) -> None:
+        model = EmbeddedCrossEncoder(cfg)
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise InputError(f"the embedded encoder's weights do not match its config: "
+                             f"missing {missing[:5]}, unexpected {unexpected[:5]}")
         self.name = name
+        self.cfg = cfg
         self.model = model.eval()
-        self.tokenizer = folder["tokenizer"]
-        self.size = cfg.image_size
+        self.tokenizer = tokenizer
+        self.size = self.input_size = cfg.image_size
         self.dim = cfg.dim
-        self.fingerprint = folder["fingerprint"]
+        self.fingerprint = fingerprint
 
     def describe(self) -> dict:
         return {"backbone": self.name, "weights_sha256": self.fingerprint,
@@ -272,11 +295,18 @@ class EmbeddedBackbone:
                 "text_max_len": self.tokenizer.max_len}
 
     def preprocess(self, images) -> torch.Tensor:
+        """uint8 arrays (n, size, size, 3) as they are; PIL images (or arrays of another
+        size) converted to RGB and resized (bicubic)."""
         from PIL import Image
 
-        arr = np.stack([np.asarray(im.convert("RGB").resize((self.size, self.size),
-                                                              Image.Resampling.BICUBIC))
-                        for im in images])
+        if isinstance(images, np.ndarray) and images.ndim == 4 and \
+                images.shape[1:] == (self.size, self.size, 3):
+            return preprocess_images(images, self.size)
+        arr = np.stack([
+            a if isinstance(a, np.ndarray) and a.shape == (self.size, self.size, 3) else
+            np.asarray((Image.fromarray(a) if isinstance(a, np.ndarray) else a).convert("RGB")
+                       .resize((self.size, self.size), Image.Resampling.BICUBIC))
+            for a in images])
         return preprocess_images(arr, self.size)
 
     def encode_text(self, texts):

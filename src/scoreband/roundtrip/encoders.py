@@ -53,12 +53,12 @@ class EmbeddedEncoder:
     """``embedded:default`` (see module docstring)."""
 
     def __init__(self, name: str = "embedded:default"):
-        from scoreband.scorers.model import QuantileScorer
+        from scoreband.backbones.embedded import EmbeddedBackbone
 
         self.name = name
-        self.scorer = QuantileScorer.load(name)
-        self.size = self.scorer.model.cfg.image_size
-        self.fingerprint = self.scorer.fingerprint
+        self.backbone = EmbeddedBackbone(name)
+        self.size = self.backbone.size
+        self.fingerprint = self.backbone.fingerprint
 
     def describe(self) -> dict:
         return {"encoder": self.name, "fingerprint": self.fingerprint,
@@ -72,7 +72,7 @@ class EmbeddedEncoder:
         arr = np.stack([np.asarray(im.convert("RGB").resize((self.size, self.size),
                                                               Image.Resampling.BICUBIC))
                         for im in images])
-        enc = self.scorer.model.backbone
+        enc = self.backbone.model
         with torch.inference_mode():
             x = preprocess_images(arr, self.size)
             col, shp = enc.cell_logits(x)

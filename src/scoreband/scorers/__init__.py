@@ -1,4 +1,5 @@
-"""Scorers: quantile heads, losses, training, MC dropout and the scorer facade."""
+"""Scorers: the one scorer (a backbone and a head set), quantile heads, losses, training
+and MC dropout."""
 
 from scoreband.scorers.heads import ChainedQuantileHead, PointHead, UnconstrainedQuantileHead
 from scoreband.scorers.losses import centered_interval_loss, interval_score, pinball_loss
@@ -9,17 +10,9 @@ __all__ = ["PointHead", "ChainedQuantileHead", "UnconstrainedQuantileHead",
 
 def load_scorer(source="embedded:default", **kw):
     """Any trained scorer by one call: ``embedded:default`` (the bundled model) or a folder
-    written by ``scoreband train`` (the embedded kind, or heads on a registered backbone;
-    ``device`` / ``dtype`` apply to the latter). Every scorer has ``predict(images, texts)``
-    returning :class:`~scoreband.records.Predictions` on [0, 1] and a ``fingerprint``."""
-    from pathlib import Path
+    written by ``scoreband train`` (``device`` / ``dtype`` apply to a registered backbone).
+    Returns a :class:`~scoreband.scorers.scorer.Scorer`: ``predict(images, texts)`` gives
+    :class:`~scoreband.records.Predictions` on [0, 1]; ``fingerprint`` names its weights."""
+    from scoreband.scorers.scorer import Scorer  # torch loads with the scorer, not here
 
-    from scoreband.scorers.scoring import model_format
-
-    if Path(str(source)).is_dir() and model_format(source) == "scoreband.backbone-scorer":
-        from scoreband.scorers.backbone_scorer import BackboneScorer
-
-        return BackboneScorer.load(source, **kw)
-    from scoreband.scorers.model import QuantileScorer
-
-    return QuantileScorer.load(source)
+    return Scorer.load(source, **kw)

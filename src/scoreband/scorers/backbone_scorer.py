@@ -13,11 +13,10 @@ Training (``train_backbone_scorer``):
    calibrated head; unconstrained + pinball as the baseline), on the frozen representations;
 4. calibration: CRC on a held-out part of the validation table (never the early-stopping
    part), written as ``calibrator.json``.
-The MC-dropout baseline is the point head with dropout on (``BackboneScorer.mc_dropout``).
-
-Saved model folder: ``config.json`` (format ``scoreband.backbone-scorer``, the backbone
-address and fingerprint, dims, training report), ``heads.safetensors``, ``backbone.safetensors``
-when fine-tuned, ``calibrator.json`` and ``MODEL_CARD.md``.
+The model is saved as the one scorer folder (:class:`~scoreband.scorers.scorer.Scorer`:
+``config.json``, ``model.safetensors`` with the heads and, when fine-tuned, the backbone,
+``calibrator.json``, ``MODEL_CARD.md``); its MC-dropout baseline is the point head with
+dropout on (``Scorer.mc_dropout``).
 """
 
 from __future__ import annotations
@@ -33,16 +32,17 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from scoreband.errors import InputError
-from scoreband.records import QUANTILE_LEVELS, Predictions
-from scoreband.scorers.heads import PointHead
-from scoreband.scorers.model import HEAD_KINDS
+from scoreband.scorers.heads import HeadSet
 from scoreband.scorers.pairs import take_rows
-from scoreband.scorers.train import PointTask, TrainConfig, train_quantile_scorer
+from scoreband.scorers.scorer import Scorer
+from scoreband.scorers.train import (
+    PointTask,
+    TrainConfig,
+    calibrate_scorer,
+    train_quantile_scorer,
+)
 
-__all__ = ["BackboneTrainConfig", "HeadSet", "BackboneScorer", "train_backbone_scorer",
-           "FORMAT"]
-
-FORMAT = "scoreband.backbone-scorer"
+__all__ = ["BackboneTrainConfig", "train_backbone_scorer", "train_on_table"]
 
 
 @dataclass
@@ -62,15 +62,6 @@ class BackboneTrainConfig(TrainConfig):
         super().__post_init__()
         if self.head_lr is None:
             self.head_lr = self.lr
-
-
-class HeadSet(nn.Module):
-    """Point head + the quantile heads on a representation of width ``dim``."""
-
-    def __init__(self, dim: int, dropout: float = 0.1):
-        super().__init__()
-        self.point = PointHead(dim, dropout)
-        self.heads = nn.ModuleDict({k: cls(dim) for k, (cls, _) in HEAD_KINDS.items()})
 
 
 def _batches(n: int, size: int):
@@ -208,18 +199,11 @@ class BackboneTask(PointTask):
 
 
 def _calibrate_heads(out: Path, backbone, ca: dict, alpha: float) -> dict:
-    """CRC of the saved model's chained head on the calibration half, saved beside it."""
-    from scoreband.conformal import CRC, save_calibrator
-
-    scorer = BackboneScorer.load(out, backbone=backbone)
-    pred = scorer.predict(ca["images"], ca["texts"])
-    c = CRC(alpha, scale=ca["scale"]).fit(pred, ca["y01"])
-    n = len(ca["texts"])
-    save_calibrator(out / "calibrator.json", c, scorer_fingerprint=scorer.fingerprint,
-                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
-                            "calibration_set": {"n": n, "source": "validation table "
-                                                "(the half not used for early stopping)"}})
-    return {"omega": c.params_["omega"], "beta": c.params_["beta"], "n": n}
+    """The one calibrate step (:func:`~scoreband.scorers.train.calibrate_scorer`) on the
+    calibration half of the validation table."""
+    return calibrate_scorer(out, ca["images"], ca["texts"], ca["y01"], ca["scale"], alpha,
+                            {"n": len(ca["texts"]), "source": "validation table (the half "
+                             "not used for early stopping)"}, backbone=backbone)
 
 
 def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfig | None = None,
@@ -246,9 +230,9 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
     report.update(n_early_stop=len(es), n_calibration=len(cal),
                   backbone=backbone.describe(), train_truncated=int(task.truncated.sum()))
     heads.eval()
-    BackboneScorer.save(out, backbone, heads, report,
-                        backbone_state=None if cfg.freeze_backbone else
-                        backbone.trainable().state_dict())
+    Scorer.save(out, backbone, heads, training=report,
+                backbone_state=None if cfg.freeze_backbone else
+                backbone.trainable().state_dict())
     report["calibration"] = _calibrate_heads(out, backbone, ca, cfg.alpha)
     _write_card(out, report, command)
     return report
@@ -275,109 +259,6 @@ def _write_card(out: Path, report: dict, command: str = "") -> None:
                "tower's length"],
         heads=report["heads"],
         calibration={**report["calibration"], "source": "held-out validation rows"})
-
-
-class BackboneScorer:
-    """A trained head set on a backbone, loaded from a model folder."""
-
-    def __init__(self, backbone, heads: HeadSet, meta: dict, path: Path):
-        self.backbone = backbone
-        self.heads = heads.eval()
-        self.meta = meta
-        self.path = path
-        h = hashlib.sha256((path / "heads.safetensors").read_bytes())
-        h.update(str(backbone.fingerprint).encode())
-        if (path / "backbone.safetensors").exists():
-            h.update((path / "backbone.safetensors").read_bytes())
-        self.fingerprint = h.hexdigest()[:16]
-
-    @staticmethod
-    def save(path, backbone, heads: HeadSet, report: dict, backbone_state=None) -> None:
-        from scoreband.io import atomic_path, atomic_write_text
-
-        path = Path(path)
-        with atomic_path(path / "heads.safetensors") as tmp:
-            save_file({k: v.contiguous() for k, v in heads.state_dict().items()}, tmp)
-        if backbone_state is not None:
-            with atomic_path(path / "backbone.safetensors") as tmp:
-                save_file({k: v.detach().cpu().contiguous() for k, v in backbone_state.items()},
-                          tmp)
-        meta = {"format": FORMAT, "format_version": 1, "backbone_name": backbone.name,
-                "backbone_fingerprint": backbone.fingerprint, "dim": backbone.dim,
-                "dropout": report["train_config"]["dropout"],
-                "fine_tuned": backbone_state is not None, "levels": list(QUANTILE_LEVELS),
-                "provenance": backbone.describe(), "training": report}
-        atomic_write_text(path / "config.json", json.dumps(meta, indent=2, default=str))
-        from scoreband.files import write_checksums
-
-        write_checksums(path, ["config.json", "heads.safetensors", "backbone.safetensors"])
-
-    @classmethod
-    def load(cls, path, *, backbone=None, device: str = "cpu", dtype: str | None = None):
-        from scoreband.backbones import load_backbone
-        from scoreband.files import read_json, verify_checksums
-        from scoreband.schemas import BackboneModelDoc, validate
-
-        path = Path(path)
-        meta = read_json(path / "config.json", what="model config")
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise InputError(f"{path} is not a backbone scorer (format "
-                             f"{meta.get('format') if isinstance(meta, dict) else None!r})")
-        validate(BackboneModelDoc, meta, path / "config.json",
-                 fix="the model folder is damaged: retrain it or restore the file")
-        verify_checksums(path)
-        if backbone is None:
-            prov = meta.get("provenance", {})
-            backbone = load_backbone(meta["backbone_name"], device=device,
-                                     dtype=dtype or prov.get("dtype", "float32"),
-                                     image_size=(prov.get("config") or {}).get("img_size"))
-        if backbone.fingerprint != meta["backbone_fingerprint"]:
-            raise InputError(f"the backbone {meta['backbone_name']!r} has other weights than the "
-                             f"model was trained on (sha256 {backbone.fingerprint} vs "
-                             f"{meta['backbone_fingerprint']})")
-        if (path / "backbone.safetensors").exists():
-            backbone.trainable().load_state_dict(load_file(path / "backbone.safetensors"))
-        heads = HeadSet(meta["dim"], meta.get("dropout", 0.1))
-        heads.load_state_dict(load_file(path / "heads.safetensors"))
-        return cls(backbone, heads, meta, path)
-
-    def predict(self, images, texts, head: str = "chained_ci",
-                batch_size: int = 32) -> Predictions:
-        """Median, 90 % pair, 11 quantiles and the image embedding, on [0, 1]."""
-        if head not in self.heads.heads:
-            raise InputError(f"unknown head {head!r}; available: {', '.join(self.heads.heads)}")
-        reps, emb, trunc, counts = _represent(self.backbone, list(images), list(texts),
-                                              batch_size)
-        with torch.inference_mode():
-            q = self.heads.heads[head](reps).double().numpy()
-        p = Predictions(median=q[:, 5], lo=q[:, 0], hi=q[:, 10], quantiles=q,
-                        levels=QUANTILE_LEVELS, embedding=emb.double().numpy())
-        self.last_truncated, self.last_counts = trunc, counts
-        return p
-
-    def point(self, images, texts, batch_size: int = 32) -> np.ndarray:
-        reps, _, _, _ = _represent(self.backbone, list(images), list(texts), batch_size)
-        with torch.inference_mode():
-            return self.heads.point(reps).double().numpy()
-
-    def mc_dropout(self, images, texts, passes: int = 25, seed: int = 0,
-                   batch_size: int = 32) -> Predictions:
-        """The point head with dropout on, ``passes`` samples (one backbone pass: the
-        backbones here have no dropout at inference)."""
-        reps, _, _, _ = _represent(self.backbone, list(images), list(texts), batch_size)
-        state = torch.random.get_rng_state()
-        torch.manual_seed(seed)
-        self.heads.point.train()
-        try:
-            with torch.inference_mode():
-                s = torch.stack([self.heads.point(reps) for _ in range(passes)], 1)
-        finally:
-            self.heads.point.eval()
-            torch.random.set_rng_state(state)
-        s = s.double().numpy()
-        q = np.quantile(s, QUANTILE_LEVELS, axis=1).T
-        return Predictions(median=np.median(s, axis=1), lo=q[:, 0], hi=q[:, 10], quantiles=q,
-                           levels=QUANTILE_LEVELS)
 
 
 def split_holdout(data: dict, seed: int) -> tuple[dict, dict]:

@@ -12,7 +12,7 @@ from torch import nn
 from scoreband.records import QUANTILE_LEVELS
 
 __all__ = ["PointHead", "ChainedQuantileHead", "UnconstrainedQuantileHead", "count_crossings",
-           "LEVELS", "MEDIAN_INDEX"]
+           "LEVELS", "MEDIAN_INDEX", "HEAD_KINDS", "HeadSet"]
 
 LEVELS = torch.tensor(QUANTILE_LEVELS)
 MEDIAN_INDEX = 5
@@ -84,3 +84,21 @@ class UnconstrainedQuantileHead(_QuantileBase):
 def count_crossings(q: torch.Tensor) -> int:
     """Number of items whose quantiles are not non-decreasing across levels."""
     return int((torch.diff(q, dim=1) < 0).any(dim=1).sum())
+
+
+#: quantile head name -> (class, loss)
+HEAD_KINDS = {
+    "chained_ci": (ChainedQuantileHead, "ci"),
+    "chained_pinball": (ChainedQuantileHead, "pinball"),
+    "unconstrained_pinball": (UnconstrainedQuantileHead, "pinball"),
+}
+
+
+class HeadSet(nn.Module):
+    """The point head and the named quantile heads on a representation of width ``dim``
+    (every scorer's heads: ``point.*`` and ``heads.*`` in its weights file)."""
+
+    def __init__(self, dim: int, dropout: float = 0.1, kinds=tuple(HEAD_KINDS)):
+        super().__init__()
+        self.point = PointHead(dim, dropout)
+        self.heads = nn.ModuleDict({k: HEAD_KINDS[k][0](dim) for k in kinds})

@@ -7,7 +7,6 @@ and the reason in ``band_error``; the batch carries on.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,20 +18,20 @@ from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
 from scoreband.images import MAX_PIXELS, image_digest, load_image  # noqa: F401  (re-exported)
-from scoreband.scorers.model import QuantileScorer
+from scoreband.scorers.scorer import Scorer
 
 __all__ = ["load_image", "score_table", "score_stage", "score_any", "MAX_PIXELS",
-           "QuantileScoreStage", "BackboneScoreStage", "ClipSStage"]
+           "ScoreStage", "ClipSStage"]
 
 
-def _scorer_with_calibrator(model):
-    """The quantile scorer, its calibrator (checked against the scorer's fingerprint), the
+def _scorer_with_calibrator(model, device: str = "cpu", dtype=None):
+    """The scorer, its calibrator (checked against the scorer's fingerprint), the
     calibrator document and the file's hash (part of every journal key)."""
-    scorer = QuantileScorer.load(model)
-    cal_path = (scorer.path / "calibrator.json") if scorer.path else None
-    if cal_path is None or not cal_path.exists():
-        raise InputError(f"model {model!r} has no calibrator.json; run `scoreband train` (which "
-                         "writes one) or calibrate it")
+    scorer = Scorer.load(model, device=device, dtype=dtype)
+    cal_path = scorer.path / "calibrator.json"
+    if not cal_path.exists():
+        raise InputError(f"model {str(model)!r} has no calibrator.json; run `scoreband train` "
+                         "(which writes one) or calibrate it")
     cal, doc = load_calibrator(cal_path, scorer_fingerprint=scorer.fingerprint)
     return scorer, cal, doc, file_sha256(cal_path)
 
@@ -85,43 +84,50 @@ class _PairStage(Stage):
         return [bad.get(i) or {**done[i], "error": ""} for i in positions]
 
 
-class QuantileScoreStage(_PairStage):
-    """Bands from a quantile scorer (the embedded model family) and its calibrator; images
-    unlike the calibration images and unknown words are flagged in ``band_ood``, and the
+class ScoreStage(_PairStage):
+    """Bands from a trained scorer (any backbone, the bundled embedded model by default) and
+    its calibrator. ``band_ood`` flags unknown words (where the tokenizer knows its
+    vocabulary) and images unlike the calibration items (where the calibrator records
+    them); ``band_truncated`` / ``n_tokens`` say how the caption fitted the text tower; the
     run's image embeddings feed the shift alarm."""
 
     label = "scoring"
     error_column = "band_error"
     outputs = {"band_median": np.nan, "band_lo": np.nan, "band_hi": np.nan, "band_error": "",
-               "band_truncated": False, "band_ood": ""}
+               "band_truncated": False, "band_ood": "", "n_tokens": 0}
     flags = ("band_truncated", "band_ood")
 
     def __init__(self, model="embedded:default", *, image_col="image", text_col="caption",
-                 batch_size=256, base_dir=None):
+                 batch_size=256, base_dir=None, device="cpu", dtype=None):
         super().__init__(image_col, text_col, batch_size, base_dir)
         self.model = model
-        self.scorer, self.cal, doc, cal_sha = _scorer_with_calibrator(model)
+        self.scorer, self.cal, doc, cal_sha = _scorer_with_calibrator(model, device, dtype)
+        self.calibrator = self.scorer.path / "calibrator.json"
         self.head = doc.get("inputs", {}).get("head", "chained_ci")
         self.fingerprint, self.setup = self.scorer.fingerprint, (cal_sha, self.head)
-        self.image_size = self.scorer.model.cfg.image_size
+        # the embedded models take arrays at their size; the others PIL images, a few at once
+        self.image_size = self.scorer.input_size
+        if self.image_size is None:
+            self.batch_size = min(batch_size, 64)
         self.ref = reference_items(self.scorer, doc)
         self.image_ood = ImageOOD(self.ref[0]) if self.ref is not None else None
         self.emb: list = []
         self._seen, self._rng = 0, np.random.default_rng(0)
 
     def predict(self, pos, imgs, texts):
-        pred = self.scorer.predict(np.stack(imgs), texts, head=self.head)
+        sc = self.scorer
+        pred = sc.predict(np.stack(imgs) if self.image_size else imgs, texts, head=self.head)
         band = self.cal.predict(pred)
         self._keep(pred.embedding)
         img_why = (self.image_ood.reasons(imgs) if self.image_ood is not None
                    else [""] * len(imgs))
+        oov = getattr(sc.tokenizer, "out_of_vocabulary", lambda t: "")
         recs = []
         for j, text in enumerate(texts):
-            _, trunc, _ = self.scorer.tokenizer.encode(text)
-            why = [w for w in (self.scorer.tokenizer.out_of_vocabulary(text), img_why[j]) if w]
+            why = [w for w in (oov(text), img_why[j]) if w]
             recs.append({"band_median": band.median01[j], "band_lo": band.lo01[j],
-                         "band_hi": band.hi01[j], "band_truncated": bool(trunc),
-                         "band_ood": "; ".join(why)})
+                         "band_hi": band.hi01[j], "band_truncated": bool(sc.last_truncated[j]),
+                         "n_tokens": int(sc.last_counts[j]), "band_ood": "; ".join(why)})
         return recs
 
     def _keep(self, emb) -> None:
@@ -144,10 +150,8 @@ class QuantileScoreStage(_PairStage):
         return {"shift": shift_alarm(None if self.ref is None else self.ref[1], emb)}
 
     def components(self):
-        return {"backbone": {"backbone": str(self.model), "weights_sha256": self.fingerprint,
-                             "preprocessing": {"size": self.image_size,
-                                               "interpolation": "bicubic", "range": [-1, 1]},
-                             "dtype": "float32"}}
+        return {"backbone": self.scorer.backbone.describe(),
+                "scorer_fingerprint": self.fingerprint, "model": str(self.model)}
 
 
 def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "caption",
@@ -164,8 +168,8 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     """
     if batch_size < 1:
         raise InputError(f"`batch_size` must be >= 1, got {batch_size}")
-    stage = QuantileScoreStage(model, image_col=image_col, text_col=text_col,
-                               batch_size=batch_size, base_dir=base_dir)
+    stage = ScoreStage(model, image_col=image_col, text_col=text_col,
+                       batch_size=batch_size, base_dir=base_dir)
     run = run_rows(df, stage, journal=journal, progress=progress)
     run.table.attrs.update(reused_rows=run.reused, shift=run.summary["shift"])
     return run.table, len(run.failures), stage.components()
@@ -240,44 +244,6 @@ def shift_alarm(reference, embeddings) -> dict | None:
             "reference": f"{len(reference)} calibration items"}
 
 
-class BackboneScoreStage(_PairStage):
-    """Bands from a model trained on a registered backbone (BEiT-3, CLIP ...)."""
-
-    label = "scoring"
-    error_column = "band_error"
-    outputs = {"band_median": np.nan, "band_lo": np.nan, "band_hi": np.nan, "band_error": "",
-               "band_truncated": False, "n_tokens": 0}
-    flags = ("band_truncated",)
-    image_size = None
-
-    def __init__(self, model_dir, *, image_col="image", text_col="caption", batch_size=32,
-                 base_dir=None, device="cpu", dtype=None):
-        from scoreband.scorers.backbone_scorer import BackboneScorer
-
-        super().__init__(image_col, text_col, batch_size, base_dir)
-        self.model_dir = model_dir
-        self.scorer = BackboneScorer.load(model_dir, device=device, dtype=dtype)
-        cal_path = Path(model_dir) / "calibrator.json"
-        if not cal_path.exists():
-            raise InputError(f"model {str(model_dir)!r} has no calibrator.json; retrain it or "
-                             "calibrate it")
-        self.cal, _ = load_calibrator(cal_path, scorer_fingerprint=self.scorer.fingerprint)
-        self.fingerprint, self.setup = self.scorer.fingerprint, (file_sha256(cal_path),)
-
-    def predict(self, pos, imgs, texts):
-        band = self.cal.predict(self.scorer.predict(imgs, texts))
-        return [{"band_median": band.median01[j], "band_lo": band.lo01[j],
-                 "band_hi": band.hi01[j], "band_truncated": bool(self.scorer.last_truncated[j]),
-                 "n_tokens": int(self.scorer.last_counts[j])} for j in range(len(texts))]
-
-    def constants(self):
-        return {"scorer_fingerprint": self.fingerprint}
-
-    def components(self):
-        return {"backbone": self.scorer.backbone.describe(),
-                "scorer_fingerprint": self.fingerprint, "model_dir": str(self.model_dir)}
-
-
 class ClipSStage(_PairStage):
     """CLIP-S point scores (w = 2.5, max(cos, 0); no band) with a dual-encoder backbone."""
 
@@ -318,18 +284,6 @@ class ClipSStage(_PairStage):
             "name": "clip-s", "w": CLIP_S_W, "formula": "w * max(cos(e_img, e_txt), 0)"}}
 
 
-def model_format(model) -> str | None:
-    """The ``format`` a model folder's config.json declares (None when unreadable: the loader
-    then reports what is wrong with the folder)."""
-    from scoreband.files import read_json
-
-    try:
-        doc = read_json(Path(model) / "config.json")
-    except InputError:
-        return None
-    return doc.get("format") if isinstance(doc, dict) else None
-
-
 def score_stage(*, model=None, backbone: str = "embedded:default", scorer: str | None = None,
                 image_col: str = "image", text_col: str = "caption", batch_size: int = 256,
                 base_dir=None, device: str = "cpu", dtype=None) -> _PairStage:
@@ -348,20 +302,12 @@ def score_stage(*, model=None, backbone: str = "embedded:default", scorer: str |
                         dtype=dtype or "float32", **kw)
         st.calibrator = None
         return st
-    if model is not None and model_format(model) == "scoreband.backbone-scorer":
-        st = BackboneScoreStage(model, batch_size=min(batch_size, 64), device=device,
-                                dtype=dtype, **kw)
-        st.calibrator = Path(model) / "calibrator.json"
-        return st
     if backbone != "embedded:default" and model is None:
         raise InputError(f"`backbone` {backbone}: bands need a model trained on it "
                          "(scoreband train TABLE --backbone ... --out DIR, then --model "
                          "DIR), or use `scorer` clip-s")
-    from scoreband.scorers.model import bundled_model_dir
-
-    st = QuantileScoreStage(str(model) if model else backbone, batch_size=batch_size, **kw)
-    st.calibrator = (Path(model) if model else bundled_model_dir()) / "calibrator.json"
-    return st
+    return ScoreStage(str(model) if model else backbone, batch_size=batch_size,
+                      device=device, dtype=dtype, **kw)
 
 
 def score_any(df: pd.DataFrame, *, journal=None, progress=None, **kw) -> dict:

@@ -15,15 +15,22 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
+from torch import nn
 
-from scoreband.backbones.embedded import EmbeddedConfig, WordTokenizer, preprocess_images
+from scoreband.backbones.embedded import (
+    EmbeddedBackbone,
+    EmbeddedConfig,
+    EmbeddedCrossEncoder,
+    WordTokenizer,
+    preprocess_images,
+)
 from scoreband.clustering import choose_k, fit_kmeans
 from scoreband.errors import InputError
 from scoreband.files import read_json
 from scoreband.io import atomic_path, atomic_write_text
-from scoreband.scorers.heads import count_crossings
+from scoreband.scorers.heads import HEAD_KINDS, PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
-from scoreband.scorers.model import HEAD_KINDS, QuantileScorer, ScorerModel
+from scoreband.scorers.scorer import Scorer
 
 __all__ = ["TrainConfig", "group_batches", "train_scorer", "train_quantile_scorer",
            "PointTask", "EmbeddedTask", "fit_head", "cluster_labels"]
@@ -349,6 +356,21 @@ def _check_resumable(ck: _Checkpoint, state: dict, identity: dict, train_keys: d
             + "); rerun with the same settings to resume, or `overwrite`")
 
 
+class ScorerModel(nn.Module):
+    """The embedded scorer as one module while it trains from scratch: its encoder, point
+    head and quantile heads (saved as a :class:`~scoreband.scorers.scorer.Scorer`)."""
+
+    def __init__(self, cfg: EmbeddedConfig, heads=tuple(HEAD_KINDS)):
+        super().__init__()
+        self.cfg = cfg
+        self.backbone = EmbeddedCrossEncoder(cfg)
+        self.point = PointHead(cfg.dim, cfg.dropout)
+        self.heads = nn.ModuleDict({k: HEAD_KINDS[k][0](cfg.dim) for k in heads})
+
+    def represent(self, pixels, ids) -> torch.Tensor:
+        return self.backbone(pixels, ids)
+
+
 class EmbeddedTask(PointTask):
     """The embedded scorer: its backbone and point head train end to end, with the
     auxiliary per-patch loss when the data come from the embedded world (4x4 cells)."""
@@ -447,28 +469,39 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
     model = ScorerModel(bcfg)
     report = train_quantile_scorer(EmbeddedTask(model, tok, train, val, cfg), out_dir, cfg,
                                    on_epoch)
-    QuantileScorer.save(model, tok, out_dir, extra={"training": report})
+    enc = model.backbone.state_dict()
+    Scorer.save(out_dir, EmbeddedBackbone.from_parts("embedded:default", bcfg, tok, enc, ""),
+                model, backbone_state=enc, training=report)
     return report
+
+
+def calibrate_scorer(model_dir, images, texts, y01, scale, alpha: float,
+                     calibration_set: dict, *, backbone=None) -> dict:
+    """The one calibrate step of every trained scorer: CRC of the saved model's chained
+    CI-loss head on held-out items, written as ``model_dir/calibrator.json`` (bound to the
+    scorer's fingerprint, recording where its items came from). Returns its summary."""
+    from scoreband.conformal import CRC, save_calibrator
+
+    scorer = Scorer.load(model_dir, backbone=backbone)
+    pred = scorer.predict(images, texts, head="chained_ci")
+    cal = CRC(alpha, scale=scale).fit(pred, y01)
+    save_calibrator(Path(model_dir) / "calibrator.json", cal,
+                    scorer_fingerprint=scorer.fingerprint,
+                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
+                            "calibration_set": calibration_set})
+    return {"omega": cal.params_["omega"], "beta": cal.params_["beta"], "n": len(texts)}
 
 
 def calibrate_model(model_dir, n: int = 2000, seed: int = 7, alpha: float = 0.1,
                     n_annotators: int = 3) -> dict:
-    """Fit the default calibrator (CRC on the chained CI-loss head) on a fresh in-domain world
-    calibration set and write ``model_dir/calibrator.json``. Returns its summary."""
-    from scoreband.conformal import CRC, save_calibrator
+    """:func:`calibrate_scorer` on a fresh in-domain world calibration set (its seed is
+    recorded, so ``score`` can regenerate the items for its shift alarm)."""
     from scoreband.world import make_dataset
     from scoreband.world.dataset import LIKERT
 
-    scorer = QuantileScorer.load(model_dir)
     ds = make_dataset(n, seed, n_annotators=n_annotators, name="calibration")
-    pred = scorer.predict(ds.images, ds.captions, head="chained_ci")
-    cal = CRC(alpha, scale=LIKERT).fit(pred, ds.y01)
-    save_calibrator(Path(model_dir) / "calibrator.json", cal,
-                    scorer_fingerprint=scorer.fingerprint,
-                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
-                            "calibration_set": {"n": n, "seed": seed,
-                                                "n_annotators": n_annotators}})
-    return {"omega": cal.params_["omega"], "beta": cal.params_["beta"], "n": n}
+    return calibrate_scorer(model_dir, ds.images, ds.captions, ds.y01, LIKERT, alpha,
+                            {"n": n, "seed": seed, "n_annotators": n_annotators})
 
 
 def heldout_metrics(model_dir, n: int = 1000, seed: int = 9) -> dict:
@@ -477,7 +510,7 @@ def heldout_metrics(model_dir, n: int = 1000, seed: int = 9) -> dict:
     from scoreband.conformal import load_calibrator
     from scoreband.world import make_dataset
 
-    scorer = QuantileScorer.load(model_dir)
+    scorer = Scorer.load(model_dir)
     cal, _ = load_calibrator(Path(model_dir) / "calibrator.json",
                              scorer_fingerprint=scorer.fingerprint)
     ds = make_dataset(n, seed, n_annotators=5, name="heldout")

@@ -17,7 +17,7 @@ from scoreband import metrics as M
 from scoreband.conformal import CRC, ClusterConservative
 from scoreband.protocol import Tally, evaluate_splits, resplits
 from scoreband.records import Predictions
-from scoreband.scorers.model import QuantileScorer
+from scoreband.scorers.scorer import Scorer
 from scoreband.studies.base import StudyResult
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
@@ -40,7 +40,7 @@ def make_test_sets(n: int) -> dict:
             for name, (style, r, seed) in TEST_SETS.items()}
 
 
-def _row_predictions(scorer: QuantileScorer, ds, mc_passes: int,
+def _row_predictions(scorer: Scorer, ds, mc_passes: int,
                      step=lambda msg: None) -> dict[str, Predictions]:
     preds = scorer.predict_heads(ds.images, ds.captions,
                                  ["unconstrained_pinball", "chained_pinball", "chained_ci"])
@@ -76,7 +76,7 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
     examples.png)."""
     step = on_step or (lambda msg: None)
     t0 = time.perf_counter()
-    scorer = QuantileScorer.load(model)
+    scorer = Scorer.load(model)
     step(f"generating {len(TEST_SETS)} test sets of {n_test} items")
     sets = make_test_sets(n_test)
     results: dict = {}
@@ -111,7 +111,7 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
     extra["seconds"] = round(time.perf_counter() - t0, 1)
     extra["findings"] = findings({**results, "_meta": extra})
     from scoreband.provenance import provenance
-    from scoreband.scorers.model import bundled_model_dir
+    from scoreband.scorers.scorer import bundled_model_dir
 
     extra["provenance"] = provenance({"backbone": "embedded:default"}, files={
         "weights": bundled_model_dir() / "model.safetensors",

@@ -221,8 +221,8 @@ def table_items(df, *, scale: Scale, target=None, ratings=None, image_col="image
 # ------------------------------------------------------------------ scoring
 def _predict(scorer, images, captions) -> Predictions:
     """Chained CI-head predictions; images resized to what the scorer takes."""
-    size = getattr(getattr(getattr(scorer, "model", None), "cfg", None), "image_size", None)
-    if size is not None:  # the embedded model: a (n, size, size, 3) array
+    size = scorer.input_size
+    if size is not None:  # the embedded models: a (n, size, size, 3) array
         from PIL import Image
 
         arr = np.stack([a if a.shape[:2] == (size, size) else
