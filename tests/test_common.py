@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scoreband.cli import app
+from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.conformal import (
     METHODS,
     list_methods,
@@ -24,7 +25,6 @@ from scoreband.conformal import (
     make_calibrator,
     save_calibrator,
 )
-from scoreband.io import ColumnSpec, load_inputs
 from scoreband.metrics import coverage, sharpness
 from scoreband.protocol import split_indices
 from scoreband.records import Predictions, Scale

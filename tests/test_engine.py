@@ -39,7 +39,7 @@ def test_chunked_apply_equals_whole_table_apply(fitted, tmp_path, suffix, method
     if suffix == ".parquet":
         new.astype({"median": str}).to_parquet(src)
     else:
-        from scoreband.io import write_table
+        from scoreband.tables import write_table
 
         write_table(new, src)
     whole = sb.apply(sb.read_table(src), d / f"{method}.json").table
@@ -114,8 +114,8 @@ def test_streamed_score_equals_whole_table_score(pairs, tmp_path, suffix):
     run_rows makes from the whole table, and reports the same failures and counts (bands
     to 1e-6: the float32 model sees other batches when the chunks cut them otherwise)."""
     from scoreband.engine.rows import run_file, run_rows
-    from scoreband.io import read_table, write_table
     from scoreband.scorers.scoring import score_stage
+    from scoreband.tables import read_table, write_table
 
     d, df = pairs
     src = tmp_path / f"in{suffix}"
@@ -145,7 +145,7 @@ def test_streamed_run_resumes_from_its_journal_across_chunks(pairs, tmp_path):
                      journal=journal, chunk_rows=5)
     assert first.reused == 0 and not journal.exists()
     # an interrupted run leaves its journal: replay the first 17 rows' records into one
-    from scoreband.batch import RowJournal
+    from scoreband.engine.journal import RowJournal
     from scoreband.engine.rows import _records
 
     stage = score_stage(base_dir=d)

@@ -6,9 +6,10 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
+from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.errors import InputError
-from scoreband.io import ColumnSpec, load_inputs, read_table, write_table
 from scoreband.records import Scale
+from scoreband.tables import read_table, write_table
 
 
 @pytest.fixture
@@ -89,7 +90,7 @@ def test_ratings_column(df):
 
 
 def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):
-    from scoreband.io import atomic_path
+    from scoreband.files import atomic_path
 
     target = tmp_path / "out.csv"
     target.write_text("old")
@@ -103,7 +104,7 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temp(tmp_path):
 
 @pytest.mark.parametrize("ext", ["csv", "tsv", "jsonl", "json", "parquet"])
 def test_text_and_floats_round_trip_exactly(tmp_path, ext):
-    from scoreband.io import read_table, write_table
+    from scoreband.tables import read_table, write_table
 
     df = pd.DataFrame({"caption": ["a\rb", 'say "hi"', "x\r\ny", "new\nline", "ok, fine"],
                        "v": [0.1234567890123456789, 1 / 3, 2.0, 1e-300, np.nan]})
@@ -115,7 +116,7 @@ def test_text_and_floats_round_trip_exactly(tmp_path, ext):
 
 def test_duplicated_columns_and_bare_cr_in_a_csv(tmp_path):
     from scoreband.errors import InputError
-    from scoreband.io import read_table
+    from scoreband.tables import read_table
 
     (tmp_path / "d.csv").write_text("a,a,b\n1,2,3\n")
     with pytest.raises(InputError, match="duplicated column names: 'a'"):
@@ -125,7 +126,7 @@ def test_duplicated_columns_and_bare_cr_in_a_csv(tmp_path):
 
 
 def test_journal_after_a_torn_line_keeps_the_next_record(tmp_path):
-    from scoreband.batch import RowJournal
+    from scoreband.engine.journal import RowJournal
 
     j = tmp_path / "j.jsonl"
     j.write_text('{"key": "a", "v": 1}\n{"key": "b", "v"')  # killed mid-write
@@ -161,7 +162,8 @@ def test_progress_when_piped_prints_lines_with_rate():
 def test_evaluate_and_calibrate_read_only_the_columns_they_use(tmp_path, suffix):
     """needed_columns names exactly the columns of the spec (globs expanded against the
     header, scorer_fingerprint kept); read_table then skips the rest while reading."""
-    from scoreband.io import needed_columns, read_table, write_table
+    from scoreband.columns import needed_columns
+    from scoreband.tables import read_table, write_table
 
     df = pd.DataFrame({"human": [1.0, 2.0], "med": [0.1, 0.2], "logp_1": [0.0, -1.0],
                        "logp_2": [-1.0, 0.0], "junk": ["x", "y"], "big_text": ["a", "b"],

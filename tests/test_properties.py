@@ -194,4 +194,5 @@ def test_score_invariants(images, data):
         errs = res["band_error"].astype(object).fillna("").astype(str)
         assert (errs[med.isna()] != "").all()
         assert (errs[med.notna()] == "").all()
-        _bands_inside(res, "band_lo", "band_hi", "band_median", 0.0, 1.0)
+        _bands_inside(res, "band_lo", "band_hi", "band_median", 1.0, 5.0)  # the 1-5 scale
+        _bands_inside(res, "band_lo01", "band_hi01", "band_median01", 0.0, 1.0)

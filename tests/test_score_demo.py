@@ -55,7 +55,9 @@ def test_score_keeps_every_row_and_flags_bad_ones(tmp_path, model_dir):
     assert err["f"] == ""
     ok = s[s["band_error"] == ""]
     lo, m, hi = (ok[c].astype(float) for c in ("band_lo", "band_median", "band_hi"))
-    assert ((0 <= lo) & (lo <= m) & (m <= hi) & (hi <= 1)).all()
+    assert ((1 <= lo) & (lo <= m) & (m <= hi) & (hi <= 5)).all()  # the calibrator's 1-5
+    for c in ("band_lo", "band_median", "band_hi"):  # and the same on [0, 1]
+        np.testing.assert_allclose(ok[c + "01"].astype(float), (ok[c].astype(float) - 1) / 4)
     assert s["scorer_fingerprint"].str.startswith("sha256:").all()
 
 

@@ -1,7 +1,8 @@
 """evaluate / calibrate / apply on a table: the Python face of the three table commands.
 
-Each function takes a table (a pandas DataFrame or a path), a :class:`~scoreband.io.ColumnSpec`
-(or a dict of its fields) saying which columns hold the target and the predictions, and a
+Each function takes a table (a pandas DataFrame or a path), a
+:class:`~scoreband.columns.ColumnSpec` (or a dict of its fields) saying which columns hold the
+target and the predictions, and a
 :class:`CalibrationConfig` (or a dict) saying how to calibrate. The CLI commands of the same
 names are these calls plus printing.
 
@@ -28,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scoreband.bands import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
+from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.conformal import load_calibrator
 from scoreband.engine.rows import run_file, run_rows
 from scoreband.errors import InputError, RowError
-from scoreband.io import ColumnSpec, load_inputs, read_table
+from scoreband.tables import read_table
 
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
     import pandas as pd
@@ -160,7 +162,7 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     name groups, and the theoretical coverage band. Skipped rows are listed under
     ``"skipped_rows"``. ``curve``: also the empirical coverage at each level of
     :data:`CURVE_ALPHAS` (at most 3 splits each), as ``"calibration_curve"``.
-    ``columns``: the keys of :class:`~scoreband.io.ColumnSpec`; ``config``: those of
+    ``columns``: the keys of :class:`~scoreband.columns.ColumnSpec`; ``config``: those of
     :class:`CalibrationConfig`.
 
     >>> df = read_table(example_table())

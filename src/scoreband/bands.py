@@ -19,15 +19,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scoreband.columns import ColumnSpec, Inputs, load_inputs
 from scoreband.conformal import adjust_band, load_calibrator
 from scoreband.conformal.persist import check_scorer
 from scoreband.engine.rows import Stage
 from scoreband.errors import InputError, RowError
-from scoreband.io import ColumnSpec, Inputs, load_inputs
 from scoreband.records import Band
 
-__all__ = ["ApplyStage", "apply_stage", "band_columns", "table_fingerprint", "ERROR_COLUMN",
-           "BAND_COLUMNS"]
+__all__ = ["ApplyStage", "apply_stage", "band_columns", "band_values", "table_fingerprint",
+           "ERROR_COLUMN", "BAND_COLUMNS"]
 
 #: Every command that writes a table adds columns under one prefix and writes the reason a
 #: row failed in ``<prefix>_error`` (empty when the row is fine): apply and score -> band_,
@@ -36,8 +36,16 @@ __all__ = ["ApplyStage", "apply_stage", "band_columns", "table_fingerprint", "ER
 ERROR_COLUMN = {"apply": "band_error", "score": "band_error", "clip-s": "score_error",
                 "judge": "judge_error", "roundtrip": "roundtrip_error"}
 
-#: the numeric band columns: native scale, then the [0, 1] companions
-BAND_COLUMNS = ("band_lo", "band_median", "band_hi", "band_lo01", "band_hi01")
+#: the numeric band columns of every command that writes bands (apply, score): on the
+#: target's scale, then their companions on [0, 1] (``_01``), one meaning per name
+BAND_COLUMNS = ("band_lo", "band_median", "band_hi", "band_lo01", "band_median01",
+                "band_hi01")
+
+
+def band_values(band: Band) -> dict[str, np.ndarray]:
+    """The :data:`BAND_COLUMNS` of a band, by name."""
+    return {"band_lo": band.lo, "band_median": band.median, "band_hi": band.hi,
+            "band_lo01": band.lo01, "band_median01": band.median01, "band_hi01": band.hi01}
 
 
 def table_fingerprint(df) -> str | None:
@@ -51,13 +59,12 @@ def table_fingerprint(df) -> str | None:
 
 def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray]:
     """The columns ``apply`` adds for ``n`` table rows of which ``inp.rows`` were banded:
-    band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag
+    band_lo, band_median, band_hi (the target's scale), band_lo01, band_median01, band_hi01
+    (on [0, 1]), band_flag
     (full_range / group_fallback / the calibrator's note), band_sets (R2CCP's union of
     intervals), band_group, band_error."""
     out: dict[str, np.ndarray] = {}
-    values = dict.fromkeys(BAND_COLUMNS) if band is None else {
-        "band_lo": band.lo, "band_median": band.median, "band_hi": band.hi,
-        "band_lo01": band.lo01, "band_hi01": band.hi01}
+    values = dict.fromkeys(BAND_COLUMNS) if band is None else band_values(band)
     for k, v in values.items():
         col = np.full(n, np.nan)
         if v is not None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from scoreband.batch import resolve_path
+from scoreband.engine.cells import resolve_path
 
 __all__ = ["load_image", "decode_image", "to_rgb", "read_image_bytes", "image_digest",
            "image_input", "MAX_PIXELS", "MAX_IMAGE_BYTES"]

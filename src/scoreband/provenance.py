@@ -86,7 +86,7 @@ def provenance(components: dict | None = None, *, files: dict | None = None) -> 
 def write_provenance(out_path, components: dict | None = None, *,
                      files: dict | None = None) -> Path:
     """Write ``OUT.provenance.json`` beside ``out_path`` (atomically); returns its path."""
-    from scoreband.io import write_json
+    from scoreband.files import write_json
 
     p = Path(str(out_path) + ".provenance.json")
     write_json(p, provenance(components, files=files))

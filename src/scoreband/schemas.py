@@ -43,7 +43,7 @@ class ScaleDoc(_Doc):
 
 
 class ColumnsDoc(_Doc):
-    """How the calibration table's columns were read (``scoreband.io.ColumnSpec``)."""
+    """How the calibration table's columns were read (``scoreband.columns.ColumnSpec``)."""
 
     scale: ScaleDoc
     target: str | None = None

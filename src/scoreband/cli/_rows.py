@@ -43,7 +43,7 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
                        chunk_rows=10 * CHUNK_ROWS if stage.vectorized else CHUNK_ROWS)
     else:
         from scoreband.engine.rows import run_rows
-        from scoreband.io import read_table, write_table
+        from scoreband.tables import read_table, write_table
 
         run = run_rows(read_table(table) if df is None else df, stage, journal=journal,
                        progress=err)

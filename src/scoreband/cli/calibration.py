@@ -118,8 +118,8 @@ def evaluate(
     --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
     """
     from scoreband import api
+    from scoreband.columns import needed_columns
     from scoreband.files import write_json
-    from scoreband.io import needed_columns
     from scoreband.progress import step_status
 
     cols, cfg = split_options(opts)
@@ -171,7 +171,7 @@ def calibrate(
     --method split --out calibrator.json
     """
     from scoreband import api
-    from scoreband.io import needed_columns
+    from scoreband.columns import needed_columns
 
     cols, cfg = split_options(opts)
     df = api.read_table(table, columns=needed_columns(table, cols))
@@ -274,8 +274,9 @@ def apply(
 ):
     """Add calibrated bands to every row of a table.
 
-    Adds band_lo, band_median, band_hi (native scale), band_lo01, band_hi01, band_flag and
-    band_error (the reason when a row could not be banded; its band columns are left empty).
+    Adds band_lo, band_median, band_hi (the target's scale), band_lo01, band_median01,
+    band_hi01 (on [0, 1]), band_flag and band_error (the reason when a row could not be
+    banded; its band columns are left empty).
     Prediction columns default to those used at calibration.
 
     Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv

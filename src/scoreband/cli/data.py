@@ -70,7 +70,7 @@ def datasets_prepare(
     --target target --scale A,B.
     """
     from scoreband.datasets import load_benchmark
-    from scoreband.io import write_table
+    from scoreband.tables import write_table
 
     df, b = load_benchmark(name, root, split, image_dir)
     write_table(df, out)
@@ -112,7 +112,7 @@ def world(
 
     Example: scoreband world --out w && scoreband score w/world.csv --out scored.csv
     """
-    from scoreband.io import write_table
+    from scoreband.tables import write_table
     from scoreband.world import make_dataset
 
     if style not in ("photo", "painting"):

@@ -162,7 +162,7 @@ def judge_study(
     if table is None:
         data = study.simulated_judges(n)
     else:
-        from scoreband.io import read_table
+        from scoreband.tables import read_table
 
         data = study.judges_from_table(read_table(table), judge_cols or [],
                                        scale=Scale.parse(scale), target=target,

@@ -175,10 +175,11 @@ def score(
                         "model's); heads and similarities run in float32.")] = None,
     **engine_opts,
 ):
-    """Score image/caption pairs: median and calibrated 90 % band per row, on [0, 1].
+    """Score image/caption pairs: median and calibrated 90 % band per row.
 
-    Adds band_median, band_lo, band_hi, band_error (empty when the row scored),
-    band_truncated, band_ood and scorer_fingerprint. Bad images (missing, truncated, not an
+    Adds band_lo, band_median, band_hi (on the calibrator's scale: 1-5 for the bundled
+    model), band_lo01, band_median01, band_hi01 (the same on [0, 1]), band_error (empty when
+    the row scored), band_truncated, n_tokens, band_ood and scorer_fingerprint. Bad images (missing, truncated, not an
     image, huge) and empty captions are reported per row; they never stop the batch.
 
     The default model (embedded:default) is a tiny scorer trained on the embedded synthetic

@@ -124,8 +124,8 @@ def _prepare(table, captioner, references, image_col, text_col, device):
     comps: dict = {}
     df = None
     if captioner is not None:
-        from scoreband.io import read_table
         from scoreband.roundtrip.captioner import caption_with
+        from scoreband.tables import read_table
 
         df, text_col, comps["captioner"] = caption_with(
             captioner, read_table(table), image_col=image_col, base_dir=Path(table).parent,

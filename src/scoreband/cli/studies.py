@@ -169,9 +169,9 @@ def stress(
 def _stress_table(table, scale, target, ratings, image_col, text_col, domain_col, in_domain,
                   n_ratings):
     from scoreband.cli._app import report_rows
-    from scoreband.io import read_table
     from scoreband.records import Scale
     from scoreband.studies.stress import table_items
+    from scoreband.tables import read_table
 
     return table_items(read_table(table), scale=Scale.parse(scale), target=target,
                        ratings=ratings, image_col=image_col, text_col=text_col,

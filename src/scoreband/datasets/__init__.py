@@ -120,7 +120,7 @@ def _split_files(root: Path, split: str) -> list[Path]:
 
 
 def _read_hf(root: Path, split: str) -> pd.DataFrame:
-    from scoreband.io import read_table
+    from scoreband.tables import read_table
 
     parts = [read_table(f) for f in _split_files(root, split)]
     return pd.concat(parts, ignore_index=True)
@@ -344,7 +344,7 @@ def load_generic(table, *, image_col: str, text_col: str, scale: Scale,
                  task_col: str | None = None, references: str | None = None,
                  n_ratings: int | None = None, split: str = "") -> pd.DataFrame:
     """Any table with a column mapping, into the standard table."""
-    from scoreband.io import read_table
+    from scoreband.tables import read_table
 
     df = read_table(table)
     missing = [c for c in (image_col, text_col, target, ratings, task_col, references)

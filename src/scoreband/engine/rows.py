@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.batch import RowJournal, row_progress
+from scoreband.engine.journal import RowJournal
 from scoreband.errors import InputError
+from scoreband.progress import row_progress
 
 __all__ = ["Stage", "RowRun", "run_rows", "run_file", "check_columns", "build_stage"]
 
@@ -35,7 +36,7 @@ def build_stage(factory: str, kw: dict) -> Stage:
 
 def check_columns(df: pd.DataFrame, needed: dict[str, str]) -> None:
     """Every ``{parameter: column}`` must be in the table (the error names both)."""
-    from scoreband.io import _check_columns
+    from scoreband.columns import _check_columns
 
     _check_columns(df, [(f"`{param}`", col) for param, col in needed.items()])
 

@@ -23,7 +23,7 @@ STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
 def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.DataFrame]:
     """The table at ``path`` as DataFrames of at most ``chunk_rows`` rows (``columns``: only
     those, where the format can skip the others)."""
-    from scoreband.io import _check_header, check_unique_columns
+    from scoreband.tables import _check_header, check_unique_columns
 
     p = check_readable(path, "table")
     suf = p.suffix.lower()
@@ -53,11 +53,11 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
 
 
 def _jsonl_chunks(p: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
-    """JSON Lines ``chunk_rows`` lines at a time (scoreband.io.jsonl_records: a line that is
+    """JSON Lines ``chunk_rows`` lines at a time (scoreband.tables.jsonl_records: a line that is
     not a JSON object is reported and skipped)."""
     from itertools import islice
 
-    from scoreband.io import jsonl_records
+    from scoreband.tables import jsonl_records
 
     with open(p, encoding="utf-8") as f:
         line = 1
@@ -134,7 +134,7 @@ class ChunkWriter:
         self.columns: list | None = None
 
     def write(self, df: pd.DataFrame) -> None:
-        from scoreband.io import _csv_quoting, _write_json_records, arrow_table
+        from scoreband.tables import _csv_quoting, _write_json_records, arrow_table
 
         if self.columns is None:
             self.columns = list(df.columns)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scoreband.columns import _check_columns
 from scoreband.errors import InputError, RowError
 from scoreband.inference.ppi import (
     MeanEstimate,
@@ -34,7 +35,6 @@ from scoreband.inference.ppi import (
     ppi_mean,
     rank_sets,
 )
-from scoreband.io import _check_columns
 from scoreband.records import Scale
 
 __all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS"]
@@ -93,7 +93,7 @@ class SystemsResult:
 def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
     """Per-row system, score matrix, target (NaN: unlabeled) and item, with bad rows in
     ``errors`` (0-based position -> RowError)."""
-    from scoreband.io import _numeric, _row_error, _row_ids
+    from scoreband.columns import _numeric, _row_error, _row_ids
 
     ids = _row_ids(df, None)
     sysv = df[system_col]

@@ -8,7 +8,7 @@ the calibrated band per item beside the point score, and the mean with its inter
 
 Needs the optional extra ``pip install "scoreband[torchmetrics]"``. The numbers are those
 of ``scoreband score`` on the same images and captions (the same scoring stage: model,
-calibrator and image conversion); all on [0, 1].
+calibrator and image conversion), on the calibrator's scale (1-5 for the bundled model).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class CalibratedScore(_tm.Metric):
     calibrator), accumulated over ``update`` calls.
 
     ``compute()`` returns a dict of tensors: ``score`` (the median per item), ``band_lo``,
-    ``band_hi`` (the calibrated band, ``1 - alpha`` of the calibrator), ``out_of_domain``
+    ``band_hi`` (the calibrated band, ``1 - alpha`` of the calibrator), all on the
+    calibrator's scale (1-5 for the bundled model) as in ``score``'s columns, ``out_of_domain``
     (what ``score`` flags in ``band_ood``: an image or words unlike the model's world),
     ``mean`` (the mean
     score) and ``mean_ci`` (its ``1 - ci_alpha`` normal interval over the items: an

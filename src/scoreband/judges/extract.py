@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.batch import cell_text, resolve_path, row_key
+from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.images import image_digest, load_image
 from scoreband.judges.base import (  # noqa: F401  (re-exported)

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # headless: never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from scoreband.io import atomic_path  # noqa: E402
+from scoreband.files import atomic_path  # noqa: E402
 
 __all__ = ["width_figure", "examples_figure", "reliability_figure", "roundtrip_figure",
            "stress_width_figure", "k_curve_figure", "domain_width_figure",

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import cell_text, resolve_path, row_key
+from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import atomic_path

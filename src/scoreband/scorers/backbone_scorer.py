@@ -102,7 +102,7 @@ def _cached_reps(backbone, images, texts, image_ids, cache_dir: Path, batch_size
         return d["reps"], d["emb"], d["trunc"].numpy().astype(bool), d["counts"].numpy()
     reps, emb, trunc, counts = _represent(backbone, images, texts, batch_size)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    from scoreband.io import atomic_path
+    from scoreband.files import atomic_path
 
     with atomic_path(f) as tmp:
         save_file({"reps": reps.contiguous(), "emb": emb.contiguous(),
@@ -281,10 +281,10 @@ def train_on_table(table, out_dir, backbone: str, *, scale, target=None, ratings
     table (half early stopping, half CRC calibration); default 20 % of ``table`` held out.
     ``on_rows(errors, total)`` hears about skipped rows."""
     from scoreband.backbones import load_backbone
-    from scoreband.io import read_table
     from scoreband.provenance import write_provenance
     from scoreband.records import Scale
     from scoreband.scorers.pairs import load_pairs
+    from scoreband.tables import read_table
 
     if scale is None:
         raise InputError("give `scale` A,B (the native scale of the human target)")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import cell_text, resolve_path
+from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.errors import InputError, RowError
 
 __all__ = ["LazyImages", "load_pairs", "take_rows"]
@@ -47,8 +47,8 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
                check_images: bool = True) -> tuple[dict, list[RowError]]:
     """Validate rows (target on the scale, image readable, caption not empty) and return
     ``({"images", "texts", "y01", "image_ids", "scale", "n_ratings", "rows"}, errors)``."""
+    from scoreband.columns import ColumnSpec, load_inputs
     from scoreband.images import load_image
-    from scoreband.io import ColumnSpec, load_inputs
 
     for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
         if col not in df.columns:

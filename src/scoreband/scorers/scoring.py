@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.batch import cell_text, resolve_path, row_key
+from scoreband.bands import BAND_COLUMNS, band_values
 from scoreband.conformal import load_calibrator
+from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
@@ -93,7 +95,7 @@ class ScoreStage(_PairStage):
 
     label = "scoring"
     error_column = "band_error"
-    outputs = {"band_median": np.nan, "band_lo": np.nan, "band_hi": np.nan, "band_error": "",
+    outputs = {**dict.fromkeys(BAND_COLUMNS, np.nan), "band_error": "",
                "band_truncated": False, "band_ood": "", "n_tokens": 0}
     flags = ("band_truncated", "band_ood")
 
@@ -122,11 +124,12 @@ class ScoreStage(_PairStage):
         img_why = (self.image_ood.reasons(imgs) if self.image_ood is not None
                    else [""] * len(imgs))
         oov = getattr(sc.tokenizer, "out_of_vocabulary", lambda t: "")
+        values = band_values(band)
         recs = []
         for j, text in enumerate(texts):
             why = [w for w in (oov(text), img_why[j]) if w]
-            recs.append({"band_median": band.median01[j], "band_lo": band.lo01[j],
-                         "band_hi": band.hi01[j], "band_truncated": bool(sc.last_truncated[j]),
+            recs.append({**{k: v[j] for k, v in values.items()},
+                         "band_truncated": bool(sc.last_truncated[j]),
                          "n_tokens": int(sc.last_counts[j]), "band_ood": "; ".join(why)})
         return recs
 
@@ -160,7 +163,8 @@ def score_table(df: pd.DataFrame, *, image_col: str = "image", text_col: str = "
     """Score every row; returns ``(table with band columns, number of bad rows, provenance
     components)``.
 
-    Bands are on [0, 1]: band_median, band_lo, band_hi; band_error names the problem of a
+    Bands on the calibrator's scale (band_lo, band_median, band_hi; 1-5 for the bundled
+    model) and on [0, 1] (band_lo01, band_median01, band_hi01); band_error names the problem of a
     row that could not be scored; band_truncated flags captions cut to the model's length.
     ``journal`` (a path): every finished row is appended and flushed there as it is done, and
     a rerun after an interruption reuses those rows (the row engine, as for ``judge`` and

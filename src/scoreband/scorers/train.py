@@ -26,8 +26,7 @@ from scoreband.backbones.embedded import (
 )
 from scoreband.clustering import choose_k, fit_kmeans
 from scoreband.errors import InputError
-from scoreband.files import read_json
-from scoreband.io import atomic_path, atomic_write_text
+from scoreband.files import atomic_path, atomic_write_text, read_json
 from scoreband.scorers.heads import HEAD_KINDS, PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.scorer import Scorer

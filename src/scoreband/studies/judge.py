@@ -159,7 +159,7 @@ def judges_from_table(df, judges: list[str], *, scale: Scale, target=None, ratin
     """Read judges' log-prob columns from a table. ``judges``: ``NAME=COLUMNS`` strings (a
     comma list or glob, in label order), one per judge. Returns the inputs of :func:`run`
     and the skipped rows (``errors``)."""
-    from scoreband.io import ColumnSpec, expand_columns, load_inputs
+    from scoreband.columns import ColumnSpec, expand_columns, load_inputs
 
     if not judges:
         raise InputError("give at least one judge as NAME=COLUMNS (e.g. llava='logp_*')")

@@ -223,7 +223,7 @@ def _world_study(gen, enc, *, n: int, n_gen: int, alpha: float, seeds: int, step
 
 def _table_study(df, gen, enc, *, n_gen, image_col, text_col, base_dir, target, scale,
                  n_ratings, alpha, seeds, progress, on_rows) -> tuple:
-    from scoreband.io import ColumnSpec, load_inputs
+    from scoreband.columns import ColumnSpec, load_inputs
     from scoreband.roundtrip.metric import roundtrip_table
 
     kw = dict(n_gen=n_gen, image_col=image_col, text_col=text_col, base_dir=base_dir,
@@ -262,7 +262,7 @@ def run(gen, enc, *, table=None, n: int = 500, n_gen: int = 4, image_col: str = 
         doc, m, mm = _world_study(gen, enc, n=n, n_gen=n_gen, alpha=alpha, seeds=seeds,
                                   step=step)
     else:
-        from scoreband.io import read_table
+        from scoreband.tables import read_table
 
         doc, m, mm = _table_study(read_table(table), gen, enc, n_gen=n_gen,
                                   image_col=image_col, text_col=text_col,

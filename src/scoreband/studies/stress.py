@@ -183,8 +183,8 @@ def table_items(df, *, scale: Scale, target=None, ratings=None, image_col="image
                 n_ratings=None, on_rows=None) -> tuple[_Items, str, Scale]:
     """A user's table: images loaded at their own size, targets, and the domain column (the
     in-domain value: ``in_domain``, default the most frequent)."""
+    from scoreband.columns import ColumnSpec, load_inputs
     from scoreband.images import load_image
-    from scoreband.io import ColumnSpec, load_inputs
 
     for col in (image_col, text_col, domain_col):
         if col is not None and col not in df.columns:

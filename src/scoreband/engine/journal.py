@@ -1,40 +1,15 @@
-"""Row-by-row batch jobs (judging, round trips, scoring): table cells, image paths, the
-resume journal and the progress bar, shared so every job behaves the same."""
+"""The row engine's resume journal: finished rows appended and flushed as they finish,
+under a key made of everything that produced them (:func:`row_key`), reused after a crash."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
-import pandas as pd
-
 from scoreband.files import check_output
-from scoreband.progress import row_progress  # noqa: F401  (re-exported)
 
-__all__ = ["cell_text", "resolve_path", "RowJournal", "row_progress", "row_key"]
-
-
-def cell_text(df: pd.DataFrame, col: str, i: int) -> str | None:
-    """The cell as text, or None when it is empty (None, NaN or blank)."""
-    v = df[col].iloc[i]
-    if v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip():
-        return None
-    return str(v)
-
-
-def resolve_path(value, base_dir=None) -> Path:
-    """A relative path is looked up from the working directory, then from ``base_dir``
-    (the table's folder)."""
-    p = Path(str(value))
-    try:
-        exists = p.exists()
-    except OSError:  # a name the file system cannot hold (too long ...): the reader reports it
-        return p
-    if not p.is_absolute() and not exists and base_dir is not None:
-        p = Path(base_dir) / p
-    return p
+__all__ = ["RowJournal", "row_key"]
 
 
 def row_key(*parts) -> str:

@@ -1,0 +1,456 @@
+"""Column mapping and row validation: which columns hold the target, the ratings and the
+predictions (:class:`ColumnSpec`), and the validated arrays they give (:func:`load_inputs`).
+
+A bad row is never silently dropped: :func:`load_inputs` returns the clean predictions
+*and* a list of :class:`~scoreband.errors.RowError` naming the row, column and reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from scoreband.errors import InputError, RowError
+from scoreband.records import Predictions, Scale
+from scoreband.tables import table_columns
+
+__all__ = ["ColumnSpec", "Inputs", "RowIds", "load_inputs", "parse_ratings",
+           "expand_columns", "needed_columns"]
+
+
+def needed_columns(path, spec: dict, extra: Sequence[str | None] = ()) -> list[str] | None:
+    """The columns of the table at ``path`` that a column ``spec`` (target, ratings, median,
+    lo, hi, features, embedding, groups, id_col ...) and ``extra`` names use, in table
+    order, plus ``scorer_fingerprint`` when present; None (read everything) when the
+    header cannot be read alone or a name is not in it (the full read then reports it)."""
+    header = table_columns(path)
+    if header is None:
+        return None
+    names = [spec.get(k) for k in ("target", "ratings", "median", "lo", "hi", "groups",
+                                   "id_col", "split_by")] + list(extra)
+    try:
+        names += expand_columns(spec.get("features") or (), header)
+        names += expand_columns(spec.get("embedding") or (), header)
+    except InputError:
+        return None
+    names = {n for n in names if n} | ({"scorer_fingerprint"} & set(header))
+    if not names <= set(header):
+        return None
+    return [c for c in header if c in names]
+
+
+@dataclass
+class ColumnSpec:
+    """How a table's columns map onto predictions and targets: the ``columns`` of
+    ``scoreband.evaluate`` / ``calibrate`` / ``apply`` (a dict with these keys, or this class).
+
+    Parameters
+    ----------
+    scale : Scale, ``"A,B"`` or ``(A, B)`` - required
+        Native scale of the target, e.g. ``(1, 5)``; integer ends mean integer ratings.
+    target : str, default None
+        Column of the human target (a mean rating). Give it or ``ratings``.
+    ratings : str, default None
+        Column of one item's annotator ratings, separated by ``ratings_sep``; the target is
+        their mean and their count gives the achievable grid.
+    median : str, default None
+        Column of the point prediction (split conformal, CRC, ``fitted``).
+    lo, hi : str, default None
+        Columns of an uncalibrated 90 % interval (CRC); both or neither.
+    features : list of str or str, default ()
+        Columns (or glob patterns, e.g. ``"logp_*"``; a string is split on commas) the
+        learned methods read: ``fitted``, CQR, CHR, R2CCP, ``auto``.
+    embedding : list of str or str, default ()
+        Columns of an embedding, for the cluster rules and weighted conformal.
+    groups : str, default None
+        Column of group / task labels (Mondrian bands, per-group metrics).
+    split_by : str, default None
+        Rows sharing this column's value stay on one side of every split.
+    id_col : str, default None
+        Column naming each row in error reports (else the row number).
+    pred_scale : Scale, ``"A,B"`` or ``(A, B)``, default None
+        Scale of the prediction columns when it is not the target's (a quantile head writes
+        ``(0, 1)``). A prediction outside it is a row error, never a silent zero-width band.
+    ratings_sep : str, default ``";"``
+        Separator of the ``ratings`` cells.
+    raw_predictions : bool, default False
+        Read the prediction columns as they are, without the ``pred_scale`` check (set by
+        the ``map`` option: a monotone map takes a metric on any scale).
+
+    :meth:`resolved` replaces the feature and embedding patterns with the names they
+    matched. A key that is none of these is an error naming the valid ones.
+    """
+
+    scale: Scale
+    target: str | None = None
+    ratings: str | None = None
+    median: str | None = None
+    lo: str | None = None
+    hi: str | None = None
+    features: Sequence[str] = ()
+    embedding: Sequence[str] = ()
+    groups: str | None = None
+    split_by: str | None = None
+    id_col: str | None = None
+    pred_scale: Scale | None = None
+    ratings_sep: str = ";"
+    raw_predictions: bool = False
+
+    def __post_init__(self) -> None:
+        self.features = _name_list(self.features)
+        self.embedding = _name_list(self.embedding)
+
+    def resolved(self, columns) -> ColumnSpec:
+        """A copy whose feature and embedding patterns are the column names they match in
+        ``columns`` (in table order), so a saved spec names exactly the columns used."""
+        from dataclasses import replace
+
+        return replace(self, features=expand_columns(self.features, columns),
+                       embedding=expand_columns(self.embedding, columns))
+
+    def to_dict(self) -> dict:
+        return {
+            "scale": self.scale.to_dict(), "target": self.target, "ratings": self.ratings,
+            "median": self.median, "lo": self.lo, "hi": self.hi,
+            "features": list(self.features), "embedding": list(self.embedding),
+            "groups": self.groups, "split_by": self.split_by, "id_col": self.id_col,
+            "pred_scale": None if self.pred_scale is None else self.pred_scale.to_dict(),
+            "raw_predictions": self.raw_predictions,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ColumnSpec:
+        d = dict(d)
+        d["scale"] = Scale.from_dict(d["scale"])
+        if d.get("pred_scale") is not None:
+            d["pred_scale"] = Scale.from_dict(d["pred_scale"])
+        return cls(**d)
+
+
+def _name_list(v) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [p.strip() for p in v.split(",") if p.strip()]
+    return [str(x) for x in v]
+
+
+@dataclass
+class Inputs:
+    """Validated inputs: predictions and targets for the good rows, errors for the bad."""
+
+    pred: Predictions
+    y01: np.ndarray | None
+    rows: np.ndarray  # positions (0-based) of the kept rows in the original table
+    row_ids: Sequence[str]  #: the kept rows' names in reports (RowIds: named on demand)
+    groups: np.ndarray | None
+    split_keys: np.ndarray | None
+    n_ratings: np.ndarray
+    errors: list[RowError] = field(default_factory=list)
+    #: what was done to the data on the way (e.g. rounded targets snapped onto the grid);
+    #: printed by the CLI and saved in the results / calibrator
+    notes: list[str] = field(default_factory=list)
+
+
+def expand_columns(patterns: Sequence[str] | str | None, columns) -> list[str]:
+    """Expand a comma list of names or glob patterns (``logp_*``) against ``columns``."""
+    if not patterns:
+        return []
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    out: list[str] = []
+    for pat in patterns:
+        if any(ch in pat for ch in "*?["):
+            hits = [c for c in columns if fnmatch.fnmatchcase(str(c), pat)]
+            if not hits:
+                raise InputError(f"no column matches {pat!r}; available: {_avail(columns)}")
+            out.extend(hits)
+        else:
+            out.append(pat)
+    return out
+
+
+def _avail(columns) -> str:
+    cols = [str(c) for c in columns]
+    more = f" ... ({len(cols)} in all)" if len(cols) > 30 else ""
+    return ", ".join(cols[:30]) + more
+
+
+def _check_columns(df: pd.DataFrame, names: list[tuple[str, str]]) -> None:
+    for flag, col in names:
+        if col is not None and col not in df.columns:
+            raise InputError(
+                f"{flag} column {col!r} is not in the table; available: {_avail(df.columns)}"
+            )
+
+
+def parse_ratings(cell, sep: str = ";") -> list[float]:
+    """Parse one cell of annotator ratings: ``"4;5;3"``, a list, or a single number."""
+    if isinstance(cell, (list, tuple, np.ndarray)):
+        vals = list(cell)
+    elif isinstance(cell, (int, float, np.integer, np.floating)):
+        if isinstance(cell, float) and math.isnan(cell):
+            raise ValueError("no ratings (empty cell)")
+        vals = [cell]
+    elif isinstance(cell, str):
+        s = cell.strip().strip("[]")
+        if not s:
+            raise ValueError("no ratings (empty cell)")
+        parts = s.replace(",", sep).split(sep)
+        vals = [p.strip() for p in parts if p.strip()]
+    elif cell is None:
+        raise ValueError("no ratings (empty cell)")
+    else:
+        raise ValueError(f"cannot read ratings from {type(cell).__name__}")
+    out = []
+    for v in vals:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"rating {v!r} is not a number") from None
+        if not math.isfinite(f):
+            raise ValueError(f"rating {v!r} is not finite")
+        out.append(f)
+    if not out:
+        raise ValueError("no ratings (empty cell)")
+    return out
+
+
+def _row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
+    return RowError(row_id, column, reason, position=int(i))
+
+
+def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
+    """Column as floats; non-numeric, missing and infinite cells become row errors. A column
+    of booleans is refused (True/False would silently read as ratings 1/0)."""
+    raw = df[col]
+    if pd.api.types.is_bool_dtype(raw) or (
+            raw.dtype == object and len(raw.dropna())
+            and raw.dropna().map(lambda v: isinstance(v, (bool, np.bool_))).all()):
+        raise InputError(f"column {col!r} holds True/False values, not numbers; give a "
+                         "numeric column (a boolean is not a rating or a score)")
+    num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    isna = raw.isna().to_numpy()
+    for i in np.flatnonzero(~np.isfinite(num)):
+        if isna[i]:
+            reason = "missing value (empty cell); fill it or drop the row"
+        elif np.isnan(num[i]):
+            reason = f"not a number: {raw.iloc[i]!r}"
+        else:
+            reason = (f"infinite value ({num[i]:g}); replace it with a finite number (for a "
+                      "score token missing from a top-k list: a floor log-prob)")
+        errors.setdefault(i, _row_error(i, ids[i], col, reason))
+    return num
+
+
+def _check_spec(df: pd.DataFrame, spec: ColumnSpec, features, embedding, *,
+                require_target: bool, require_median: bool) -> None:
+    """Structural problems of the column choice: raised before any row is read."""
+    if len(df) == 0:
+        raise InputError("the table has no rows")
+    if require_target and not (spec.target or spec.ratings):
+        raise InputError("give the human target: `target` (a column of mean ratings) or `ratings`")
+    if spec.target and spec.ratings:
+        raise InputError("give either `target` or `ratings`, not both")
+    if require_median and not spec.median and not features:
+        raise InputError("give the scorer's point prediction: `median` (or `features` for "
+                         "a learned calibrator)")
+    _check_columns(df, [("`target`", spec.target), ("`ratings`", spec.ratings),
+                        ("`median`", spec.median), ("`lo`", spec.lo), ("`hi`", spec.hi),
+                        ("`groups`", spec.groups), ("`split_by`", spec.split_by),
+                        ("`id_col`", spec.id_col)]
+                   + [("`features`", c) for c in features]
+                   + [("`embedding`", c) for c in embedding])
+    if (spec.lo is None) != (spec.hi is None):
+        raise InputError("give both `lo` and `hi` (the uncalibrated 90 % interval), or neither")
+
+
+class RowIds(Sequence):
+    """How rows are named in error reports: the id column, else 1-based numbers (counted
+    from ``offset`` rows before this chunk), with the ``id`` column beside the number where
+    the table has one. Named only when asked (a report names a few rows of millions);
+    ``positions`` views a subset (the kept rows, in their order)."""
+
+    def __init__(self, df: pd.DataFrame, id_col: str | None, offset: int = 0,
+                 positions=None):
+        self._col = df[id_col] if id_col else df["id"] if "id" in df.columns else None
+        self._own = bool(id_col)
+        self._offset = offset
+        self._n = len(df)
+        self._pos = None if positions is None else np.asarray(positions, dtype=int)
+
+    def __len__(self) -> int:
+        return self._n if self._pos is None else len(self._pos)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i if self._pos is None else self._pos[i])
+        if self._own:
+            return str(self._col.iloc[i])
+        if self._col is not None:
+            return f"{self._offset + i + 1} (id={self._col.iloc[i]})"
+        return str(self._offset + i + 1)
+
+    def take(self, positions) -> RowIds:
+        view = RowIds.__new__(RowIds)
+        view.__dict__.update(self.__dict__)
+        view._pos = np.asarray(positions, dtype=int) if self._pos is None else \
+            self._pos[np.asarray(positions, dtype=int)]
+        return view
+
+
+def _row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> RowIds:
+    return RowIds(df, id_col, offset)
+
+
+def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> tuple:
+    """Native-scale targets (mean of the ratings, or the target column) and the annotator
+    count per row; bad cells become row errors."""
+    n, scale = len(df), spec.scale
+    if n_ratings is not None and (n_ratings < 1 or spec.ratings):
+        raise InputError("`n_ratings` must be >= 1 and is only used with `target` "
+                         "(`ratings` gives the count per row)")
+    nr = np.full(n, float(n_ratings or 1))
+    if spec.ratings:
+        y = np.full(n, np.nan)
+        for i, cell in enumerate(df[spec.ratings].tolist()):
+            try:
+                r = parse_ratings(cell, spec.ratings_sep)
+            except ValueError as e:
+                errors.setdefault(i, _row_error(i, ids[i], spec.ratings, str(e)))
+                continue
+            bad = [v for v in r if v < scale.lo or v > scale.hi]
+            if bad:
+                errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
+                                              f"rating {bad[0]:g} outside the scale "
+                                              f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
+                continue
+            if scale.integer and any(v != int(v) for v in r):
+                errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
+                                              "non-integer rating on an integer scale"))
+                continue
+            y[i] = float(np.mean(r))
+            nr[i] = len(r)
+        return y, nr
+    if not spec.target:
+        return None, nr
+    y = _numeric(df, spec.target, errors, ids)
+    out = np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
+    for i in np.flatnonzero(out):
+        errors.setdefault(i, _row_error(i, ids[i], spec.target,
+                                      f"target {y[i]:g} outside the scale "
+                                      f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
+    if n_ratings is not None and scale.integer:
+        y = _snap(y, scale, nr, spec.target, ids, errors, notes)
+    return y, nr
+
+
+def _snap(y, scale, nr, col, ids, errors: dict, notes: list) -> np.ndarray:
+    """Targets stored rounded onto the achievable means of ``nr`` ratings
+    (:func:`scoreband.conformal.boundary.snap_to_grid`); one that fits no grid point, or
+    two, is an error naming the row and the nearest grid values."""
+    from scoreband.conformal.boundary import snap_to_grid
+
+    usable = np.isfinite(y) & ~np.isin(np.arange(len(y)), list(errors))
+    snapped, moved, bad = snap_to_grid(np.where(usable, y, scale.lo), scale, nr)
+    bad = {i: why for i, why in bad.items() if usable[i]}
+    if bad:
+        i = min(bad)
+        more = f" ({len(bad)} targets in all)" if len(bad) > 1 else ""
+        raise InputError(f"row {ids[i]}, column {col!r}: {bad[i]}{more}")
+    n = int((moved & usable).sum())
+    if n:
+        notes.append(f"{n} target(s) in {col!r} were stored rounded and were read as the "
+                     f"achievable mean of {int(np.median(nr))} rating(s) they round "
+                     "(e.g. 1.33 as 4/3)")
+    return np.where(usable, snapped, y)
+
+
+def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
+    """A prediction column on [0, 1] (from ``pred_scale``); values outside it are row
+    errors, never a silent zero-width band (unless ``raw_predictions``)."""
+    if col is None:
+        return None
+    v = _numeric(df, col, errors, ids)
+    if spec.raw_predictions:
+        return v
+    pscale = spec.pred_scale or spec.scale
+    tol = 1e-9 * pscale.width
+    out = np.isfinite(v) & ((v < pscale.lo - tol) | (v > pscale.hi + tol))
+    for i in np.flatnonzero(out):
+        errors.setdefault(i, _row_error(
+            i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
+            f"[{pscale.lo:g}, {pscale.hi:g}]; give the scale the scorer writes "
+            "(`pred_scale` A,B) or map a raw metric onto the target (`map` isotonic)"))
+    return pscale.to01(v)
+
+
+def _matrix(df, cols, errors: dict, ids):
+    return np.column_stack([_numeric(df, c, errors, ids) for c in cols]) if cols else None
+
+
+def _groups(df, col, errors: dict, ids):
+    if not col:
+        return None
+    g = df[col]
+    for i in np.flatnonzero(g.isna().to_numpy()):
+        errors.setdefault(i, _row_error(i, ids[i], col, "missing group label"))
+    return g.astype(str).to_numpy()
+
+
+def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = True,
+                require_median: bool = True, n_ratings: int | None = None,
+                row_offset: int = 0, allow_none: bool = False) -> Inputs:
+    """Validate a table against ``spec`` and build normalised predictions and targets.
+
+    Every problem is a :class:`RowError` (row id, column, reason); those rows are left out
+    of ``Inputs.pred`` and listed in ``Inputs.errors``. Structural problems (unknown columns,
+    no good rows at all) raise :class:`InputError`; ``allow_none`` returns an empty
+    ``Inputs`` instead (one chunk of a streamed table may hold only bad rows).
+    ``row_offset``: rows before this chunk, for row numbers in the reports.
+    """
+    features = expand_columns(spec.features, df.columns)
+    embedding = expand_columns(spec.embedding, df.columns)
+    _check_spec(df, spec, features, embedding, require_target=require_target,
+                require_median=require_median)
+    n, ids = len(df), _row_ids(df, spec.id_col, row_offset)
+    errors: dict[int, RowError] = {}
+    notes: list[str] = []
+    y, nr = _targets(df, spec, errors, ids, n_ratings, notes)
+    median = _prediction(df, spec.median, spec, errors, ids)
+    lo, hi = _prediction(df, spec.lo, spec, errors, ids), _prediction(df, spec.hi, spec,
+                                                                      errors, ids)
+    if lo is not None:
+        for i in np.flatnonzero(np.isfinite(lo) & np.isfinite(hi) & (lo > hi + 1e-12)):
+            errors.setdefault(i, _row_error(i, ids[i], spec.lo,
+                                          f"lo ({df[spec.lo].iloc[i]}) > hi "
+                                          f"({df[spec.hi].iloc[i]}); swap or fix the interval"))
+    feats, emb = _matrix(df, features, errors, ids), _matrix(df, embedding, errors, ids)
+    groups = _groups(df, spec.groups, errors, ids)
+    split_keys = df[spec.split_by].astype(str).to_numpy() if spec.split_by else None
+
+    bad = np.zeros(n, dtype=bool)
+    bad[list(errors)] = True
+    keep = np.flatnonzero(~bad)
+    if len(keep) == 0 and not allow_none:
+        first = [str(e) for e in list(errors.values())[:5]]
+        raise InputError("no usable rows: " + "; ".join(first))
+    if median is None and (feats is not None or not require_median):
+        # learned calibrators predict their own point; target-only loads have none
+        median = np.full(n, np.nan)
+
+    def take(a):
+        return None if a is None else a[keep]
+
+    pred = Predictions(median=median[keep], lo=take(lo), hi=take(hi), features=take(feats),
+                       embedding=take(emb), n_ratings=nr[keep])
+    return Inputs(pred=pred, y01=None if y is None else spec.scale.to01(y[keep]), rows=keep,
+                  row_ids=ids.take(keep), groups=take(groups),
+                  split_keys=take(split_keys), n_ratings=nr[keep],
+                  errors=[errors[i] for i in sorted(errors)], notes=notes)
