@@ -30,7 +30,8 @@ import numpy as np
 
 from scoreband.bands import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
 from scoreband.columns import ColumnSpec, load_inputs
-from scoreband.conformal import load_calibrator
+from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
+from scoreband.conformal.boundary import check_on_grid
 from scoreband.engine.rows import run_file, run_rows
 from scoreband.errors import InputError, RowError
 from scoreband.tables import read_table
@@ -99,8 +100,6 @@ class CalibrationConfig:
 
     def factory(self, scale: Scale, has_groups: bool):
         """A function building a fresh, unfitted calibrator (validated once, here)."""
-        from scoreband.conformal import make_calibrator
-
         k = self.clusters
         if k != "auto":
             try:
@@ -171,7 +170,7 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
     True
     """
-    from scoreband.protocol import evaluate_splits
+    from scoreband.protocol import evaluate_splits  # lazy: loads scipy
 
     spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
     if cfg.map not in (None, "none"):
@@ -209,8 +208,6 @@ class Calibration:
     scorer_fingerprint: str | None = None
 
     def save(self, path) -> Path:
-        from scoreband.conformal import save_calibrator
-
         return save_calibrator(path, self.calibrator, scorer_fingerprint=self.scorer_fingerprint,
                                inputs=self.inputs)
 
@@ -231,8 +228,6 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     (True, 1000)
     """
     import warnings
-
-    from scoreband.conformal.boundary import check_on_grid
 
     spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
     if cfg.map not in (None, "none"):
@@ -282,8 +277,7 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     """
     import copy
 
-    from scoreband.conformal.boundary import check_on_grid
-    from scoreband.conformal.recalibrate import coverage_guarantee, min_labels
+    from scoreband.conformal.recalibrate import coverage_guarantee, min_labels  # lazy: loads scipy
 
     df = _frame(table)
     cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
@@ -430,7 +424,7 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
     >>> [r["system"] for r in res.doc["ranking"]], res.doc["pairs"][0]["significant"]
     (['b', 'a'], True)
     """
-    from scoreband.inference.systems import systems_study
+    from scoreband.inference.systems import systems_study  # lazy: loads scipy
 
     return systems_study(_frame(table), system_col=system_col, scores=score, target=target,
                          scale=scale, item_col=item_col, alpha=alpha, method=method,

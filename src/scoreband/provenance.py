@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from scoreband.files import file_sha256
+from scoreband.files import file_sha256, write_json
 from scoreband.http import redact
 
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
@@ -86,8 +86,6 @@ def provenance(components: dict | None = None, *, files: dict | None = None) -> 
 def write_provenance(out_path, components: dict | None = None, *,
                      files: dict | None = None) -> Path:
     """Write ``OUT.provenance.json`` beside ``out_path`` (atomically); returns its path."""
-    from scoreband.files import write_json
-
     p = Path(str(out_path) + ".provenance.json")
     write_json(p, provenance(components, files=files))
     return p

@@ -47,7 +47,7 @@ BACKBONES = Registry("backbone")
                     help="tiny joint-attention transformer trained on the embedded world "
                          "(ships with scoreband; no download)")
 def _embedded():
-    from scoreband.backbones.embedded import EmbeddedBackbone
+    from scoreband.backbones.embedded import EmbeddedBackbone  # lazy: loads PIL, pydantic, torch
 
     return EmbeddedBackbone("embedded:default")
 
@@ -56,7 +56,7 @@ def _embedded():
                     help="an official BEiT-3 checkpoint (.pth) with beit3.spm beside it, or a "
                          "folder holding both")
 def _beit3(path, *, device="cpu", dtype="float32", image_size=None):
-    from scoreband.backbones.beit3 import BEiT3Backbone
+    from scoreband.backbones.beit3 import BEiT3Backbone  # lazy: loads PIL, httpx, rich, torch
 
     return BEiT3Backbone(path, image_size=image_size, device=device, dtype=dtype)
 
@@ -64,7 +64,7 @@ def _beit3(path, *, device="cpu", dtype="float32", image_size=None):
 @BACKBONES.register("hf:", argument="MODEL_ID_OR_DIR", kind="dual-encoder",
                     help="a transformers dual encoder (CLIP, SigLIP ...)")
 def _hf(path, *, device="cpu", dtype="float32"):
-    from scoreband.backbones.dual import HFDualEncoder
+    from scoreband.backbones.dual import HFDualEncoder  # lazy: loads httpx, rich, torch
 
     return HFDualEncoder(path, device=device, dtype=dtype)
 
@@ -75,7 +75,7 @@ def _open_clip(rest, *, device="cpu", dtype="float32"):
     arch, _, pre = rest.partition(":")
     if not arch or not pre:
         raise InputError(f"open_clip:{rest!r}: expected open_clip:ARCH:PRETRAINED_OR_PATH")
-    from scoreband.backbones.dual import OpenCLIPDualEncoder
+    from scoreband.backbones.dual import OpenCLIPDualEncoder  # lazy: loads httpx, rich, torch
 
     return OpenCLIPDualEncoder(arch, pre, device=device, dtype=dtype)
 

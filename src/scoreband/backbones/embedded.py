@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from scoreband.errors import InputError
-from scoreband.files import read_json
+from scoreband.files import read_json, verify_checksums
 from scoreband.schemas import EmbeddedModelDoc, ScorerDoc, validate
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES
 
@@ -209,8 +209,6 @@ def read_model_folder(path) -> dict:
     ``config.json`` (``meta``), the encoder ``config``, the ``state`` dict of
     ``model.safetensors``, the ``tokenizer`` and the weights ``fingerprint``."""
     from safetensors.torch import load_file
-
-    from scoreband.files import verify_checksums
 
     path = Path(path)
     cfg_file, w_file = path / "config.json", path / "model.safetensors"

@@ -19,6 +19,9 @@ from rich.table import Table
 
 from scoreband._version import __version__
 from scoreband.errors import InputError, RowError, ScorebandError
+from scoreband.extras import install_hint
+from scoreband.files import check_output, check_readable, output_policy
+from scoreband.progress import step_status
 
 app = typer.Typer(
     name="scoreband",
@@ -68,8 +71,6 @@ def fail(msg: str, code: int = 2):
 def text_or_file(value: str | None) -> str | None:
     """An option's text, or the contents of the file it names with a leading @."""
     if value is not None and value.startswith("@"):
-        from scoreband.files import check_readable
-
         if not Path(value[1:]).exists():
             fail(f"{value}: file not found")
         f = check_readable(value[1:], "file")
@@ -172,8 +173,6 @@ def declared_files(command: str, kw: dict):
 def _outputs_checked(command: str, kw: dict):
     """The output policy (scoreband.files) for one command run: outputs checked against
     its inputs before any work, and every later write checked the same way."""
-    from scoreband.files import check_output, output_policy
-
     inputs, outputs, folders = declared_files(command, kw)
     with output_policy(inputs, [p for _, p in folders]):
         seen: dict[Path, str] = {}
@@ -223,7 +222,6 @@ def guard(fn):
         except (typer.Exit, typer.Abort, KeyboardInterrupt, SystemExit):
             raise
         except ModuleNotFoundError as e:  # an optional dependency: say which extra
-            from scoreband.extras import install_hint
 
             hint = install_hint(e.name or "")
             if hint is None or _STATE["debug"]:
@@ -276,8 +274,6 @@ def run_study(description: str, run, out, html=None, *, show: bool = True):
     """Run a study with progress (``run(on_step)`` returns a StudyResult), write it to
     ``out`` with its HTML report (``html``, default OUT/report.html) and (``show``) print
     its markdown; returns the result."""
-    from scoreband.progress import step_status
-
     with step_status(err, description) as step:
         result = run(step)
         result.write(out, on_step=step, html=html or "report.html")

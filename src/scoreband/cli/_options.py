@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from scoreband.conformal import METHODS
+from scoreband.errors import InputError
 
 
 def _column(flag: str, help: str):
@@ -158,7 +159,5 @@ ENGINE_OPTIONS = {
 def check_engine(opts: dict) -> bool:
     """True for the Ray engine; a clear error for an unknown one."""
     if opts["engine"] not in ("local", "ray"):
-        from scoreband.errors import InputError
-
         raise InputError(f"--engine {opts['engine']!r}: choose local or ray")
     return opts["engine"] == "ray"

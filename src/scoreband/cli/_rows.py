@@ -8,7 +8,11 @@ from pathlib import Path
 
 from scoreband.cli._app import err, fail
 from scoreband.cli._options import check_engine
-from scoreband.engine.rows import RowRun, build_stage
+from scoreband.engine.ray_engine import stage_ray
+from scoreband.engine.rows import RowRun, build_stage, run_file, run_rows
+from scoreband.engine.stream import STREAMABLE
+from scoreband.provenance import write_provenance
+from scoreband.tables import read_table, write_table
 
 CHUNK_ROWS = 10_000
 
@@ -21,9 +25,6 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
     a whole-table step before writing (forces the whole-table path); ``local``: arguments
     only a stage built here gets (callbacks: a Ray actor gets plain values only);
     ``vectorized``: the stage computes whole chunks (apply), for Ray's batch size."""
-    from scoreband.engine.stream import STREAMABLE
-    from scoreband.provenance import write_provenance
-
     if out.is_dir():
         fail(f"--out {str(out)!r} is a folder; give a file name")
     if engine_opts is not None and check_engine(engine_opts):
@@ -37,14 +38,9 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
     streamed = (df is None and post is None and Path(table).suffix.lower() in STREAMABLE
                 and out.suffix.lower() in STREAMABLE)
     if streamed:
-        from scoreband.engine.rows import run_file
-
         run = run_file(table, stage, out, journal=journal, progress=err,
                        chunk_rows=10 * CHUNK_ROWS if stage.vectorized else CHUNK_ROWS)
     else:
-        from scoreband.engine.rows import run_rows
-        from scoreband.tables import read_table, write_table
-
         run = run_rows(read_table(table) if df is None else df, stage, journal=journal,
                        progress=err)
         if post is not None:
@@ -64,9 +60,6 @@ def _files(stage) -> dict:
 
 def _ray(table, out, factory, kw, engine_opts, error_column, components,
          vectorized) -> RowRun:
-    from scoreband.engine.ray_engine import stage_ray
-    from scoreband.provenance import write_provenance
-
     n, failures = stage_ray(table, out, factory, kw, error_column=error_column,
                             actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
                             address=engine_opts["ray_address"], vectorized=vectorized)

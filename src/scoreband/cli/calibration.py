@@ -9,6 +9,8 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from scoreband import api
+from scoreband.api import AppliedFile
 from scoreband.cli._app import (
     app,
     console,
@@ -38,6 +40,12 @@ from scoreband.cli._options import (
     with_options,
 )
 from scoreband.cli._rows import run_stage
+from scoreband.columns import needed_columns
+from scoreband.conformal import load_calibrator
+from scoreband.errors import RowError
+from scoreband.files import write_json
+from scoreband.progress import step_status
+from scoreband.provenance import provenance
 
 
 def _fmt(d) -> str:
@@ -117,11 +125,6 @@ def evaluate(
     Example: scoreband evaluate preds.csv --target human --scale 1,5 --median score
     --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
     """
-    from scoreband import api
-    from scoreband.columns import needed_columns
-    from scoreband.files import write_json
-    from scoreband.progress import step_status
-
     cols, cfg = split_options(opts)
     df = api.read_table(table, columns=needed_columns(table, cols, [split_by]))
     with step_status(err, f"calibrating over {seeds} splits ...", every_s=5) as step:
@@ -136,22 +139,19 @@ def evaluate(
         err.print(f"note: {note}", markup=False)
     print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
                              f"{seeds} seeds")
-    from scoreband.provenance import provenance
 
     res["provenance"] = provenance({"input_table": str(table)})
     if out:
         write_json(out, res)
         console.print(f"wrote {out}")
     if html:
-        from scoreband.report.html import write_report
+        from scoreband.report.html import write_report  # lazy: loads scipy
 
         write_report([res], html)
         console.print(f"wrote {html}")
 
 
 def _row_error(d: dict):
-    from scoreband.errors import RowError
-
     return RowError(**d)
 
 
@@ -170,9 +170,6 @@ def calibrate(
     Example: scoreband calibrate preds.csv --target human --scale 1,5 --median score
     --method split --out calibrator.json
     """
-    from scoreband import api
-    from scoreband.columns import needed_columns
-
     cols, cfg = split_options(opts)
     df = api.read_table(table, columns=needed_columns(table, cols))
     fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
@@ -214,9 +211,7 @@ def recalibrate(
     Example: scoreband recalibrate cal.json paintings_labeled.csv --target human
     --out cal_paintings.json; scoreband recalibrate cal.json --plan 0.05
     """
-    from scoreband import api
-    from scoreband.conformal import load_calibrator
-    from scoreband.conformal.recalibrate import label_plan, min_labels
+    from scoreband.conformal.recalibrate import label_plan, min_labels  # lazy: loads scipy
 
     cal, _ = load_calibrator(calibrator)
     if plan is not None:
@@ -281,15 +276,11 @@ def apply(
 
     Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
     """
-    from scoreband.api import AppliedFile
-
     cols = dict(median=median, lo=lo, hi=hi, groups=groups)
     kw = {"calibrator": str(calibrator), "columns": cols, "scorer_id": scorer_id,
           "n_ratings": n_ratings}
     if check_engine(engine_opts):  # an actor reads the calibrator from its text, checked here
         import json
-
-        from scoreband.conformal import load_calibrator
 
         kw["calibrator_text"] = json.dumps(load_calibrator(calibrator, scorer_fingerprint=
                                                            scorer_id)[1])

@@ -8,6 +8,11 @@ from typing import Annotated
 import typer
 
 from scoreband.cli._app import app, console, fail, guard
+from scoreband.datasets import BENCHMARKS, load_benchmark
+from scoreband.files import atomic_write_bytes
+from scoreband.provenance import write_provenance
+from scoreband.tables import write_table
+from scoreband.world import make_dataset
 
 
 @app.command()
@@ -23,11 +28,8 @@ def example(
     """
     from importlib import resources
 
-    from scoreband.files import atomic_write_bytes
-
     src = resources.files("scoreband") / "data" / "example_predictions.csv"
     atomic_write_bytes(out, src.read_bytes())
-    from scoreband.provenance import write_provenance
 
     write_provenance(out, {"table": "the bundled example predictions (embedded world, seeded)"})
     console.print(f"wrote {out}; try:")
@@ -46,8 +48,6 @@ app.add_typer(datasets_app, name="datasets")
 @datasets_app.command("list")
 def datasets_list():
     """The benchmarks, their native scales, splits, annotator counts and expected files."""
-    from scoreband.datasets import BENCHMARKS
-
     for b in BENCHMARKS.values():
         console.print(b.describe())
 
@@ -69,12 +69,8 @@ def datasets_prepare(
     scoreband score TABLE --model DIR, or scoreband train TABLE --backbone ...
     --target target --scale A,B.
     """
-    from scoreband.datasets import load_benchmark
-    from scoreband.tables import write_table
-
     df, b = load_benchmark(name, root, split, image_dir)
     write_table(df, out)
-    from scoreband.provenance import write_provenance
 
     write_provenance(out, {"benchmark": {"name": b.name, "root": str(root), "split": split,
                                          "scale": [b.scale.lo, b.scale.hi]}})
@@ -112,9 +108,6 @@ def world(
 
     Example: scoreband world --out w && scoreband score w/world.csv --out scored.csv
     """
-    from scoreband.tables import write_table
-    from scoreband.world import make_dataset
-
     if style not in ("photo", "painting"):
         fail(f"--style {style!r}: choose photo or painting")
     if not 0 <= p_corrupt <= 1:
@@ -126,7 +119,6 @@ def world(
     df["instruction"] = "Describe the picture in one sentence."
     df["response"] = df["caption"]
     write_table(df, Path(out) / "world.csv")
-    from scoreband.provenance import write_provenance
 
     write_provenance(Path(out) / "world.csv", {"world": {
         "n": n, "seed": seed, "style": style, "annotators": annotators,

@@ -21,7 +21,10 @@ from scoreband.cli._options import (
     positive,
     with_options,
 )
+from scoreband.cli._rows import run_stage
 from scoreband.judges.registry import JUDGES
+from scoreband.records import Scale
+from scoreband.tables import read_table
 
 
 @app.command("judge")
@@ -83,9 +86,7 @@ def judge(
     Then calibrate, e.g.: scoreband evaluate OUT --target human --scale 1,5
     --median judge_expected --features 'logp_*' --method r2ccp
     """
-    from scoreband.cli._rows import run_stage
-    from scoreband.judges.extract import JudgePrompt
-    from scoreband.records import Scale
+    from scoreband.judges.extract import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
     if not (float(sc.lo).is_integer() and float(sc.hi).is_integer()):
@@ -156,14 +157,11 @@ def judge_study(
     output). With TABLE: e.g. scoreband judge-study judged.csv --judge llava='logp_*'
     --target human --scale 1,5 --task-col task
     """
-    from scoreband.records import Scale
-    from scoreband.studies import judge as study
+    from scoreband.studies import judge as study  # lazy: loads scipy
 
     if table is None:
         data = study.simulated_judges(n)
     else:
-        from scoreband.tables import read_table
-
         data = study.judges_from_table(read_table(table), judge_cols or [],
                                        scale=Scale.parse(scale), target=target,
                                        ratings=ratings, task_col=task_col,

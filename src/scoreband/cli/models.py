@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from scoreband.backbones import BACKBONES
+from scoreband.backbones import BACKBONES, resolve_backbone
 from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
@@ -23,6 +23,9 @@ from scoreband.cli._options import (
     positive,
     with_options,
 )
+from scoreband.cli._rows import run_stage
+from scoreband.cli.calibration import _print_shift
+from scoreband.progress import step_status
 
 
 @app.command()
@@ -98,10 +101,15 @@ def train(
     scoreband train train.csv --backbone hf:clip-dir --target human --scale 1,5
     --val val.csv --out clip-model
     """
-    from scoreband.backbones import resolve_backbone
-    from scoreband.progress import step_status
-    from scoreband.scorers.backbone_scorer import BackboneTrainConfig, train_on_table
-    from scoreband.scorers.train import TrainConfig, claim_model_folder, train_embedded
+    from scoreband.scorers.backbone_scorer import (  # lazy: loads safetensors, torch
+        BackboneTrainConfig,
+        train_on_table,
+    )
+    from scoreband.scorers.train import (  # lazy: loads safetensors, torch
+        TrainConfig,
+        claim_model_folder,
+        train_embedded,
+    )
 
     resolve_backbone(backbone)
     claim_model_folder(out, resume=resume, overwrite=overwrite)
@@ -192,8 +200,6 @@ def score(
 
     Example: scoreband score pairs.csv --image-col image --text-col caption --out scored.csv
     """
-    from scoreband.cli._rows import run_stage
-
     kw = dict(model=model, backbone=backbone, scorer=scorer, image_col=image_col,
               text_col=text_col, batch_size=batch_size, device=device, dtype=dtype)
     run, stage = run_stage(table, out, "scoreband.scorers.scoring:score_stage", kw,
@@ -207,7 +213,6 @@ def score(
     if run.counts.get("band_ood"):
         err.print(f"[yellow]{run.counts['band_ood']} of {run.rows} rows are outside what the "
                   "model knows (band_ood says why): their bands are guesses[/]")
-    from scoreband.cli.calibration import _print_shift
 
     _print_shift(run.summary.get("shift"))
     where = " on Ray" if stage is None else ""

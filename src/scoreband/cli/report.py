@@ -28,7 +28,7 @@ def report(
 
     Example: scoreband report scoreband-demo/results.json metrics.json --out report.html
     """
-    from scoreband.report.html import write_report
+    from scoreband.report.html import write_report  # lazy: loads scipy
 
     write_report(list(results), out, title=title)
     console.print(f"wrote {out} ({Path(out).stat().st_size / 1024:.0f} KB)")

@@ -22,8 +22,13 @@ from scoreband.cli._options import (
     TextColOpt,
     with_options,
 )
-from scoreband.roundtrip.encoders import ENCODERS
-from scoreband.roundtrip.generators import GENERATORS
+from scoreband.cli._rows import run_stage
+from scoreband.records import Scale
+from scoreband.roundtrip.captioner import caption_with
+from scoreband.roundtrip.encoders import ENCODERS, make_encoder
+from scoreband.roundtrip.generators import GENERATORS, make_generator
+from scoreband.roundtrip.text_metrics import add_text_metrics
+from scoreband.tables import read_table
 
 GeneratorOpt = Annotated[str, typer.Option(
     "--generator", help=GENERATORS.help_text() + ".")]
@@ -36,9 +41,6 @@ NGenOpt = Annotated[int, typer.Option("--n-gen", min=1, max=1000,
 
 
 def _components(generator, encoder, steps, size, guidance, device, dtype, base_url, cache):
-    from scoreband.roundtrip.encoders import make_encoder
-    from scoreband.roundtrip.generators import make_generator
-
     gen = make_generator(generator, offered=dict(steps=steps, size=size, guidance=guidance,
                                                   device=device, dtype=dtype,
                                                   base_url=base_url, cache_dir=cache))
@@ -92,8 +94,6 @@ def roundtrip(
     Example (no download): scoreband world --out w && scoreband roundtrip w/world.csv
     --out rt.csv
     """
-    from scoreband.cli._rows import run_stage
-
     if keep_images is not None and keep_images.exists() and not keep_images.is_dir():
         fail(f"--keep-images {str(keep_images)!r} is a file; give a folder for the images")
     if keep_images is not None and engine_opts["engine"] == "ray":
@@ -124,17 +124,12 @@ def _prepare(table, captioner, references, image_col, text_col, device):
     comps: dict = {}
     df = None
     if captioner is not None:
-        from scoreband.roundtrip.captioner import caption_with
-        from scoreband.tables import read_table
-
         df, text_col, comps["captioner"] = caption_with(
             captioner, read_table(table), image_col=image_col, base_dir=Path(table).parent,
             device=device)
     post = None
     if references is not None:
         def post(res):
-            from scoreband.roundtrip.text_metrics import add_text_metrics
-
             corpus = add_text_metrics(res, text_col, references)
             comps["text_metrics_corpus"] = corpus
             console.print("text metrics (corpus): " + ", ".join(
@@ -185,8 +180,7 @@ def roundtrip_study(
     Without TABLE: the embedded world (correct reference captions for the validation study;
     corrupted captions with 3 simulated annotators each for the band).
     """
-    from scoreband.records import Scale
-    from scoreband.studies import roundtrip as study
+    from scoreband.studies import roundtrip as study  # lazy: loads scipy, sklearn
 
     gen, enc = _components(generator, encoder, steps, size, guidance, device, dtype, base_url,
                            Path(out) / "generations")

@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, fail, guard, run_study
+from scoreband.cli._app import app, console, fail, guard, report_rows, run_study
 from scoreband.cli._options import (
     AlphaOpt,
     HtmlOpt,
@@ -19,6 +19,8 @@ from scoreband.cli._options import (
     TargetOpt,
     TextColOpt,
 )
+from scoreband.records import Scale
+from scoreband.tables import read_table
 
 
 @app.command()
@@ -44,7 +46,7 @@ def demo(
     domain), the bundled quantile scorer and its MC-dropout baseline, CRC and cluster
     calibration over repeated splits. Writes results.json, results.md, widths.png, examples.png and report.html to --out.
     """
-    from scoreband.studies.demo import run
+    from scoreband.studies.demo import run  # lazy: loads safetensors, scipy, torch
 
     if quick:
         n_test, seeds, mc_passes = 200, 3, 5
@@ -57,7 +59,11 @@ def demo(
 
 
 def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
-    from scoreband.studies.demo import METRICS, ROWS, TEST_SETS
+    from scoreband.studies.demo import (  # lazy: loads safetensors, scipy, torch
+        METRICS,
+        ROWS,
+        TEST_SETS,
+    )
 
     def cell(v):
         return "-" if v["mean"] is None or np.isnan(v["mean"]) else f"{v['mean']:.3f}"
@@ -147,14 +153,14 @@ def stress(
     Example: scoreband stress --out stress; on your data: scoreband stress pairs.csv
     --model DIR --target human --scale 1,5 --domain-col source
     """
-    from scoreband.studies import stress as study
+    from scoreband.studies import stress as study  # lazy: loads scipy
 
     kw = dict(distortions=_csv(distortions, "--distortions"), levels=_csv(levels, "--levels"),
               ks=_csv(ks, "--k", int), alpha=alpha, seed=seed, seeds=seeds, n=n)
     study.parse_distortions(kw["distortions"], kw["levels"])  # fail before any work
     scorer = items = sc = None
     if model is not None:
-        from scoreband.scorers import load_scorer
+        from scoreband.scorers import load_scorer  # lazy: loads torch
 
         scorer = load_scorer(model)
     if table is not None:
@@ -168,10 +174,7 @@ def stress(
 
 def _stress_table(table, scale, target, ratings, image_col, text_col, domain_col, in_domain,
                   n_ratings):
-    from scoreband.cli._app import report_rows
-    from scoreband.records import Scale
-    from scoreband.studies.stress import table_items
-    from scoreband.tables import read_table
+    from scoreband.studies.stress import table_items  # lazy: loads scipy
 
     return table_items(read_table(table), scale=Scale.parse(scale), target=target,
                        ratings=ratings, image_col=image_col, text_col=text_col,

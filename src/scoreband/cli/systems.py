@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from scoreband import api
 from scoreband.cli._app import app, console, guard, report_rows, warn
 from scoreband.cli._options import HtmlOpt, Table_, open_unit, positive
 
@@ -47,8 +48,6 @@ def systems(
     Example: scoreband systems outputs.csv --system-col system --item-col image
     --score clip_score --target human --scale 1,5 --out systems.json --html systems.html
     """
-    from scoreband import api
-
     res = api.systems(table, system_col=system_col, score=score or [], target=target,
                       scale=scale, item_col=item_col, alpha=alpha, method=method, plan=plan,
                       strict=strict)

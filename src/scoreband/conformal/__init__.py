@@ -30,6 +30,7 @@ from scoreband.conformal.mondrian import ClusterConservative, Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
 from scoreband.conformal.split import SplitConformal, absolute_residual_interval
 from scoreband.conformal.weighted import WeightedSplit, shift_test
+from scoreband.errors import InputError
 from scoreband.registry import Registry
 
 __all__ = [
@@ -135,8 +136,6 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
         ``chr`` and ``auto``, off for the others)
     adjust_boundary : ``auto`` compares widths after snapping to the achievable targets
     """
-    from scoreband.errors import InputError
-
     if small_group not in ("marginal", "full", "error"):
         raise InputError(f"unknown `small_group` {small_group!r}; choose marginal, full or "
                          "error")

@@ -29,6 +29,9 @@ from scoreband.conformal.base import (
     register,
 )
 from scoreband.conformal.boundary import adjust_band
+from scoreband.conformal.crc import CRC
+from scoreband.conformal.learned import CHR, CQR, R2CCP, Fitted, Marginal
+from scoreband.conformal.split import SplitConformal
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
@@ -56,10 +59,6 @@ def usable_candidates(pred: Predictions) -> list[str]:
 
 
 def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool) -> Calibrator:
-    from scoreband.conformal.crc import CRC
-    from scoreband.conformal.learned import CHR, CQR, R2CCP, Fitted, Marginal
-    from scoreband.conformal.split import SplitConformal
-
     if name == "split":
         return SplitConformal(alpha, scale=scale, seed=seed, randomize=randomize)
     if name == "crc":  # omega chosen on the selection share, beta on the conformal share

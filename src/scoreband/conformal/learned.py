@@ -141,7 +141,7 @@ class Fitted(_Learned):
             X = _features(pred, self.method)
             cols.append(X)
             if m["logprobs"]:
-                from scoreband.logprobs import expected_score
+                from scoreband.logprobs import expected_score  # lazy: loads scipy
 
                 cols.append(expected_score(X)[:, None])
         if not cols:
@@ -189,7 +189,7 @@ class Fitted(_Learned):
         """The spread of the judge's score distribution (log-prob features), else the base
         interval's width."""
         if self.model_ is not None and self.model_["logprobs"]:
-            from scoreband.logprobs import distribution_std_from_logprobs
+            from scoreband.logprobs import distribution_std_from_logprobs  # lazy: loads scipy
 
             return distribution_std_from_logprobs(pred.features)
         return super().difficulty(pred)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from scoreband.conformal._core import split_at
-from scoreband.conformal.base import Calibrator, _jsonable, _unjson, register
+from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
@@ -178,8 +178,6 @@ class Mapped(Calibrator):
 
     @classmethod
     def _from_state(cls, state: dict, scale: Scale) -> Mapped:
-        from scoreband.conformal.base import calibrator_from_state
-
         base = calibrator_from_state({**state["base"], "params": {}}, scale)
         obj = cls(base, **state["config"])
         obj.map = MonotoneMap.from_dict(state["map"])

@@ -105,7 +105,7 @@ class SplitConformal(Calibrator):
     def difficulty(self, pred: Predictions) -> np.ndarray:
         if pred.features is not None:
             # Judge features: the spread of the score distribution is the natural difficulty.
-            from scoreband.logprobs import distribution_std_from_logprobs
+            from scoreband.logprobs import distribution_std_from_logprobs  # lazy: loads scipy
 
             return distribution_std_from_logprobs(pred.features)
         return super().difficulty(pred)

@@ -28,6 +28,7 @@ from scoreband.errors import InputError
 from scoreband.files import atomic_path, read_json
 from scoreband.images import decode_image
 from scoreband.records import Scale
+from scoreband.tables import read_table
 
 __all__ = ["BENCHMARKS", "Benchmark", "load_benchmark", "list_benchmarks", "load_generic"]
 
@@ -120,8 +121,6 @@ def _split_files(root: Path, split: str) -> list[Path]:
 
 
 def _read_hf(root: Path, split: str) -> pd.DataFrame:
-    from scoreband.tables import read_table
-
     parts = [read_table(f) for f in _split_files(root, split)]
     return pd.concat(parts, ignore_index=True)
 
@@ -344,8 +343,6 @@ def load_generic(table, *, image_col: str, text_col: str, scale: Scale,
                  task_col: str | None = None, references: str | None = None,
                  n_ratings: int | None = None, split: str = "") -> pd.DataFrame:
     """Any table with a column mapping, into the standard table."""
-    from scoreband.tables import read_table
-
     df = read_table(table)
     missing = [c for c in (image_col, text_col, target, ratings, task_col, references)
                if c and c not in df.columns]

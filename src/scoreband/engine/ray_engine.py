@@ -14,6 +14,8 @@ import os
 import threading
 from pathlib import Path
 
+from scoreband.engine.rows import build_stage, run_rows
+from scoreband.engine.stream import ChunkWriter, iter_chunks
 from scoreband.errors import InputError
 from scoreband.extras import install_hint
 
@@ -77,8 +79,6 @@ def _dataset(table, block_rows: int):
     if suf in (".csv", ".tsv", ".jsonl", ".ndjson"):
         # read by scoreband's own chunked reader (same types and guards as the local engine),
         # handed to Ray block by block
-        from scoreband.engine.stream import iter_chunks
-
         return ray.data.from_pandas(list(iter_chunks(p, block_rows)))
     raise InputError(f"`engine` ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
 
@@ -88,13 +88,9 @@ class _Stage:
     values by ``factory`` ("module:function"), run on each batch by the row engine."""
 
     def __init__(self, factory: str, kw: dict):
-        from scoreband.engine.rows import build_stage
-
         self.stage = build_stage(factory, kw)
 
     def __call__(self, batch):
-        from scoreband.engine.rows import run_rows
-
         return run_rows(batch.reset_index(drop=True), self.stage, summarize=False).table
 
 
@@ -104,8 +100,6 @@ def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on
     """Map the dataset and write it in order; returns (rows written, position -> reason of
     the rows whose ``error_column`` holds one), gathered as the batches pass."""
     from ray.data import ActorPoolStrategy
-
-    from scoreband.engine.stream import ChunkWriter
 
     mapped = ds.map_batches(fn, fn_constructor_args=args, batch_format="pandas",
                             batch_size=batch_rows, compute=ActorPoolStrategy(size=actors),

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scoreband.columns import _check_columns
 from scoreband.engine.journal import RowJournal
+from scoreband.engine.stream import ChunkWriter, iter_chunks, table_rows
 from scoreband.errors import InputError
 from scoreband.progress import row_progress
 
@@ -36,8 +38,6 @@ def build_stage(factory: str, kw: dict) -> Stage:
 
 def check_columns(df: pd.DataFrame, needed: dict[str, str]) -> None:
     """Every ``{parameter: column}`` must be in the table (the error names both)."""
-    from scoreband.columns import _check_columns
-
     _check_columns(df, [(f"`{param}`", col) for param, col in needed.items()])
 
 
@@ -252,8 +252,6 @@ def run_file(table, stage: Stage, out, *, journal: Path | None = None, progress=
     at the end), so memory stays bounded whatever the table's size. The output equals
     :func:`run_rows` on the whole table written to ``out``. ``on_rows(done)`` hears about
     progress beside ``progress`` (a console)."""
-    from scoreband.engine.stream import ChunkWriter, iter_chunks, table_rows
-
     total = table_rows(table)
     run = RowRun(None, 0, {})
     if stage.vectorized:

@@ -13,6 +13,14 @@ import pandas as pd
 
 from scoreband.errors import InputError
 from scoreband.files import check_output, check_readable, record_written
+from scoreband.tables import (
+    _check_header,
+    _csv_quoting,
+    _write_json_records,
+    arrow_table,
+    check_unique_columns,
+    jsonl_records,
+)
 
 __all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "table_rows"]
 
@@ -23,8 +31,6 @@ STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
 def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.DataFrame]:
     """The table at ``path`` as DataFrames of at most ``chunk_rows`` rows (``columns``: only
     those, where the format can skip the others)."""
-    from scoreband.tables import _check_header, check_unique_columns
-
     p = check_readable(path, "table")
     suf = p.suffix.lower()
     if suf not in STREAMABLE:
@@ -56,8 +62,6 @@ def _jsonl_chunks(p: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
     """JSON Lines ``chunk_rows`` lines at a time (scoreband.tables.jsonl_records: a line that is
     not a JSON object is reported and skipped)."""
     from itertools import islice
-
-    from scoreband.tables import jsonl_records
 
     with open(p, encoding="utf-8") as f:
         line = 1
@@ -134,8 +138,6 @@ class ChunkWriter:
         self.columns: list | None = None
 
     def write(self, df: pd.DataFrame) -> None:
-        from scoreband.tables import _csv_quoting, _write_json_records, arrow_table
-
         if self.columns is None:
             self.columns = list(df.columns)
         elif list(df.columns) != self.columns:  # e.g. a chunk of bad rows only: no band_group

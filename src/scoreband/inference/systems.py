@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.columns import _check_columns
+from scoreband.columns import _check_columns, _numeric, _row_error, _row_ids
 from scoreband.errors import InputError, RowError
+from scoreband.files import write_json
 from scoreband.inference.ppi import (
     MeanEstimate,
     classical_mean,
@@ -56,7 +57,7 @@ class SystemsResult:
 
     def __post_init__(self) -> None:
         if "provenance" not in self.doc:
-            from scoreband.provenance import provenance
+            from scoreband.provenance import provenance  # lazy: loads httpx, rich
 
             self.doc["provenance"] = provenance({})
 
@@ -78,12 +79,10 @@ class SystemsResult:
 
     def write(self, out, html=None) -> list[Path]:
         """Write the JSON (``out``) and, with ``html``, the HTML report."""
-        from scoreband.files import write_json
-
         write_json(out, self.doc)
         paths = [Path(out)]
         if html is not None:
-            from scoreband.report.html import write_report
+            from scoreband.report.html import write_report  # lazy: loads pydantic
 
             paths.append(write_report([self.doc], html))
         return paths
@@ -93,8 +92,6 @@ class SystemsResult:
 def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
     """Per-row system, score matrix, target (NaN: unlabeled) and item, with bad rows in
     ``errors`` (0-based position -> RowError)."""
-    from scoreband.columns import _numeric, _row_error, _row_ids
-
     ids = _row_ids(df, None)
     sysv = df[system_col]
     for i in np.flatnonzero(sysv.isna().to_numpy()):
@@ -144,7 +141,10 @@ def _folds(n_lab: int, items, k: int, seed: int) -> np.ndarray:
 def cross_fit(X, y01, labeled, items, k: int = 5, seed: int = 0) -> tuple[np.ndarray, dict]:
     """Predictions on [0, 1] for every row: out-of-fold for the labeled rows, the mean of
     the ``k`` fold maps for the others."""
-    from scoreband.conformal.pointfit import fit_point_model, predict_point_model
+    from scoreband.conformal.pointfit import (  # lazy: loads pydantic
+        fit_point_model,
+        predict_point_model,
+    )
 
     lab = np.flatnonzero(labeled)
     groups = None if items is None else items[lab]
@@ -185,7 +185,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     mapped onto the target's ``scale`` by a cross-fitted map. ``plan``: a full interval
     width on the native scale; the labels per system that reach it are added.
     """
-    from scoreband.conformal._core import check_alpha
+    from scoreband.conformal._core import check_alpha  # lazy: loads pydantic
 
     check_alpha(alpha)
     if method not in METHODS:

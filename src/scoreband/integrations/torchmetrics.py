@@ -46,7 +46,9 @@ class CalibratedScore(_tm.Metric):
     def __init__(self, model: str = "embedded:default", *, ci_alpha: float = 0.05,
                  device: str = "cpu", **kwargs):
         super().__init__(**kwargs)
-        from scoreband.scorers.scoring import score_stage
+        from scoreband.scorers.scoring import (
+            score_stage,  # lazy: loads pandas, pyarrow, pydantic, safetensors
+        )
 
         self._stage = score_stage(model=None if model == "embedded:default" else model,
                                   device=device)
@@ -57,7 +59,7 @@ class CalibratedScore(_tm.Metric):
     def update(self, images, captions) -> None:
         """Score a batch: ``images`` a tensor (N, 3, H, W) / (N, H, W, 3), or a sequence of
         images (see :func:`scoreband.images.image_input`); ``captions`` N strings."""
-        from scoreband.images import image_input
+        from scoreband.images import image_input  # lazy: loads pandas, pyarrow
 
         captions = [captions] if isinstance(captions, str) else list(captions)
         images = list(images) if not (hasattr(images, "ndim") and images.ndim == 3) \

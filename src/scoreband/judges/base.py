@@ -10,6 +10,8 @@ from typing import Protocol
 
 import numpy as np
 
+from scoreband.errors import InputError
+
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "DEFAULT_TEMPLATE",
            "DEFAULT_RUBRIC"]
 
@@ -39,8 +41,6 @@ class JudgePrompt:
     delimiter: str = "Score:"
 
     def __post_init__(self) -> None:
-        from scoreband.errors import InputError
-
         fields = "{instruction}, {response}, {rubric}, {delimiter}, {lo}, {hi}"
         for name, text in (("template", self.template), ("rubric", self.rubric)):
             try:
@@ -61,7 +61,7 @@ class JudgePrompt:
 
     @property
     def labels(self) -> list[str]:
-        from scoreband.judges.tokens import scale_labels
+        from scoreband.judges.tokens import scale_labels  # lazy: loads scipy
 
         return scale_labels(self.lo, self.hi)
 

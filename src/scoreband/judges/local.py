@@ -77,7 +77,7 @@ class LocalVLMJudge:
     def judge(self, image_path: Path, text: str) -> JudgeResult:
         import torch
 
-        from scoreband.images import decode_image
+        from scoreband.images import decode_image  # lazy: loads PIL, pandas, pyarrow
 
         try:
             image = decode_image(image_path)

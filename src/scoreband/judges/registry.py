@@ -15,7 +15,7 @@ JUDGES = Registry("judge")
                  help="a local transformers vision-language model "
                       "(AutoProcessor + AutoModelForImageTextToText)")
 def _hf_judge(model, prompt, *, max_new_tokens=0, device="cpu", dtype="float32"):
-    from scoreband.judges.local import LocalVLMJudge
+    from scoreband.judges.local import LocalVLMJudge  # lazy: loads httpx, rich, scipy
 
     return LocalVLMJudge(model, prompt, max_new_tokens=max_new_tokens, device=device,
                          dtype=dtype)
@@ -27,7 +27,9 @@ def _hf_judge(model, prompt, *, max_new_tokens=0, device="cpu", dtype="float32")
 def _openai_judge(model, prompt, **kw):
     import inspect
 
-    from scoreband.judges.endpoint import OpenAIJudge
+    from scoreband.judges.endpoint import (
+        OpenAIJudge,  # lazy: loads PIL, httpx, pandas, pyarrow, rich, scipy
+    )
 
     keep = inspect.signature(OpenAIJudge).parameters
     return OpenAIJudge(model, prompt, **{k: v for k, v in kw.items() if k in keep})

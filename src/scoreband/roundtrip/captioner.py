@@ -11,6 +11,7 @@ from PIL import Image
 
 from scoreband.errors import InputError
 from scoreband.files import model_source
+from scoreband.images import load_image
 
 __all__ = ["HFCaptioner", "caption_table"]
 
@@ -57,8 +58,6 @@ def caption_table(df: pd.DataFrame, captioner: HFCaptioner, *, image_col: str = 
                   batch_size: int = 8) -> pd.DataFrame:
     """Add ``out_col`` (empty where the image cannot be read; the round trip then reports the
     row as failed)."""
-    from scoreband.images import load_image
-
     caps = [""] * len(df)
     batch: list[tuple[int, Image.Image]] = []
 

@@ -53,7 +53,7 @@ class EmbeddedEncoder:
     """``embedded:default`` (see module docstring)."""
 
     def __init__(self, name: str = "embedded:default"):
-        from scoreband.backbones.embedded import EmbeddedBackbone
+        from scoreband.backbones.embedded import EmbeddedBackbone  # lazy: loads pydantic, torch
 
         self.name = name
         self.backbone = EmbeddedBackbone(name)
@@ -67,7 +67,7 @@ class EmbeddedEncoder:
     def embed(self, images: list[Image.Image]) -> np.ndarray:
         import torch
 
-        from scoreband.backbones.embedded import preprocess_images
+        from scoreband.backbones.embedded import preprocess_images  # lazy: loads pydantic, torch
 
         arr = np.stack([np.asarray(im.convert("RGB").resize((self.size, self.size),
                                                               Image.Resampling.BICUBIC))

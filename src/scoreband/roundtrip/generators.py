@@ -30,7 +30,7 @@ from scoreband.files import atomic_path, model_source
 from scoreband.http import EndpointClient, public_url
 from scoreband.images import decode_image
 from scoreband.registry import Registry
-from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, render
+from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, _relation, render
 
 __all__ = ["GENERATORS", "make_generator", "parse_caption", "EmbeddedRenderer",
            "DiffusersGenerator", "OpenAIImageGenerator", "GenerationError"]
@@ -100,8 +100,6 @@ def _cell_xy(c: int, rng) -> tuple[float, float]:
 
 def scene_for(caption: str, seed: int) -> Scene:
     """A scene that makes ``caption`` true; what it leaves open is drawn from ``seed``."""
-    from scoreband.world.scenes import _relation
-
     facts = parse_caption(caption)
     rng = np.random.default_rng(seed)
 

@@ -24,8 +24,8 @@ from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import atomic_path
 from scoreband.images import decode_image, image_digest
-from scoreband.roundtrip.encoders import cosine
-from scoreband.roundtrip.generators import GenerationError
+from scoreband.roundtrip.encoders import cosine, make_encoder
+from scoreband.roundtrip.generators import GenerationError, make_generator
 
 __all__ = ["roundtrip_scores", "roundtrip_table", "RoundTripStage", "roundtrip_stage"]
 
@@ -117,9 +117,6 @@ def roundtrip_stage(generator: dict, encoder: dict, **kw) -> RoundTripStage:
     """A :class:`RoundTripStage` built from plain values (what a Ray actor receives):
     ``generator`` / ``encoder`` hold ``spec`` and the command's options, offered to
     ``make_generator`` / ``make_encoder`` (each entry takes those it knows)."""
-    from scoreband.roundtrip.encoders import make_encoder
-    from scoreband.roundtrip.generators import make_generator
-
     gen = make_generator(generator["spec"], offered={k: v for k, v in generator.items()
                                                      if k != "spec"})
     enc = make_encoder(encoder["spec"], offered={k: v for k, v in encoder.items()

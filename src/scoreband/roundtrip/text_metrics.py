@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from scoreband.errors import InputError
+from scoreband.extras import install_hint
 
 __all__ = ["tokenize", "text_metrics"]
 
@@ -40,8 +41,6 @@ def text_metrics(candidates, references) -> tuple[dict, dict]:
         from pycocoevalcap.cider.cider import Cider
         from pycocoevalcap.rouge.rouge import Rouge
     except ImportError:
-        from scoreband.extras import install_hint
-
         raise InputError(f"text metrics need pycocoevalcap: {install_hint('pycocoevalcap')}"
                          ) from None
     n = len(candidates)
@@ -75,8 +74,6 @@ def text_metrics(candidates, references) -> tuple[dict, dict]:
 def add_text_metrics(table, text_col: str, references: str) -> dict:
     """Add BLEU-4, ROUGE-L and CIDEr-D per row of ``table`` (in place) against the
     ';'-separated captions of column ``references``; returns the corpus-level scores."""
-    from scoreband.errors import InputError
-
     if references not in table.columns:
         raise InputError(f"`references` column {references!r} is not in the table")
     corpus, per = text_metrics(table[text_col].tolist(), table[references].tolist())

@@ -31,9 +31,13 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from scoreband.backbones import load_backbone
 from scoreband.errors import InputError
+from scoreband.files import atomic_path
+from scoreband.records import Scale
+from scoreband.scorers.card import write_model_card
 from scoreband.scorers.heads import HeadSet
-from scoreband.scorers.pairs import take_rows
+from scoreband.scorers.pairs import load_pairs, take_rows
 from scoreband.scorers.scorer import Scorer
 from scoreband.scorers.train import (
     PointTask,
@@ -41,6 +45,7 @@ from scoreband.scorers.train import (
     calibrate_scorer,
     train_quantile_scorer,
 )
+from scoreband.tables import read_table
 
 __all__ = ["BackboneTrainConfig", "train_backbone_scorer", "train_on_table"]
 
@@ -102,7 +107,6 @@ def _cached_reps(backbone, images, texts, image_ids, cache_dir: Path, batch_size
         return d["reps"], d["emb"], d["trunc"].numpy().astype(bool), d["counts"].numpy()
     reps, emb, trunc, counts = _represent(backbone, images, texts, batch_size)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    from scoreband.files import atomic_path
 
     with atomic_path(f) as tmp:
         save_file({"reps": reps.contiguous(), "emb": emb.contiguous(),
@@ -239,8 +243,6 @@ def train_backbone_scorer(backbone, train, val, out_dir, cfg: BackboneTrainConfi
 
 
 def _write_card(out: Path, report: dict, command: str = "") -> None:
-    from scoreband.scorers.card import write_model_card
-
     b, cfg = report["backbone"], report["train_config"]
     write_model_card(
         out, title="quantile scorer on a backbone",
@@ -280,11 +282,7 @@ def train_on_table(table, out_dir, backbone: str, *, scale, target=None, ratings
     write the model folder (heads, calibrator, model card, provenance). ``val``: a second
     table (half early stopping, half CRC calibration); default 20 % of ``table`` held out.
     ``on_rows(errors, total)`` hears about skipped rows."""
-    from scoreband.backbones import load_backbone
-    from scoreband.provenance import write_provenance
-    from scoreband.records import Scale
-    from scoreband.scorers.pairs import load_pairs
-    from scoreband.tables import read_table
+    from scoreband.provenance import write_provenance  # lazy: loads httpx, rich
 
     if scale is None:
         raise InputError("give `scale` A,B (the native scale of the human target)")

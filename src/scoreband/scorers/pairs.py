@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.errors import InputError, RowError
+from scoreband.images import load_image
 
 __all__ = ["LazyImages", "load_pairs", "take_rows"]
 
@@ -26,8 +28,6 @@ class LazyImages(Sequence):
         return len(self.paths)
 
     def _open(self, p) -> Image.Image:
-        from scoreband.images import load_image
-
         return Image.fromarray(load_image(p, None))
 
     def __getitem__(self, i):
@@ -47,9 +47,6 @@ def load_pairs(df: pd.DataFrame, *, scale, image_col: str = "image", text_col: s
                check_images: bool = True) -> tuple[dict, list[RowError]]:
     """Validate rows (target on the scale, image readable, caption not empty) and return
     ``({"images", "texts", "y01", "image_ids", "scale", "n_ratings", "rows"}, errors)``."""
-    from scoreband.columns import ColumnSpec, load_inputs
-    from scoreband.images import load_image
-
     for flag, col in (("`image_col`", image_col), ("`text_col`", text_col)):
         if col not in df.columns:
             raise InputError(f"{flag} column {col!r} is not in the table; available: "

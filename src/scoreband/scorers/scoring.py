@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from scoreband.backbones import load_backbone
 from scoreband.bands import BAND_COLUMNS, band_values
-from scoreband.conformal import load_calibrator
+from scoreband.conformal import load_calibrator, shift_test
 from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
@@ -21,6 +22,7 @@ from scoreband.errors import InputError
 from scoreband.files import file_sha256
 from scoreband.images import MAX_PIXELS, image_digest, load_image  # noqa: F401  (re-exported)
 from scoreband.scorers.scorer import Scorer
+from scoreband.world import make_dataset
 
 __all__ = ["load_image", "score_table", "score_stage", "score_any", "MAX_PIXELS",
            "ScoreStage", "ClipSStage"]
@@ -191,8 +193,6 @@ def reference_items(scorer, calibrator_doc: dict, n_ref: int = 500):
         return None
     key = (scorer.fingerprint, json.dumps(cs, sort_keys=True), n_ref)
     if key not in _REFERENCE:
-        from scoreband.world import make_dataset
-
         ds = make_dataset(min(n_ref, int(cs.get("n", n_ref))), int(cs["seed"]),
                           n_annotators=int(cs.get("n_annotators", 3)), name="calibration")
         _REFERENCE[key] = (ds.images, scorer.predict(ds.images, ds.captions).embedding)
@@ -240,8 +240,6 @@ def shift_alarm(reference, embeddings) -> dict | None:
     """Do the scored rows look like the items the calibrator was fitted on? A classifier
     two-sample test between their image embeddings and the ``reference`` ones (see
     :func:`reference_items`). None when there is nothing to compare with."""
-    from scoreband.conformal import shift_test
-
     if reference is None or embeddings is None or len(embeddings) < 20:
         return None
     return {**shift_test(reference, embeddings),
@@ -259,8 +257,6 @@ class ClipSStage(_PairStage):
 
     def __init__(self, backbone, *, image_col="image", text_col="caption", batch_size=32,
                  base_dir=None, device="cpu", dtype="float32"):
-        from scoreband.backbones import load_backbone
-
         super().__init__(image_col, text_col, batch_size, base_dir)
         self.bb = load_backbone(backbone, device=device, dtype=dtype)
         if getattr(self.bb, "kind", "") != "dual-encoder":
@@ -272,7 +268,7 @@ class ClipSStage(_PairStage):
     def predict(self, pos, imgs, texts):
         import torch
 
-        from scoreband.backbones.dual import clip_s
+        from scoreband.backbones.dual import clip_s  # lazy: loads httpx, rich
 
         tb, tr, ct = self.bb.encode_text(texts)
         with torch.inference_mode():
@@ -282,7 +278,7 @@ class ClipSStage(_PairStage):
                 for j in range(len(texts))]
 
     def components(self):
-        from scoreband.backbones.dual import CLIP_S_W
+        from scoreband.backbones.dual import CLIP_S_W  # lazy: loads httpx, rich
 
         return {"backbone": self.bb.describe(), "scorer": {
             "name": "clip-s", "w": CLIP_S_W, "formula": "w * max(cos(e_img, e_txt), 0)"}}

@@ -25,11 +25,22 @@ from scoreband.backbones.embedded import (
     preprocess_images,
 )
 from scoreband.clustering import choose_k, fit_kmeans
+from scoreband.conformal import CRC, load_calibrator, save_calibrator
 from scoreband.errors import InputError
-from scoreband.files import atomic_path, atomic_write_text, read_json
+from scoreband.files import (
+    SUMS_FILE,
+    atomic_path,
+    atomic_write_text,
+    check_output,
+    read_json,
+    record_written,
+)
+from scoreband.scorers.card import write_model_card as write_card
 from scoreband.scorers.heads import HEAD_KINDS, PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
 from scoreband.scorers.scorer import Scorer
+from scoreband.world import make_dataset
+from scoreband.world.dataset import LIKERT
 
 __all__ = ["TrainConfig", "group_batches", "train_scorer", "train_quantile_scorer",
            "PointTask", "EmbeddedTask", "fit_head", "cluster_labels"]
@@ -53,8 +64,6 @@ class TrainConfig:
             try:
                 self.clusters = int(self.clusters)
             except (TypeError, ValueError):
-                from scoreband.errors import InputError
-
                 raise InputError(f"`clusters` expects an integer or 'auto', got "
                                  f"{self.clusters!r}") from None
 
@@ -251,8 +260,6 @@ def _train_point(task: PointTask, ck: _Checkpoint, cfg: TrainConfig, on_epoch) -
                   if k not in ("epochs", "head_epochs", "patience")}
     if state.get("stage1"):
         if "files" not in state:
-            from scoreband.errors import InputError
-
             raise InputError(f"{ck.dir} is a checkpoint of an older scoreband; delete it to "
                              "train afresh")
         _check_resumable(ck, state, task.identity(), train_keys)
@@ -339,8 +346,6 @@ def _represent_all(model, px, ids, bs=512):
 
 def _check_resumable(ck: _Checkpoint, state: dict, identity: dict, train_keys: dict) -> None:
     """A checkpoint continues only the run that wrote it (more epochs are allowed)."""
-    from scoreband.errors import InputError
-
     if state.get("backbone") != identity:
         raise InputError(
             f"{ck.dir} holds a checkpoint of another model configuration "
@@ -479,8 +484,6 @@ def calibrate_scorer(model_dir, images, texts, y01, scale, alpha: float,
     """The one calibrate step of every trained scorer: CRC of the saved model's chained
     CI-loss head on held-out items, written as ``model_dir/calibrator.json`` (bound to the
     scorer's fingerprint, recording where its items came from). Returns its summary."""
-    from scoreband.conformal import CRC, save_calibrator
-
     scorer = Scorer.load(model_dir, backbone=backbone)
     pred = scorer.predict(images, texts, head="chained_ci")
     cal = CRC(alpha, scale=scale).fit(pred, y01)
@@ -495,9 +498,6 @@ def calibrate_model(model_dir, n: int = 2000, seed: int = 7, alpha: float = 0.1,
                     n_annotators: int = 3) -> dict:
     """:func:`calibrate_scorer` on a fresh in-domain world calibration set (its seed is
     recorded, so ``score`` can regenerate the items for its shift alarm)."""
-    from scoreband.world import make_dataset
-    from scoreband.world.dataset import LIKERT
-
     ds = make_dataset(n, seed, n_annotators=n_annotators, name="calibration")
     return calibrate_scorer(model_dir, ds.images, ds.captions, ds.y01, LIKERT, alpha,
                             {"n": n, "seed": seed, "n_annotators": n_annotators})
@@ -505,9 +505,7 @@ def calibrate_model(model_dir, n: int = 2000, seed: int = 7, alpha: float = 0.1,
 
 def heldout_metrics(model_dir, n: int = 1000, seed: int = 9) -> dict:
     """Metrics of the trained, calibrated scorer on a fresh 5-annotator world test set."""
-    from scoreband import metrics as M
-    from scoreband.conformal import load_calibrator
-    from scoreband.world import make_dataset
+    from scoreband import metrics as M  # lazy: loads scipy
 
     scorer = Scorer.load(model_dir)
     cal, _ = load_calibrator(Path(model_dir) / "calibrator.json",
@@ -530,8 +528,6 @@ def heldout_metrics(model_dir, n: int = 1000, seed: int = 9) -> dict:
 
 def write_model_card(model_dir, command: str, report: dict, calib: dict, heldout: dict) -> Path:
     """MODEL_CARD.md of the embedded scorer (see :mod:`scoreband.scorers.card`)."""
-    from scoreband.scorers.card import write_model_card as write_card
-
     s1 = report["stage1"]
     return write_card(
         model_dir, title="embedded quantile scorer",
@@ -580,8 +576,6 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
         _adopt_run(out)
         # the files a run writes, checked now (not after the training) against the output
         # policy: a foreign config.json is refused before any work
-        from scoreband.files import check_output
-
         for name in MODEL_FILES:
             check_output(out / name)
 
@@ -591,8 +585,6 @@ def _adopt_run(out: Path) -> None:
     perhaps written before folders kept their list of files) may be replaced by this run:
     its checkpoint (a ``state.json`` scoreband wrote) and the model files its
     ``SHA256SUMS`` lists. Anything else there stays protected by the output policy."""
-    from scoreband.files import SUMS_FILE, record_written
-
     ck = out / "checkpoint"
     try:
         state = read_json(ck / "state.json", what="checkpoint state")
@@ -617,8 +609,6 @@ def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int
     """Train the embedded scorer from scratch on the embedded world, calibrate it at
     ``alpha`` on a fresh in-domain set and write its model card. Returns ``{report,
     calibration, heldout}``."""
-    from scoreband.world import make_dataset
-
     step = on_step or (lambda msg: None)
     step("generating the embedded world ...")
     tr = make_dataset(n_train, cfg.seed + 1, n_annotators=annotators, name="train")

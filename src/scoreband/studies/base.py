@@ -30,7 +30,7 @@ class StudyResult:
     def __post_init__(self) -> None:
         self.doc = {"study": self.kind, **self.doc}
         if "provenance" not in self.doc and "provenance" not in self.doc.get("_meta", {}):
-            from scoreband.provenance import provenance
+            from scoreband.provenance import provenance  # lazy: loads httpx, rich
 
             self.doc["provenance"] = provenance({})
 
@@ -49,7 +49,7 @@ class StudyResult:
             draw(out / name)
             paths.append(out / name)
         if html is not None:
-            from scoreband.report.html import write_report
+            from scoreband.report.html import write_report  # lazy: loads pydantic, scipy
 
             if on_step:
                 on_step("writing the HTML report")

@@ -17,7 +17,7 @@ from scoreband import metrics as M
 from scoreband.conformal import CRC, ClusterConservative
 from scoreband.protocol import Tally, evaluate_splits, resplits
 from scoreband.records import Predictions
-from scoreband.scorers.scorer import Scorer
+from scoreband.scorers.scorer import Scorer, bundled_model_dir
 from scoreband.studies.base import StudyResult
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
@@ -110,8 +110,7 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
                                            sets["ood_painting"].y01, alpha, seeds)
     extra["seconds"] = round(time.perf_counter() - t0, 1)
     extra["findings"] = findings({**results, "_meta": extra})
-    from scoreband.provenance import provenance
-    from scoreband.scorers.scorer import bundled_model_dir
+    from scoreband.provenance import provenance  # lazy: loads httpx, rich
 
     extra["provenance"] = provenance({"backbone": "embedded:default"}, files={
         "weights": bundled_model_dir() / "model.safetensors",
@@ -122,7 +121,7 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
         bands[name] = CRC(alpha, scale=LIKERT).fit(all_preds[name]["chained_ci"],
                                                    ds.y01).predict(all_preds[name]["chained_ci"])
         widths[name] = bands[name].width01 * LIKERT.width
-    from scoreband.report.figures import examples_figure, width_figure
+    from scoreband.report.figures import examples_figure, width_figure  # lazy: loads matplotlib
 
     return StudyResult("demo", doc, results_markdown(doc), [
         ("widths.png", lambda p: width_figure(p, widths)),

@@ -135,7 +135,7 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
            "reliability_map": tasks_map, "reliability_maps": maps,
            "task_order_spearman": agreement[map_method],
            "task_order_spearman_by_method": agreement}
-    from scoreband.report.figures import reliability_figure
+    from scoreband.report.figures import reliability_figure  # lazy: loads PIL, matplotlib
 
     return StudyResult("judge-study", doc, study_markdown(doc), [
         ("reliability_map.png", lambda p: reliability_figure(p, tasks_map, k))])
@@ -144,9 +144,9 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
 def simulated_judges(n: int = 2000, seed: int = 42) -> dict:
     """The SIMULATED judges of the embedded world on ``n`` items: the inputs of :func:`run`
     (``judges``, ``y01``, ``tasks``, ``n_ratings``, ``scale``)."""
-    from scoreband.world import make_dataset
-    from scoreband.world.dataset import LIKERT
-    from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
+    from scoreband.world import make_dataset  # lazy: loads PIL
+    from scoreband.world.dataset import LIKERT  # lazy: loads PIL
+    from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs  # lazy: loads PIL
 
     ds = make_dataset(n, seed, n_annotators=3, name="judged")
     return {"judges": {j.name: judge_logprobs(j, ds.true01, ds.tasks) for j in SIMULATED_JUDGES},
@@ -159,7 +159,11 @@ def judges_from_table(df, judges: list[str], *, scale: Scale, target=None, ratin
     """Read judges' log-prob columns from a table. ``judges``: ``NAME=COLUMNS`` strings (a
     comma list or glob, in label order), one per judge. Returns the inputs of :func:`run`
     and the skipped rows (``errors``)."""
-    from scoreband.columns import ColumnSpec, expand_columns, load_inputs
+    from scoreband.columns import (  # lazy: loads pandas, pyarrow
+        ColumnSpec,
+        expand_columns,
+        load_inputs,
+    )
 
     if not judges:
         raise InputError("give at least one judge as NAME=COLUMNS (e.g. llava='logp_*')")

@@ -19,12 +19,15 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 from scoreband import metrics as M
+from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.conformal import CRC, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
+from scoreband.conformal.mapping import MonotoneMap
 from scoreband.errors import InputError
 from scoreband.protocol import Tally, resplits
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
+from scoreband.tables import read_table
 
 __all__ = ["run", "derangement", "validation_study", "ScoreMap", "calibration_study",
            "study_markdown"]
@@ -90,8 +93,6 @@ class ScoreMap:
     """
 
     def fit(self, score, spread, y01) -> ScoreMap:
-        from scoreband.conformal.mapping import MonotoneMap
-
         s, sd, y = (np.asarray(v, dtype=float) for v in (score, spread, y01))
         # the one monotone map of scoreband, increasing (a higher round-trip cosine is a
         # better caption)
@@ -193,9 +194,9 @@ def study_markdown(doc: dict) -> str:
 def _world_study(gen, enc, *, n: int, n_gen: int, alpha: float, seeds: int, step) -> tuple:
     from PIL import Image
 
-    from scoreband.roundtrip.metric import roundtrip_scores
-    from scoreband.world import make_dataset
-    from scoreband.world.dataset import LIKERT
+    from scoreband.roundtrip.metric import roundtrip_scores  # lazy: loads PIL, httpx
+    from scoreband.world import make_dataset  # lazy: loads PIL
+    from scoreband.world.dataset import LIKERT  # lazy: loads PIL
 
     doc: dict = {"simulated": True}
     ref = make_dataset(n, 11, n_annotators=3, name="roundtrip-ref", p_corrupt=0.0)
@@ -223,8 +224,7 @@ def _world_study(gen, enc, *, n: int, n_gen: int, alpha: float, seeds: int, step
 
 def _table_study(df, gen, enc, *, n_gen, image_col, text_col, base_dir, target, scale,
                  n_ratings, alpha, seeds, progress, on_rows) -> tuple:
-    from scoreband.columns import ColumnSpec, load_inputs
-    from scoreband.roundtrip.metric import roundtrip_table
+    from scoreband.roundtrip.metric import roundtrip_table  # lazy: loads PIL, httpx
 
     kw = dict(n_gen=n_gen, image_col=image_col, text_col=text_col, base_dir=base_dir,
               progress=progress)
@@ -262,8 +262,6 @@ def run(gen, enc, *, table=None, n: int = 500, n_gen: int = 4, image_col: str = 
         doc, m, mm = _world_study(gen, enc, n=n, n_gen=n_gen, alpha=alpha, seeds=seeds,
                                   step=step)
     else:
-        from scoreband.tables import read_table
-
         doc, m, mm = _table_study(read_table(table), gen, enc, n_gen=n_gen,
                                   image_col=image_col, text_col=text_col,
                                   base_dir=Path(table).parent, target=target,
@@ -272,7 +270,7 @@ def run(gen, enc, *, table=None, n: int = 500, n_gen: int = 4, image_col: str = 
                                   on_rows=on_rows)
         doc["source"] = str(table)
     doc = {**head, **doc}
-    from scoreband.report.figures import roundtrip_figure
+    from scoreband.report.figures import roundtrip_figure  # lazy: loads PIL, matplotlib
 
     return StudyResult("roundtrip-study", doc, study_markdown(doc), [
         ("roundtrip_scores.png",

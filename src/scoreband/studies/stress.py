@@ -30,8 +30,11 @@ from functools import partial
 import numpy as np
 
 from scoreband import metrics as M
+from scoreband.clustering import choose_k
+from scoreband.conformal import CRC, ClusterConservative, SplitConformal, WeightedSplit
 from scoreband.conformal.weighted import NO_OVERLAP_AUC, too_few_effective
-from scoreband.errors import InputError
+from scoreband.errors import InputError, RowError
+from scoreband.extras import require
 from scoreband.protocol import resplits
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
@@ -58,8 +61,6 @@ K_DEFAULT = (1, 2, 4, 8, 16, 32, 63)
 
 
 def _transform(name: str, level: int, size: int):
-    from scoreband.extras import require
-
     A = require("albumentations", "the stress study's distortions")
 
     v = DISTORTIONS[name][2][level - 1]
@@ -167,8 +168,8 @@ class _Items:
 
 def world_items(n: int, seed: int = 0) -> tuple[_Items, str, Scale]:
     """The embedded world: ``n`` photo items and ``n`` painting items, 3 annotators each."""
-    from scoreband.world import make_dataset
-    from scoreband.world.dataset import LIKERT
+    from scoreband.world import make_dataset  # lazy: loads PIL
+    from scoreband.world.dataset import LIKERT  # lazy: loads PIL
 
     parts = [make_dataset(n, seed + k, style=style, n_annotators=3, name=f"stress-{style}")
              for k, style in enumerate(("photo", "painting"))]
@@ -183,8 +184,8 @@ def table_items(df, *, scale: Scale, target=None, ratings=None, image_col="image
                 n_ratings=None, on_rows=None) -> tuple[_Items, str, Scale]:
     """A user's table: images loaded at their own size, targets, and the domain column (the
     in-domain value: ``in_domain``, default the most frequent)."""
-    from scoreband.columns import ColumnSpec, load_inputs
-    from scoreband.images import load_image
+    from scoreband.columns import ColumnSpec, load_inputs  # lazy: loads pandas, pyarrow
+    from scoreband.images import load_image  # lazy: loads PIL, pandas, pyarrow
 
     for col in (image_col, text_col, domain_col):
         if col is not None and col not in df.columns:
@@ -198,8 +199,6 @@ def table_items(df, *, scale: Scale, target=None, ratings=None, image_col="image
             images.append(load_image(df[image_col].iloc[pos], None, base_dir))
             keep.append(pos)
         except ValueError as e:
-            from scoreband.errors import RowError
-
             errors.append(RowError(str(pos + 1), image_col, str(e), int(pos)))
     if on_rows:
         on_rows(errors, len(df))
@@ -236,8 +235,6 @@ def _predict(scorer, images, captions) -> Predictions:
 
 # ------------------------------------------------------------------ the study parts
 def _crc(alpha, scale):
-    from scoreband.conformal import CRC
-
     return CRC(alpha, scale=scale)
 
 
@@ -279,8 +276,6 @@ def _cov_width(band, y, scale) -> tuple[float, float, float]:
 def _domain_shift(pred: Predictions, items: _Items, ind: str, scale, alpha, seeds) -> dict:
     """Full switch (calibrated in domain, tested in / out of domain) and a change of mixture
     (calibration 80/20, test 20/80), plain vs weighted split conformal, over resplits."""
-    from scoreband.conformal import SplitConformal, WeightedSplit
-
     P, Q = np.flatnonzero(items.domain == ind), np.flatnonzero(items.domain != ind)
     y = items.y01
     rec: dict[str, list] = {}
@@ -355,9 +350,6 @@ def _captions(band, test: _Items, scale) -> dict:
 
 
 def _k_sensitivity(pred, y, cal, test, ks, alpha, scale, seed) -> dict:
-    from scoreband.clustering import choose_k
-    from scoreband.conformal import ClusterConservative
-
     if max(ks) > len(cal):
         raise InputError(f"`ks`: k = {max(ks)} is larger than the {len(cal)} calibration "
                          "items; give smaller k")
@@ -432,13 +424,12 @@ def run(scorer=None, *, items: _Items | None = None, in_domain: str | None = Non
     """Run the stress study. Without ``items``: the embedded world (``n`` photo and ``n``
     painting items) and the bundled model; with ``items`` (see :func:`table_items`) a user's
     data and ``scorer`` (see :func:`scoreband.scorers.load_scorer`)."""
-    from scoreband.scorers import load_scorer
+    from scoreband.scorers import load_scorer  # lazy: loads torch
 
     step = on_step or (lambda msg: None)
     t0 = time.perf_counter()
     names, lvls = parse_distortions(distortions, levels)
     if [n_ for n_ in names if n_ != "contrast"]:  # before any work: the extra is there
-        from scoreband.extras import require
 
         require("albumentations", "the stress study's distortions")
     if items is None:
@@ -523,7 +514,7 @@ def markdown(doc: dict) -> str:
 
 
 def _result(doc, items, test, widths, pred, in_domain, scale, names, lvls, seed):
-    from scoreband.report import figures as F
+    from scoreband.report import figures as F  # lazy: loads PIL, matplotlib
 
     ex = items.take(test[:1])
     examples = {name: [distort(ex.images, name, lv, seed=seed)[0] for lv in ("clean", *lvls)]
