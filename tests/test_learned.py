@@ -29,7 +29,7 @@ def judged():
 def test_conformal_step_coverage_over_1000_splits(judged, cls):
     pred, y, _ = judged
     cal = cls(0.1, epochs=60) if cls is R2CCP else cls(0.1)
-    cal._fit_model(pred.take(slice(0, 800)), y[:800])
+    cal.fit_model(pred.take(slice(0, 800)), y[:800])
     s = cal.conformity(pred.take(slice(800, None)), y[800:])
     rng = np.random.default_rng(1)
     n_cal, covs = 300, []
@@ -47,7 +47,7 @@ def test_conformal_step_coverage_over_1000_splits(judged, cls):
 def test_mondrian_r2ccp_per_task_coverage(judged):
     pred, y, tasks = judged
     base = R2CCP(0.1, epochs=60)
-    base._fit_model(pred.take(slice(0, 800)), y[:800])
+    base.fit_model(pred.take(slice(0, 800)), y[:800])
     s = base.conformity(pred.take(slice(800, None)), y[800:])
     g = tasks[800:]
     rng = np.random.default_rng(2)

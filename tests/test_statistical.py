@@ -189,7 +189,7 @@ def test_chr_coverage_over_1000_splits(randomize):
     rng = np.random.default_rng(21)
     pred, y = _discrete(rng, 2600)
     cal = CHR(0.1, scale=Scale(1, 5, integer=True), randomize=randomize)
-    cal._fit_model(pred.take(slice(0, 600)), y[:600])
+    cal.fit_model(pred.take(slice(0, 600)), y[:600])
     rest, yr = pred.take(slice(600, None)), y[600:]
     P = cal.probs(rest)
     classes = cal._classes()
@@ -225,7 +225,7 @@ def _conformal_resplits(cal, pred, y, start, reps, n_cal, rng):
     for r in range(reps):
         p = start + rng.permutation(len(y) - start)
         c, t = p[:n_cal], p[n_cal:2 * n_cal]
-        cal.params_ = cal._fit_params(pred.take(c), y[c])
+        cal.params_ = cal.fit_conformal(pred.take(c), y[c])
         cal.seed = r
         b = cal.predict(pred.take(t))
         covs.append(covered(b.lo01, b.hi01, y[t]).mean())
@@ -261,7 +261,7 @@ def test_fitted_on_discrete_targets(randomize):
     pred, y = _discrete(rng, 3000)
     pred = Predictions(np.full(len(y), np.nan), features=pred.features)
     cal = Fitted(0.1, scale=Scale(1, 5, integer=True), randomize=randomize)
-    cal._fit_model(pred.take(slice(0, 600)), y[:600])
+    cal.fit_model(pred.take(slice(0, 600)), y[:600])
     assert cal.model_["logprobs"]  # five non-positive columns on 1-5: the expected score too
     mean, se = _conformal_resplits(cal, pred, y, 600, 500, 300, rng)
     lo_b, hi_b = coverage_bounds(300, 0.1)
@@ -284,7 +284,7 @@ def test_chr_randomized_exact_when_one_class_holds_most_items():
     pred = Predictions(np.full(n, np.nan), features=x[:, None], n_ratings=np.full(n, 3.0))
     scale = Scale(1, 5, integer=True)
     cal = CHR(0.1, scale=scale)
-    cal._fit_model(pred.take(slice(0, 1000)), y[:1000])
+    cal.fit_model(pred.take(slice(0, 1000)), y[:1000])
     mean, se = _conformal_resplits(cal, pred, y, 1000, 300, 400, rng)
     _assert_in_band(mean, se, *coverage_bounds(400, 0.1))
 
@@ -301,7 +301,7 @@ def test_chr_on_support_values_covers_targets_between_them():
     y = np.clip(np.round((q + rng.normal(0, 0.1, n)) * 8) / 8, 0, 1)
     pred = Predictions(np.full(n, np.nan), features=(q + rng.normal(0, 0.1, n))[:, None])
     cal = CHR(0.1, scale=Scale(1, 5))
-    cal._fit_model(pred.take(slice(0, 1000)), y[:1000])  # on-value targets only
+    cal.fit_model(pred.take(slice(0, 1000)), y[:1000])  # on-value targets only
     assert cal._classes().kind == "support"
     off = rng.uniform(size=n) < 0.1
     y = np.where(off & (np.arange(n) >= 1000), np.clip(y + rng.uniform(-0.06, 0.06, n), 0, 1), y)
@@ -409,7 +409,7 @@ def test_randomized_tie_breaking_reaches_1_minus_alpha(method):
         from scoreband.conformal import CQR
 
         base = CQR(0.1, scale=scale)
-        base._fit_model(pred.take(slice(0, 2000)), y[:2000])
+        base.fit_model(pred.take(slice(0, 2000)), y[:2000])
     for r in range(1000):
         idx = 2000 + rng.permutation(len(y) - 2000)[: n_cal + n_test]
         c, t = idx[:n_cal], idx[n_cal:]
@@ -418,7 +418,7 @@ def test_randomized_tie_breaking_reaches_1_minus_alpha(method):
                                                         randomize=kind == "rnd", seed=r)
             if base is not None:
                 cal.model_ = base.model_
-                cal.params_ = cal._fit_params(pred.take(c), y[c])
+                cal.params_ = cal.fit_conformal(pred.take(c), y[c])
             else:
                 cal.fit(pred.take(c), y[c])
             b = cal.predict(pred.take(t))

@@ -54,9 +54,8 @@ class CalibrationConfig:
     Parameters
     ----------
     method : str, default ``"split"``
-        A name of :data:`scoreband.conformal.METHODS`: split, crc, crc-exact, crc-same,
-        crc-cluster, crc-cluster-mondrian, cqr, chr, r2ccp, marginal, fitted, auto,
-        weighted-split.
+        A name of :data:`scoreband.conformal.METHODS` (each method's class declares its
+        names, inputs and parameters: ``METHODS.choices()`` lists them with their help).
     alpha : float in (0, 1), default 0.1
         Target miscoverage: bands cover 1 - alpha.
     mondrian : bool, default False

@@ -21,6 +21,7 @@ import pandas as pd
 
 from scoreband.columns import ColumnSpec, Inputs, load_inputs
 from scoreband.conformal import adjust_band, load_calibrator
+from scoreband.conformal.base import needs_whole_table
 from scoreband.conformal.persist import check_scorer
 from scoreband.engine.rows import Stage
 from scoreband.errors import InputError, RowError
@@ -130,7 +131,7 @@ class ApplyStage(Stage):
         self.on_warning = on_warning
         self.warnings: list[str] = []
         # weighted conformal fits its shift weights on all the rows it is given
-        self.whole_table = getattr(self.cal, "method", "") == "weighted-split"
+        self.whole_table = needs_whole_table(self.cal)
         self.errors: list[RowError] = []
         self.banded = 0
         self.band: Band | None = None

@@ -34,10 +34,8 @@ EmbeddingOpt = _column("--embedding", "Comma list or glob of embedding columns (
                                       "clusters).")
 GroupsOpt = _column("--groups", "Column of group / task labels.")
 MethodOpt = Annotated[str, typer.Option(
-    "--method", help=METHODS.help_text() + ". cqr, chr and r2ccp learn on --features; auto "
-                     "picks the narrowest on a share of the calibration items and "
-                     "conformalizes it on another; weighted-split reweights for covariate "
-                     "shift between calibration and applied rows (needs --embedding).")]
+    "--method", help=METHODS.help_text() + ". " + "; ".join(
+        f"{e.name}: {e.help}" for e in METHODS.entries()) + ".")]
 MapOpt = Annotated[str, typer.Option(
     "--map", help="isotonic | linear | none: map a raw point metric (any scale) onto the "
                   "target's scale, fitted on its own share of the calibration items.")]

@@ -20,53 +20,49 @@ import math
 
 import numpy as np
 
+# the candidates' modules, so that their classes are registered before auto looks them up
+import scoreband.conformal.crc  # noqa: F401
+import scoreband.conformal.learned  # noqa: F401
+import scoreband.conformal.split  # noqa: F401
 from scoreband.conformal._core import min_calibration_size, split_at
 from scoreband.conformal.base import (
+    INPUTS,
     Calibrator,
     _jsonable,
     _unjson,
+    auto_candidates,
+    calibrator_class,
     calibrator_from_state,
+    has_inputs,
     register,
 )
 from scoreband.conformal.boundary import adjust_band
-from scoreband.conformal.crc import CRC
-from scoreband.conformal.learned import CHR, CQR, R2CCP, Fitted, Marginal
-from scoreband.conformal.split import SplitConformal
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
-__all__ = ["Auto", "CANDIDATES", "usable_candidates"]
-
-#: Every method ``auto`` can choose, in order of preference on equal widths.
-CANDIDATES = ("split", "fitted", "crc", "cqr", "chr", "r2ccp", "marginal")
+__all__ = ["Auto", "usable_candidates"]
 
 
 def usable_candidates(pred: Predictions) -> list[str]:
-    """The candidates the given predictions allow: ``split`` needs a point prediction,
-    ``fitted`` a point prediction or features, ``crc`` an uncalibrated interval,
-    ``cqr``/``chr``/``r2ccp`` features; ``marginal`` needs nothing."""
-    out = []
-    has_median = bool(len(pred)) and bool(np.isfinite(pred.median).all())
-    if has_median:
-        out.append("split")
-    if has_median or pred.features is not None:
-        out.append("fitted")
-    if pred.lo is not None:
-        out.append("crc")
-    if pred.features is not None:
-        out += ["cqr", "chr", "r2ccp"]
-    return out + ["marginal"]
+    """The candidates (:func:`~scoreband.conformal.base.auto_candidates`) whose declared
+    ``needs`` these predictions meet: ``split`` a point prediction, ``fitted`` a point
+    prediction or features, ``crc`` an uncalibrated interval, ``cqr``/``chr``/``r2ccp``
+    features; ``marginal`` needs nothing."""
+    return [c for c in auto_candidates()
+            if any(has_inputs(pred, alt) for alt in calibrator_class(c).needs)]
+
+
+def _needs_text(name: str) -> str:
+    alts = calibrator_class(name).needs
+    return f"{name} needs " + " or ".join(
+        " and ".join(INPUTS[i] for i in alt) if alt else "nothing" for alt in alts)
 
 
 def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool) -> Calibrator:
-    if name == "split":
-        return SplitConformal(alpha, scale=scale, seed=seed, randomize=randomize)
-    if name == "crc":  # omega chosen on the selection share, beta on the conformal share
-        return CRC(alpha, scale=scale, selection="same")
-    if name == "r2ccp":
-        return R2CCP(alpha, scale=scale, seed=seed)
-    cls = {"fitted": Fitted, "cqr": CQR, "chr": CHR, "marginal": Marginal}[name]
-    return cls(alpha, scale=scale, seed=seed, randomize=randomize)
+    """A candidate as ``auto`` builds it: its declared ``auto_config`` over the options."""
+    cls = calibrator_class(name)
+    return cls.build(alpha, scale=scale, preset=cls.auto_config, seed=seed,
+                     randomize=randomize)
 
 
 @register
@@ -94,6 +90,8 @@ class Auto(Calibrator):
     """
 
     method = "auto"
+    names = {"auto": ("the narrowest candidate on one share of the items, conformalized on "
+                      "another", {})}
     learned = True
 
     def __init__(self, alpha: float = 0.1, *, candidates=None, train_frac: float = 0.4,
@@ -101,10 +99,10 @@ class Auto(Calibrator):
                  randomize: bool = True, seed: int = 0, **kw):
         super().__init__(alpha, **kw)
         if candidates is not None:
-            unknown = [c for c in candidates if c not in CANDIDATES]
+            unknown = [c for c in candidates if c not in auto_candidates()]
             if unknown:
                 raise InputError(f"unknown auto candidate(s) {', '.join(map(repr, unknown))}; "
-                                 f"choose from {', '.join(CANDIDATES)}")
+                                 f"choose from {', '.join(auto_candidates())}")
             candidates = list(candidates)
         if not (0 < train_frac and 0 < select_frac and train_frac + select_frac < 1):
             raise InputError("train_frac and select_frac must be > 0 and sum to less than 1, "
@@ -142,9 +140,7 @@ class Auto(Calibrator):
             missing = [c for c in self.candidates if c not in usable]
             if missing:
                 raise InputError(f"auto candidate(s) {', '.join(missing)} cannot run on these "
-                                 "predictions: split needs a point prediction (median), fitted "
-                                 "a median or features, crc an uncalibrated interval (lo, hi), "
-                                 "cqr/chr/r2ccp features")
+                                 "predictions: " + "; ".join(_needs_text(c) for c in missing))
             names = list(dict.fromkeys([*self.candidates, "marginal"]))
         real = [c for c in names if c != "marginal"]
         if len(real) < 2:
@@ -185,8 +181,8 @@ class Auto(Calibrator):
         for name in names:
             cal = _candidate(name, self.alpha, self.scale, self.seed, self.randomize)
             if cal.learned:
-                cal._fit_model(p_tr, y[tr])
-            cal.params_ = cal._fit_params(p_sel, y[sel])
+                cal.fit_model(p_tr, y[tr])
+            cal.params_ = cal.fit_conformal(p_sel, y[sel])
             widths[name] = self._width(cal, p_sel)
             chosen[name], fitted[name] = cal.params_, cal
         best = min(names, key=lambda c: (widths[c], names.index(c)))
@@ -195,10 +191,10 @@ class Auto(Calibrator):
                         "n_train": len(tr), "n_select": len(sel)}
         return conf
 
-    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
+    def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
         if self.winner_ is None:
             raise InputError("auto: fit the candidates first (call fit)")
-        return self.winner_._conformal_params(pred, y01, self.choice_["chosen_params"])
+        return self.winner_.refit_conformal(pred, y01, self.choice_["chosen_params"])
 
     # --- applying -----------------------------------------------------------------------------
     def _require_fitted(self) -> None:
@@ -206,15 +202,15 @@ class Auto(Calibrator):
         if self.winner_ is None:
             raise InputError("auto: this calibrator has no chosen method")
 
-    def _check_pred(self, pred):
+    def check_pred(self, pred):
         if self.winner_ is not None:
-            self.winner_._check_pred(pred)
+            self.winner_.check_pred(pred)
 
-    def _apply(self, pred, params):
-        return self.winner_._apply(pred, params)
+    def apply_params(self, pred, params):
+        return self.winner_.apply_params(pred, params)
 
-    def _apply_sets(self, pred, params):
-        return self.winner_._apply_sets(pred, params)
+    def apply_sets(self, pred, params):
+        return self.winner_.apply_sets(pred, params)
 
     def difficulty(self, pred):
         return self.winner_.difficulty(pred)
@@ -225,7 +221,7 @@ class Auto(Calibrator):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
+        self.check_pred(pred)
         self.winner_.params_ = self.params_
         band = self.winner_.predict(pred)
         band.method = f"auto({self.choice})"

@@ -1,22 +1,35 @@
-"""The calibrator interface every conformal method implements.
+"""The calibrator interface every conformal method implements, and what each method
+declares about itself.
 
-A calibrator is split in two, following crepes and MAPIE:
+The public steps, as in MAPIE (``fit`` / ``conformalize`` / ``predict_interval``):
 
-* ``_fit_params(pred, y01) -> dict``: the conformal step on a set of calibration items
-  (e.g. the quantile ``q`` of the residuals, or CRC's ``(omega, beta)``). JSON-serialisable.
-* ``_apply(pred, params) -> (lo01, hi01, full_range)``: turn predictions into bands.
+* :meth:`Calibrator.fit` = :meth:`~Calibrator.fit_model_part` (a learned method fits its
+  model, :meth:`~Calibrator.fit_model`, on a ``train_frac`` share) then
+  :meth:`~Calibrator.fit_conformal` (the conformal step on the rest: e.g. the quantile ``q``
+  of the residuals, or CRC's ``(omega, beta)``; a JSON-serialisable dict);
+* :meth:`Calibrator.conformalize`: the conformal step alone on fresh items
+  (:meth:`~Calibrator.refit_conformal`; ``scoreband recalibrate``);
+* :meth:`Calibrator.predict`: :meth:`~Calibrator.apply_params` turns predictions into bands.
 
 Wrappers (:class:`~scoreband.conformal.mondrian.Mondrian`,
 :class:`~scoreband.conformal.mondrian.ClusterConservative`,
-:class:`~scoreband.conformal.mapping.Mapped`) reuse these steps on groups or mapped
-predictions, so any method gets group-conditional calibration for free. Learned methods
-(``fitted``, CQR, CHR, R2CCP, the marginal band; ``auto`` over them) add ``_fit_model`` for
-the part fitted on its own share before the conformal step; :meth:`Calibrator.conformalize`
-redoes the conformal step alone on fresh items (``scoreband recalibrate``).
+:class:`~scoreband.conformal.mapping.Mapped`, ``auto``) reuse these steps on groups, mapped
+predictions or a chosen candidate, so any method gets group-conditional calibration for free.
+
+What a method needs is declared once, on its class, and read by everything else: ``names``
+(the ``--method`` names it is built by, with their help and the arguments each fixes: the
+:data:`METHODS` registry), ``needs`` (the inputs its predictions must hold: ``auto``'s usable
+candidates, the contract test), ``learned``, ``auto_rank`` / ``auto_config`` (``auto``'s
+candidates), ``param_ranges`` (what a saved file's conformal parameters must be: the loader's
+checks), ``whole_table`` (applied to every row at once: ``apply``) and ``grouped`` (builds its
+own groups: no Mondrian wrapper). The options of :func:`~scoreband.conformal.make_calibrator`
+that a class's constructor takes reach it; the others are left out. So a new method is one
+module: a class with ``@register`` and its declarations.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -24,25 +37,95 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scoreband.conformal._core import check_alpha, split_at
-from scoreband.errors import InputError, NotFittedError
+from scoreband.errors import CalibratorMismatch, InputError, NotFittedError
 from scoreband.files import to_jsonable as _jsonable
 from scoreband.records import Band, Predictions, Scale
 from scoreband.registry import Registry
 
-__all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets"]
+__all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",
+           "METHODS", "INPUTS", "has_inputs", "calibrator_class", "auto_candidates",
+           "needs_whole_table"]
 
 log = logging.getLogger(__name__)
 
 #: calibrator classes by the ``method`` name their saved state carries (loading saved files);
-#: the names a user builds from are :data:`scoreband.conformal.METHODS`
+#: the names a user builds from are :data:`METHODS`
 SAVED = Registry("saved calibration method")
+#: Calibration methods by the name :func:`~scoreband.conformal.make_calibrator` and the
+#: CLI's ``--method`` take, from each class's ``names``
+METHODS = Registry("calibration method")
+#: what a method's ``needs`` can name, and how a user gives it
+INPUTS = {"median": "a point prediction (`median`)",
+          "interval": "an uncalibrated interval (`lo`, `hi`)",
+          "features": "`features`", "embedding": "an `embedding`"}
+
+
+def has_inputs(pred: Predictions, inputs) -> bool:
+    """Whether ``pred`` holds every one of ``inputs`` (names of :data:`INPUTS`)."""
+    have = {"median": bool(len(pred)) and bool(np.isfinite(pred.median).all()),
+            "interval": pred.lo is not None and pred.hi is not None,
+            "features": pred.features is not None, "embedding": pred.embedding is not None}
+    return all(have[i] for i in inputs)
 
 
 def register(cls):
-    """Class decorator: make a calibrator loadable from its saved state by ``method`` name."""
+    """Class decorator: make a calibrator loadable from its saved state by ``method`` name,
+    and buildable by each of its ``names``."""
     SAVED.register(cls.method, help=(cls.__doc__ or cls.method).strip().split("\n")[0],
-                   factory=cls._from_state)
+                   factory=cls._from_state, cls=cls)
+    for name, (help_, preset) in cls.names.items():
+        METHODS.register(name, help=help_, cls=cls, preset=preset,
+                         factory=_builder(cls, preset))
     return cls
+
+
+def _builder(cls, preset: dict):
+    def make(alpha, *, scale=None, wrap=lambda c: c, **options):
+        return cls.build(alpha, scale=scale, preset=preset, wrap=wrap, **options)
+    make.__name__ = f"make_{cls.method}"
+    return make
+
+
+def calibrator_class(method: str) -> type:
+    """The class a saved ``method`` name (or a ``--method`` name) stands for."""
+    for reg in (SAVED, METHODS):
+        if method in reg:
+            return reg.resolve(method)[0].info["cls"]
+    raise InputError(f"unknown calibration method {method!r}; known: "
+                     f"{', '.join(METHODS.names())}")
+
+
+def auto_candidates() -> tuple[str, ...]:
+    """The methods ``auto`` can choose, in its order of preference on equal widths."""
+    ranked = [(e.info["cls"].auto_rank, e.name) for e in SAVED.entries()
+              if e.info["cls"].auto_rank is not None]
+    return tuple(name for _, name in sorted(ranked))
+
+
+def needs_whole_table(cal) -> bool:
+    """Whether a fitted calibrator (through its wrappers: a monotone map, Mondrian groups,
+    ``auto``'s winner) must be applied to every row at once (its class's ``whole_table``)."""
+    while True:
+        if type(cal).whole_table:
+            return True
+        inner = getattr(cal, "base", None) or getattr(cal, "winner_", None)
+        if not isinstance(inner, Calibrator):
+            return False
+        cal = inner
+
+
+def _init_options(cls) -> set[str]:
+    """The keyword arguments a class's constructor takes, through ``**kw`` to its bases."""
+    out: set[str] = set()
+    for c in cls.__mro__:
+        if "__init__" not in c.__dict__:
+            continue
+        params = inspect.signature(c.__init__).parameters
+        out |= {k for k, p in params.items()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and k != "self"}
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            break
+    return out
 
 
 def list_methods() -> list[str]:
@@ -80,8 +163,43 @@ class Calibrator(ABC):
     """
 
     method: ClassVar[str] = "base"
+    #: the ``--method`` names this class is built by: name -> (help line, the constructor
+    #: arguments that name fixes); empty for wrappers and internal classes
+    names: ClassVar[dict[str, tuple[str, dict]]] = {}
+    #: the inputs its predictions must hold: any one of these sets of :data:`INPUTS`
+    needs: ClassVar[tuple[tuple[str, ...], ...]] = ((),)
     #: True when the method fits a model before the conformal step (CQR, R2CCP).
     learned: ClassVar[bool] = False
+    #: rank among ``auto``'s candidates (lower first on equal widths); None: not one
+    auto_rank: ClassVar[int | None] = None
+    #: constructor arguments ``auto`` gives it as a candidate
+    auto_config: ClassVar[dict] = {}
+    #: what a saved file's conformal parameters must be: name -> (lowest value or None,
+    #: finite only)
+    param_ranges: ClassVar[dict[str, tuple[float | None, bool]]] = {"q": (None, False)}
+    #: applied to every row at once (weighted conformal fits on all the rows it is given)
+    whole_table: ClassVar[bool] = False
+    #: builds its own groups (the cluster rules): never wrapped in Mondrian
+    grouped: ClassVar[bool] = False
+
+    @classmethod
+    def build(cls, alpha: float, *, scale=None, preset: dict | None = None,
+              wrap=lambda c: c, **options) -> Calibrator:
+        """The calibrator a ``--method`` name builds: ``preset`` (the name's fixed
+        arguments) and the ``options`` its constructor takes (None: its default), wrapped
+        by ``wrap`` (the optional monotone map)."""
+        take = _init_options(cls)
+        kw = {k: v for k, v in options.items() if k in take and v is not None}
+        return wrap(cls(alpha, scale=scale, **{**kw, **(preset or {})}))
+
+    @classmethod
+    def check_params(cls, params: dict, where: str, number) -> None:
+        """Types and ranges of a saved conformal step's parameters (``param_ranges``);
+        ``number(value, name, lo=, inf_ok=)`` raises on a bad one."""
+        for key, (lo, finite) in cls.param_ranges.items():
+            if key not in params:
+                raise CalibratorMismatch(f"{where} has no {key!r}")
+            number(params[key], f"{where}.{key}", lo=lo, inf_ok=not finite)
 
     def __init__(self, alpha: float = 0.1, *, scale: Scale | None = None, clip: bool = True):
         self.alpha = check_alpha(alpha)
@@ -90,27 +208,27 @@ class Calibrator(ABC):
         self.params_: dict | None = None
 
     # --- the two steps a method implements -------------------------------------------
-    def _fit_model(self, pred: Predictions, y01: np.ndarray) -> None:  # noqa: B027
+    def fit_model(self, pred: Predictions, y01: np.ndarray) -> None:  # noqa: B027
         """Fit the learned part (none by default)."""
 
     @abstractmethod
-    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict: ...
+    def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict: ...
 
     @abstractmethod
-    def _apply(self, pred: Predictions, params: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def apply_params(self, pred: Predictions, params: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ...
 
-    def _conformal_params(self, pred: Predictions, y01: np.ndarray, chosen: dict) -> dict:
+    def refit_conformal(self, pred: Predictions, y01: np.ndarray, chosen: dict) -> dict:
         """The conformal step alone on fresh items, keeping what was ``chosen`` on others
         (e.g. CRC's omega). Methods with nothing to choose just refit their params."""
-        return self._fit_params(pred, y01)
+        return self.fit_conformal(pred, y01)
 
-    def _apply_sets(self, pred: Predictions, params: dict) -> list | None:
+    def apply_sets(self, pred: Predictions, params: dict) -> list | None:
         """Union-of-intervals prediction sets on [0, 1] per item, for methods whose sets are
         not intervals (R2CCP); None for interval methods."""
         return None
 
-    def _check_pred(self, pred: Predictions) -> None:  # noqa: B027
+    def check_pred(self, pred: Predictions) -> None:  # noqa: B027
         """Raise InputError when ``pred`` lacks what the method needs."""
 
     def difficulty(self, pred: Predictions) -> np.ndarray:
@@ -125,15 +243,15 @@ class Calibrator(ABC):
     # --- public API --------------------------------------------------------------------
     def fit(self, pred: Predictions, y01, groups=None) -> Calibrator:
         """Fit on calibration predictions and their normalised targets. Returns self."""
-        self._check_pred(pred)
+        self.check_pred(pred)
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
             raise InputError("cannot calibrate on an empty set of predictions")
         idx = self.fit_model_part(pred, y)
         if len(idx) == len(y):  # every item (no learned part): no copy of 10^6 rows
-            self.params_ = self._fit_params(pred, y)
+            self.params_ = self.fit_conformal(pred, y)
         else:
-            self.params_ = self._fit_params(pred.take(idx), y[idx])
+            self.params_ = self.fit_conformal(pred.take(idx), y[idx])
         return self
 
     def conformalize(self, pred: Predictions, y01) -> Calibrator:
@@ -143,11 +261,11 @@ class Calibrator(ABC):
         with at least ``ceil(1/alpha) - 1`` of them (:mod:`scoreband.conformal.recalibrate`).
         """
         self._require_fitted()
-        self._check_pred(pred)
+        self.check_pred(pred)
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
             raise InputError("cannot recalibrate on an empty set of predictions")
-        self.params_ = self._conformal_params(pred, y, self.params_)
+        self.params_ = self.refit_conformal(pred, y, self.params_)
         return self
 
     def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
@@ -165,7 +283,7 @@ class Calibrator(ABC):
             raise InputError(f"{self.method} needs items both to train on and to calibrate on; "
                              f"got {len(y)}")
         tr, cal = split_at(perm, cut)
-        self._fit_model(pred.take(tr), y[tr])
+        self.fit_model(pred.take(tr), y[tr])
         return cal
 
     def _require_fitted(self) -> None:
@@ -175,8 +293,8 @@ class Calibrator(ABC):
     def predict(self, pred: Predictions, groups=None) -> Band:
         """Calibrated bands for ``pred``."""
         self._require_fitted()
-        self._check_pred(pred)
-        lo, hi, full = self._apply(pred, self.params_)
+        self.check_pred(pred)
+        lo, hi, full = self.apply_params(pred, self.params_)
         return self._band(pred, lo, hi, full)
 
     def _band(self, pred, lo, hi, full, group=None, fallback=None) -> Band:

@@ -208,6 +208,17 @@ class CRC(Calibrator):
     """
 
     method = "crc"
+    names = {
+        "crc": ("conformal risk control of the scorer's 90 % interval (omega, beta); omega "
+                "chosen on its own share when n >= 100", {"selection": "auto"}),
+        "crc-exact": ("CRC, omega always chosen on its own share", {"selection": "split"}),
+        "crc-same": ("CRC, omega chosen on the same items (the paper's rule; no "
+                     "finite-sample guarantee)", {"selection": "same"}),
+    }
+    needs = (("median", "interval"),)
+    auto_rank = 2
+    auto_config = {"selection": "same"}  # omega on auto's selection share, beta on its own
+    param_ranges = {"omega": (0.0, True), "beta": (None, False)}
 
     def __init__(self, alpha: float = 0.1, *, omegas=None, selection: str = "auto",
                  exact: bool = False, select_frac: float = 0.5, seed: int = 0, **kw):
@@ -233,14 +244,14 @@ class CRC(Calibrator):
             return self.selection
         return "fixed" if n < SMALL_N else "split"
 
-    def _check_pred(self, pred: Predictions) -> None:
+    def check_pred(self, pred: Predictions) -> None:
         if pred.lo is None:
             raise InputError(
                 "CRC needs the uncalibrated 90 % interval of each item: pass `lo` and `hi` columns "
                 "(or use `method` split for a point scorer)"
             )
 
-    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
+    def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
         crossed = quantiles_crossed(pred.median, pred.lo, pred.hi, pred.quantiles)
         omegas = self.omegas
         fallback = None
@@ -268,7 +279,7 @@ class CRC(Calibrator):
                 "selection": selection if fallback is None else "fixed",
                 "crossed_fallback": fallback, "n_crossed": int(crossed.sum())}
 
-    def _conformal_params(self, pred: Predictions, y01: np.ndarray, chosen: dict) -> dict:
+    def refit_conformal(self, pred: Predictions, y01: np.ndarray, chosen: dict) -> dict:
         """Recompute only beta on fresh items, with the omega ``chosen`` elsewhere (used by
         :class:`~scoreband.conformal.auto.Auto`): one conformal step, exactly valid."""
         fit = crc_select(pred.median, pred.lo, pred.hi, y01, self.alpha, [chosen["omega"]])
@@ -276,7 +287,7 @@ class CRC(Calibrator):
             warn_too_small(fit["n"], self.alpha)
         return {**chosen, "beta": fit["beta"], "n": fit["n"], "selection": "given"}
 
-    def _apply(self, pred: Predictions, params: dict):
+    def apply_params(self, pred: Predictions, params: dict):
         beta = params["beta"]
         full = np.full(len(pred), math.isinf(beta))
         b = 0.0 if math.isinf(beta) else beta

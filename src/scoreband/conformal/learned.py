@@ -80,11 +80,11 @@ class _Learned(Calibrator):
     def conformity(self, pred, y) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _fit_params(self, pred, y):
+    def fit_conformal(self, pred, y):
         """The conformal step: quantile of the method's conformity scores."""
         return quantile_params(self.conformity(pred, y), self.alpha, self.randomize)
 
-    def _check_pred(self, pred):
+    def check_pred(self, pred):
         _features(pred, self.method)
         if self.model_ is not None and pred.features.shape[1] != self.model_["n_features"]:
             raise InputError(f"{self.method} was fitted on {self.model_['n_features']} feature "
@@ -121,6 +121,10 @@ class Fitted(_Learned):
     """
 
     method = "fitted"
+    names = {"fitted": ("absolute residual around a point score fitted to the targets (ridge "
+                        "on the median and `features`, then an isotonic map)", {})}
+    needs = (("median",), ("features",))
+    auto_rank = 1
 
     def _columns(self, pred: Predictions, fitting: bool) -> np.ndarray:
         cols = []
@@ -148,7 +152,7 @@ class Fitted(_Learned):
             raise InputError("fitted needs a point prediction (median) or feature columns")
         return np.hstack(cols)
 
-    def _fit_model(self, pred, y):
+    def fit_model(self, pred, y):
         X = self._columns(pred, fitting=True)
         self.model_.update(fit_point_model(X, y))
 
@@ -156,7 +160,7 @@ class Fitted(_Learned):
         """The fitted point score on [0, 1]."""
         return predict_point_model(self.model_, self._columns(pred, fitting=False))
 
-    def _check_pred(self, pred):
+    def check_pred(self, pred):
         if self.model_ is None:
             if pred.features is None and not (len(pred) and np.isfinite(pred.median).all()):
                 raise InputError("fitted needs a point prediction (median) or feature columns")
@@ -171,7 +175,7 @@ class Fitted(_Learned):
     def conformity(self, pred, y):
         return np.abs(y - self.point(pred))
 
-    def _apply(self, pred, params):
+    def apply_params(self, pred, params):
         q = params["q"]
         full = np.full(len(pred), not math.isfinite(q) or q >= 1.0)
         q = 0.0 if not math.isfinite(q) else q
@@ -181,8 +185,8 @@ class Fitted(_Learned):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
-        lo, hi, full = self._apply(pred, self.params_)
+        self.check_pred(pred)
+        lo, hi, full = self.apply_params(pred, self.params_)
         return self._band(Predictions(self.point(pred)), lo, hi, full)
 
     def difficulty(self, pred):
@@ -205,8 +209,11 @@ class CQR(_Learned):
     """
 
     method = "cqr"
+    names = {"cqr": ("conformalized linear quantile regression on `features`", {})}
+    needs = (("features",),)
+    auto_rank = 3
 
-    def _fit_model(self, pred, y):
+    def fit_model(self, pred, y):
         X = _features(pred, self.method)
         from sklearn.linear_model import QuantileRegressor
 
@@ -230,7 +237,7 @@ class CQR(_Learned):
         """``max(q_lo - y, y - q_hi)`` per item."""
         return np.maximum(self._q(pred, "lo") - y, y - self._q(pred, "hi"))
 
-    def _apply(self, pred, params):
+    def apply_params(self, pred, params):
         q = params["q"]
         full = np.full(len(pred), math.isinf(q))
         q = 0.0 if math.isinf(q) else q
@@ -241,8 +248,8 @@ class CQR(_Learned):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
-        lo, hi, full = self._apply(pred, self.params_)
+        self.check_pred(pred)
+        lo, hi, full = self.apply_params(pred, self.params_)
         med = np.clip(self._q(pred, "mid"), 0, 1)
         band = self._band(Predictions(med), lo, hi, full)
         return band
@@ -327,6 +334,11 @@ class R2CCP(_Learned):
     """
 
     method = "r2ccp"
+    names = {"r2ccp": ("regression-as-classification density sets on `features` (band = "
+                       "their hull)", {})}
+    needs = (("features",),)
+    auto_rank = 5
+    auto_config = {"randomize": False}  # continuous density scores: no ties to break
 
     def __init__(self, alpha: float = 0.1, *, bins: int = 50, epochs: int = 100,
                  entropy_weight: float = 0.1, lr: float = 1e-2, batch_size="auto", **kw):
@@ -351,7 +363,7 @@ class R2CCP(_Learned):
                              for k, v in weights.items()})
         return net.eval(), np.asarray(m["mu"]), np.asarray(m["sd"])
 
-    def _fit_model(self, pred, y):
+    def fit_model(self, pred, y):
         import torch
         from torch import nn
 
@@ -396,7 +408,7 @@ class R2CCP(_Learned):
         """Minus the interpolated predicted density at y, per item."""
         return -_interp_density(self.probs(pred), y)
 
-    def _apply(self, pred, params):
+    def apply_params(self, pred, params):
         q = params["q"]
         n = len(pred)
         if math.isinf(q):
@@ -404,7 +416,7 @@ class R2CCP(_Learned):
         _, lo, hi = density_sets(self.probs(pred), -q)
         return lo, hi, np.zeros(n, dtype=bool)
 
-    def _apply_sets(self, pred, params):
+    def apply_sets(self, pred, params):
         q = params["q"]
         if math.isinf(q):
             return [[(0.0, 1.0)] for _ in range(len(pred))]
@@ -412,7 +424,7 @@ class R2CCP(_Learned):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
+        self.check_pred(pred)
         p = self.probs(pred)
         q = self.params_["q"]
         med = (p @ ((np.arange(self.bins) + 0.5) / self.bins))  # expected value
@@ -509,6 +521,9 @@ class CHR(_Learned):
     """
 
     method = "chr"
+    names = {"chr": ("contiguous highest-density intervals of a classifier on `features`", {})}
+    needs = (("features",),)
+    auto_rank = 4
 
     def __init__(self, alpha: float = 0.1, *, bins: int = 50, grid: str = "auto",
                  randomize: bool = True, C: float = 1.0, coarse: str = "auto", **kw):
@@ -526,7 +541,7 @@ class CHR(_Learned):
     def _classes(self) -> TargetClasses:
         return TargetClasses.from_dict(self.model_["classes"])
 
-    def _fit_model(self, pred, y):
+    def fit_model(self, pred, y):
         X = _features(pred, self.method)
         classes = target_classes(self.scale, y, pred.n_ratings, self.bins, self.grid,
                                  support=True)
@@ -578,7 +593,7 @@ class CHR(_Learned):
                          np.minimum(below + 1, len(c) - 1))
         return np.maximum(nested_scores(P, below, u), nested_scores(P, above, u))
 
-    def _apply(self, pred, params):
+    def apply_params(self, pred, params):
         q = params["q"]
         n = len(pred)
         if math.isinf(q):
@@ -589,8 +604,8 @@ class CHR(_Learned):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
-        lo, hi, full = self._apply(pred, self.params_)
+        self.check_pred(pred)
+        lo, hi, full = self.apply_params(pred, self.params_)
         med = self.probs(pred) @ self._classes().centers  # the histogram's mean
         return self._band(Predictions(med), lo, hi, full)
 
@@ -612,18 +627,21 @@ class Marginal(_Learned):
     """
 
     method = "marginal"
+    names = {"marginal": ("one band from the targets alone (a baseline any method should "
+                          "beat)", {})}
+    auto_rank = 99  # always the last candidate: the no-model band auto falls back to
 
-    def _check_pred(self, pred):
+    def check_pred(self, pred):
         pass
 
-    def _fit_model(self, pred, y):
+    def fit_model(self, pred, y):
         lo, hi, mid = np.quantile(y, [self.alpha / 2, 1 - self.alpha / 2, 0.5])
         self.model_ = {"lo": float(lo), "hi": float(hi), "median": float(mid)}
 
     def conformity(self, pred, y):
         return np.maximum(self.model_["lo"] - y, y - self.model_["hi"])
 
-    def _apply(self, pred, params):
+    def apply_params(self, pred, params):
         q, n = params["q"], len(pred)
         full = np.full(n, math.isinf(q))
         q = 0.0 if math.isinf(q) else q
@@ -634,7 +652,7 @@ class Marginal(_Learned):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        lo, hi, full = self._apply(pred, self.params_)
+        lo, hi, full = self.apply_params(pred, self.params_)
         return self._band(Predictions(np.full(len(pred), self.model_["median"])), lo, hi, full)
 
     def difficulty(self, pred):

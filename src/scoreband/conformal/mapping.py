@@ -144,20 +144,20 @@ class Mapped(Calibrator):
         idx = self.base.fit_model_part(self.mapped(pred.take(rest)), y[rest])
         return rest[idx]
 
-    def _check_pred(self, pred):
-        self.base._check_pred(pred)
+    def check_pred(self, pred):
+        self.base.check_pred(pred)
 
-    def _fit_params(self, pred, y01):
-        return self.base._fit_params(self.mapped(pred), y01)
+    def fit_conformal(self, pred, y01):
+        return self.base.fit_conformal(self.mapped(pred), y01)
 
-    def _conformal_params(self, pred, y01, chosen):
-        return self.base._conformal_params(self.mapped(pred), y01, chosen)
+    def refit_conformal(self, pred, y01, chosen):
+        return self.base.refit_conformal(self.mapped(pred), y01, chosen)
 
-    def _apply(self, pred, params):
-        return self.base._apply(self.mapped(pred), params)
+    def apply_params(self, pred, params):
+        return self.base.apply_params(self.mapped(pred), params)
 
-    def _apply_sets(self, pred, params):
-        return self.base._apply_sets(self.mapped(pred), params)
+    def apply_sets(self, pred, params):
+        return self.base.apply_sets(self.mapped(pred), params)
 
     def difficulty(self, pred):
         return self.base.difficulty(self.mapped(pred))

@@ -1,6 +1,6 @@
 """Group-conditional calibration: Mondrian wrapper and the cluster-conservative rule.
 
-Both reuse any base calibrator's conformal step (``_fit_params`` / ``_apply``) per group.
+Both reuse any base calibrator's conformal step (``fit_conformal`` / ``apply_params``) per group.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class _Grouped(Calibrator):
         self.base = base
         self.small_group = small_group
 
-    def _check_pred(self, pred):
-        self.base._check_pred(pred)
+    def check_pred(self, pred):
+        self.base.check_pred(pred)
 
     def conformalize(self, pred, y01):
         raise InputError(f"{self.method}: recalibrating group-conditional bands on a few "
@@ -71,10 +71,10 @@ class _Grouped(Calibrator):
                          "calibrate anew on the new domain, or recalibrate a calibrator "
                          "without groups")
 
-    def _fit_params(self, pred, y01):  # pragma: no cover - grouped fit is done in fit()
+    def fit_conformal(self, pred, y01):  # pragma: no cover - grouped fit is done in fit()
         raise NotImplementedError
 
-    def _apply(self, pred, params):  # pragma: no cover
+    def apply_params(self, pred, params):  # pragma: no cover
         raise NotImplementedError
 
     def get_state(self) -> dict:
@@ -92,7 +92,7 @@ class _Grouped(Calibrator):
     def _prepare(self, pred: Predictions, y01, groups=None):
         """Validate and fit the base's learned part once (on its own share of the items);
         returns the predictions, targets and group labels left for the conformal step."""
-        self._check_pred(pred)
+        self.check_pred(pred)
         y = check_targets(y01, len(pred))
         idx = self.base.fit_model_part(pred, y)
         g = None if groups is None else np.asarray(groups)[idx]
@@ -100,7 +100,7 @@ class _Grouped(Calibrator):
 
     def _fit_by_labels(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
         """Marginal params, params per group, and the group sizes."""
-        return {"marginal": self.base._fit_params(pred, y),
+        return {"marginal": self.base.fit_conformal(pred, y),
                 "groups": self._fit_groups(pred, y, labels),
                 "counts": {str(g): int(np.sum(labels == g)) for g in np.unique(labels)}}
 
@@ -115,7 +115,7 @@ class _Grouped(Calibrator):
                 small.append(f"{g} (n={len(idx)})")
                 out[str(g)] = None
             else:
-                out[str(g)] = self.base._fit_params(pred.take(idx), y[idx])
+                out[str(g)] = self.base.fit_conformal(pred.take(idx), y[idx])
         if small:
             msg = (f"groups too small for alpha={self.alpha} (at least {need} calibration items "
                    f"needed): {', '.join(small)}")
@@ -149,8 +149,8 @@ class _Grouped(Calibrator):
                             sets[i] = [(0.0, 1.0)]
                     continue
                 params = fallback_params
-            lo[idx], hi[idx], full[idx] = self.base._apply(sub, params)
-            s = self.base._apply_sets(sub, params) if sets is not None else None
+            lo[idx], hi[idx], full[idx] = self.base.apply_params(sub, params)
+            s = self.base.apply_sets(sub, params) if sets is not None else None
             if s is None:
                 sets = None
             else:
@@ -211,7 +211,7 @@ class Mondrian(_Grouped):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
+        self.check_pred(pred)
         labels = self.group_labels(pred, groups)
         lo, hi, full, fb, sets = self._apply_groups(pred, labels, self.params_["groups"],
                                                     self.params_["marginal"])
@@ -247,6 +247,23 @@ class ClusterConservative(_Grouped):
     """
 
     method = "cluster"
+    names = {
+        "crc-cluster": ("CRC per k-means cluster, the most conservative (omega, beta) for all",
+                        {"rule": "conservative"}),
+        "crc-cluster-mondrian": ("CRC per k-means cluster, each cluster its own (omega, beta)",
+                                 {"rule": "mondrian"}),
+    }
+    needs = (("median", "interval"),)
+    grouped = True
+
+    @classmethod
+    def build(cls, alpha, *, scale=None, preset=None, wrap=lambda c: c, n_clusters="auto",
+              small_group="marginal", seed=0, **_):
+        """CRC (mapped by ``wrap`` when asked) per cluster of the image embeddings."""
+        from scoreband.conformal.crc import CRC
+
+        return cls(wrap(CRC(alpha, scale=scale)), n_clusters=n_clusters,
+                   small_group=small_group, seed=seed, **(preset or {}))
 
     def __init__(self, base: Calibrator, *, n_clusters: int | str = "auto",
                  rule: str = "conservative", small_group: str = "marginal", seed: int = 0):
@@ -285,7 +302,7 @@ class ClusterConservative(_Grouped):
         for g, params in per_group.items():
             if params is None:
                 continue
-            lo, hi, full = self.base._apply(pred, params)
+            lo, hi, full = self.base.apply_params(pred, params)
             widths[g] = float(np.mean(np.where(full, 1.0, np.clip(hi, 0, 1) - np.clip(lo, 0, 1))))
         chosen = max(widths, key=widths.get) if widths else None
         self.params_ = {
@@ -297,10 +314,10 @@ class ClusterConservative(_Grouped):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
-        self._check_pred(pred)
+        self.check_pred(pred)
         p = self.params_
         if self.rule == "conservative":
-            lo, hi, full = self.base._apply(pred, p["conservative"])
+            lo, hi, full = self.base.apply_params(pred, p["conservative"])
             band = self._band(pred, lo, hi, full)
         else:
             if groups is not None:

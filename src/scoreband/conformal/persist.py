@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from scoreband._version import __version__
-from scoreband.conformal.base import Calibrator, calibrator_from_state
+from scoreband.conformal.base import Calibrator, calibrator_class, calibrator_from_state
 from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.files import atomic_write_text, file_sha256, read_json
 from scoreband.records import Scale
@@ -64,7 +64,8 @@ def _number(v, name: str, *, lo: float | None = None, inf_ok: bool = True) -> No
 
 
 def _check_params(method: str, params, where: str) -> None:
-    """Types and ranges of one conformal step's parameters (nested groups included)."""
+    """Types and ranges of one conformal step's parameters (nested groups included), as the
+    method's class declares them (``param_ranges`` / ``check_params``)."""
     if not isinstance(params, dict):
         raise CalibratorMismatch(f"{where} must be an object, got {type(params).__name__}")
     if "marginal" in params and "groups" in params:  # Mondrian / cluster wrappers
@@ -73,31 +74,11 @@ def _check_params(method: str, params, where: str) -> None:
             if p is not None:
                 _check_params(method, p, f"{where}.groups.{g}")
         return
-    if method == "crc":
-        for key in ("omega", "beta"):
-            if key not in params:
-                raise CalibratorMismatch(f"{where} has no {key!r}")
-        _number(params["omega"], f"{where}.omega", lo=0.0, inf_ok=False)
-        _number(params["beta"], f"{where}.beta")
-        return
-    if method == "weighted-split":
-        scores, emb = params.get("scores"), params.get("embedding")
-        if not isinstance(scores, list) or not isinstance(emb, list) or len(scores) != len(emb):
-            raise CalibratorMismatch(f"{where} needs 'scores' and 'embedding' lists of equal "
-                                     "length")
-        for i, v in enumerate(scores):
-            _number(v, f"{where}.scores[{i}]", lo=0.0, inf_ok=False)
-        return
-    if "q" not in params:
-        raise CalibratorMismatch(f"{where} has no 'q' (the conformal quantile)")
-    # split's q is a quantile of absolute residuals; the others' scores can be negative
-    _number(params["q"], f"{where}.q", lo=0.0 if method == "split" else None)
-    q = float(params["q"])
-    if method == "split" and math.isfinite(q) and q > 1.0:
-        # residuals live on [0, 1]: a finite q above 1 is an edit; a band too wide for alpha
-        # is stored as inf and flagged full_range
-        raise CalibratorMismatch(f"{where}.q = {q:g} is above 1 (residuals are on [0, 1]; a "
-                                 "full-range band is stored as inf); recalibrate")
+    try:
+        cls = calibrator_class(method)
+    except InputError:  # an unknown method is refused when the state is rebuilt
+        cls = Calibrator
+    cls.check_params(params, where, _number)
 
 
 def _leaf_method(state: dict) -> str:

@@ -14,6 +14,7 @@ from scoreband.conformal._core import (
     tie_keep_probability,
 )
 from scoreband.conformal.base import Calibrator, register
+from scoreband.errors import CalibratorMismatch
 from scoreband.records import Predictions
 
 __all__ = ["SplitConformal", "absolute_residual_interval", "TooFewCalibrationItems"]
@@ -78,6 +79,20 @@ class SplitConformal(Calibrator):
     """
 
     method = "split"
+    names = {"split": ("absolute residual around the point prediction", {})}
+    needs = (("median",),)
+    auto_rank = 0
+    param_ranges = {"q": (0.0, False)}
+
+    @classmethod
+    def check_params(cls, params: dict, where: str, number) -> None:
+        super().check_params(params, where, number)
+        q = float(params["q"])
+        if math.isfinite(q) and q > 1.0:
+            # residuals live on [0, 1]: a finite q above 1 is an edit; a band too wide for
+            # alpha is stored as inf and flagged full_range
+            raise CalibratorMismatch(f"{where}.q = {q:g} is above 1 (residuals are on [0, 1]; "
+                                     "a full-range band is stored as inf); recalibrate")
 
     def __init__(self, alpha: float = 0.1, *, randomize: bool = False, seed: int = 0, **kw):
         super().__init__(alpha, **kw)
@@ -86,12 +101,12 @@ class SplitConformal(Calibrator):
     def get_config(self) -> dict:
         return {**super().get_config(), "randomize": self.randomize, "seed": self.seed}
 
-    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
+    def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
         r = np.subtract(y01, pred.median)
         np.abs(r, out=r)
         return quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize)
 
-    def _apply(self, pred: Predictions, params: dict):
+    def apply_params(self, pred: Predictions, params: dict):
         q = params["q"]
         # q >= 1 on [0, 1] is the whole scale for every item: flagged like an infinite q
         full = np.full(len(pred), not math.isfinite(q) or q >= 1.0)

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 from scoreband.conformal.base import Calibrator, register
-from scoreband.errors import InputError
+from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.records import Band, Predictions
 
 __all__ = ["WeightedSplit", "weighted_thresholds", "likelihood_ratio_weights",
@@ -164,6 +164,19 @@ class WeightedSplit(Calibrator):
     """
 
     method = "weighted-split"
+    names = {"weighted-split": ("split conformal reweighted for covariate shift (needs "
+                                "`embedding`)", {})}
+    needs = (("median", "embedding"),)
+    whole_table = True
+
+    @classmethod
+    def check_params(cls, params: dict, where: str, number) -> None:
+        scores, emb = params.get("scores"), params.get("embedding")
+        if not isinstance(scores, list) or not isinstance(emb, list) or len(scores) != len(emb):
+            raise CalibratorMismatch(f"{where} needs 'scores' and 'embedding' lists of equal "
+                                     "length")
+        for i, v in enumerate(scores):
+            number(v, f"{where}.scores[{i}]", lo=0.0, inf_ok=False)
 
     def __init__(self, alpha: float = 0.1, *, C: float = 1.0, **kw):
         super().__init__(alpha, **kw)
@@ -173,18 +186,18 @@ class WeightedSplit(Calibrator):
     def get_config(self) -> dict:
         return {**super().get_config(), "C": self.C}
 
-    def _check_pred(self, pred: Predictions) -> None:
+    def check_pred(self, pred: Predictions) -> None:
         if pred.embedding is None:
             raise InputError("weighted conformal needs an embedding per item to estimate the "
                              "shift (embedding columns, e.g. `embedding` 'emb_*')")
         if not np.isfinite(pred.median).all():
             raise InputError("weighted split conformal needs a point prediction (median)")
 
-    def _fit_params(self, pred: Predictions, y01: np.ndarray) -> dict:
+    def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
         return {"scores": np.abs(y01 - pred.median).tolist(),
                 "embedding": np.asarray(pred.embedding).tolist(), "n": len(y01)}
 
-    def _apply(self, pred: Predictions, params: dict):
+    def apply_params(self, pred: Predictions, params: dict):
         scores = np.asarray(params["scores"], dtype=float)
         Xc = np.asarray(params["embedding"], dtype=float)
         w_cal, w_test = likelihood_ratio_weights(Xc, pred.embedding, C=self.C)
