@@ -261,10 +261,22 @@ def check_readable(path, what: str = "file", *, folder_ok: bool = False) -> Path
 
 
 def read_json(path, *, what: str = "file", max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_JSON_DEPTH):
+              max_depth: int = MAX_JSON_DEPTH, missing: str = "", fix: str = ""):
     """Parse a JSON file, refusing first what would exhaust memory or the stack: a path that
     is not a regular file (a FIFO or a device is an endless stream), one larger than
-    ``max_bytes``, one nested deeper than ``max_depth``. Errors name ``what`` and the path."""
+    ``max_bytes``, one nested deeper than ``max_depth``. Errors name ``what`` and the path;
+    ``missing`` is appended when the file does not exist, ``fix`` to every other error."""
+    if missing and not os.path.lexists(path):
+        raise InputError(f"{what} {str(path)!r} does not exist; {missing}")
+    try:
+        return _read_json(path, what, max_bytes, max_depth)
+    except InputError as e:
+        if not fix:
+            raise
+        raise InputError(f"{e}; {fix}") from None
+
+
+def _read_json(path, what: str, max_bytes: int, max_depth: int):
     p = check_readable(path, what)
     st = os.stat(p)
     if st.st_size > max_bytes:

@@ -204,6 +204,21 @@ def bundled_model_dir() -> Path:
     return Path(str(resources.files("scoreband") / "data" / "models" / "embedded-default"))
 
 
+def read_model_config(path) -> dict:
+    """A model folder's ``config.json`` as a dict (any scorer folder; what it must hold is
+    checked by its schema where it is read)."""
+    cfg_file = Path(path) / "config.json"
+    if not cfg_file.exists():
+        raise InputError(f"model folder {str(path)!r} has no config.json; train one with "
+                         "`scoreband train --out DIR`")
+    meta = read_json(cfg_file, what="model config",
+                     fix="the model folder is damaged: retrain it or restore the file")
+    if not isinstance(meta, dict):
+        raise InputError(f"{cfg_file} is not a scoreband model config (a JSON object); "
+                         "retrain it with `scoreband train`")
+    return meta
+
+
 def read_model_folder(path) -> dict:
     """Read a model folder written by ``scoreband train`` (or the bundled one): its
     ``config.json`` (``meta``), the encoder ``config``, the ``state`` dict of
@@ -212,18 +227,10 @@ def read_model_folder(path) -> dict:
 
     path = Path(path)
     cfg_file, w_file = path / "config.json", path / "model.safetensors"
-    for f in (cfg_file, w_file):
-        if not f.exists():
-            raise InputError(f"model folder {str(path)!r} has no {f.name}; train one with "
-                             "`scoreband train --out DIR`")
-    try:
-        meta = read_json(cfg_file, what="model config")
-    except InputError as e:
-        raise InputError(f"{e}; the model folder is damaged: retrain it or restore the "
-                         "file") from None
-    if not isinstance(meta, dict):
-        raise InputError(f"{cfg_file} is not a scoreband model config (a JSON object); "
-                         "retrain it with `scoreband train`")
+    meta = read_model_config(path)
+    if not w_file.exists():
+        raise InputError(f"model folder {str(path)!r} has no {w_file.name}; train one with "
+                         "`scoreband train --out DIR`")
     fix = ("the model folder is damaged or not a scoreband model: retrain it with "
            "`scoreband train` or restore the file")
     doc = validate(EmbeddedModelDoc if meta.get("format_version") == 1 else ScorerDoc, meta,

@@ -125,14 +125,9 @@ def load_calibrator(path, *, scale: Scale | None = None,
     another ``scale``, or for another scorer (when both fingerprints are known).
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"calibrator file {str(path)!r} does not exist; write one with "
-                         "`scoreband calibrate ... --out calibrator.json`")
-    try:
-        doc = read_json(path, what="calibrator file")
-    except InputError as e:
-        raise InputError(f"{e}; is it a scoreband calibrator? (calibrators are JSON, never "
-                         "pickle)") from None
+    doc = read_json(path, what="calibrator file",
+                    missing="write one with `scoreband calibrate ... --out calibrator.json`",
+                    fix="is it a scoreband calibrator? (calibrators are JSON, never pickle)")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CalibratorMismatch(f"{path} is not a scoreband calibrator file (format != {FORMAT!r})")
     if doc.get("format_version") != FORMAT_VERSION:

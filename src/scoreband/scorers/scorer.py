@@ -25,13 +25,17 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from scoreband.backbones import load_backbone, resolve_backbone
-from scoreband.backbones.embedded import EmbeddedBackbone, bundled_model_dir, read_model_folder
+from scoreband.backbones.embedded import (
+    EmbeddedBackbone,
+    bundled_model_dir,
+    read_model_config,
+    read_model_folder,
+)
 from scoreband.errors import InputError
 from scoreband.files import (
     atomic_path,
     atomic_write_text,
     file_sha256,
-    read_json,
     verify_checksums,
     write_checksums,
 )
@@ -128,16 +132,7 @@ class Scorer:
         else:
             path = Path(s)
         cfg_file = path / "config.json"
-        if not cfg_file.exists():
-            raise InputError(f"model folder {str(path)!r} has no config.json; train one with "
-                             "`scoreband train --out DIR`")
-        try:
-            meta = read_json(cfg_file, what="model config")
-        except InputError as e:
-            raise InputError(f"{e}; {_FIX}") from None
-        if not isinstance(meta, dict):
-            raise InputError(f"{cfg_file} is not a scoreband model config (a JSON object); "
-                             "retrain it with `scoreband train`")
+        meta = read_model_config(path)
         if meta.get("format") == LEGACY_BACKBONE_FORMAT:
             return cls._load_legacy(path, meta, backbone, device, dtype)
         if meta.get("format_version") == 1 or meta.get("backbone_in_file") and \
