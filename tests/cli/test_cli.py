@@ -199,7 +199,7 @@ def test_cli_reference_is_generated_from_the_commands():
 
     from scoreband.cli.docs import options_markdown
 
-    doc = Path(__file__).parent.parent / "docs" / "CLI.md"
+    doc = Path(__file__).parents[2] / "docs" / "CLI.md"
     assert doc.read_text() == options_markdown(app), (
         "docs/CLI.md is out of date: python -m scoreband.cli.docs > docs/CLI.md")
 
