@@ -11,6 +11,8 @@ from scoreband.errors import InputError
 
 __all__ = [
     "split_at",
+    "unbounded",
+    "whole_scale",
     "check_alpha",
     "conformal_rank",
     "min_calibration_size",
@@ -184,4 +186,23 @@ def split_at(perm, *cuts) -> list[np.ndarray]:
     for j in range(len(edges) - 1):
         label[perm[edges[j]:edges[j + 1]]] = j
     return [np.flatnonzero(label == j) for j in range(len(edges) - 1)]
+
+
+def unbounded(q: float, n: int, at: float = math.inf) -> tuple[np.ndarray, float]:
+    """``(full-range flag per item, the q to build the bands with)``: a conformal quantile
+    that is infinite (too few calibration items for alpha) - or at least ``at`` (a residual
+    of 1 already spans [0, 1]) - makes every item's band the whole scale; the bands are then
+    built with q = 0 and flagged, and the flag turns them into [0, 1]. The one place every
+    method handles an unbounded quantile.
+
+    >>> unbounded(float("inf"), 2)
+    (array([ True,  True]), 0.0)
+    """
+    full = not math.isfinite(q) or q >= at
+    return np.full(n, full), (0.0 if not math.isfinite(q) else q)
+
+
+def whole_scale(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lo, hi, full_range)`` of ``n`` bands that are the whole of [0, 1], flagged."""
+    return np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import open_tied_edges
+from scoreband.conformal._core import open_tied_edges, unbounded, whole_scale
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.bins import (
     MIN_ITEMS_PER_CLASS,
@@ -176,9 +176,7 @@ class Fitted(_Learned):
         return np.abs(y - self.point(pred))
 
     def apply_params(self, pred, params):
-        q = params["q"]
-        full = np.full(len(pred), not math.isfinite(q) or q >= 1.0)
-        q = 0.0 if not math.isfinite(q) else q
+        full, q = unbounded(params["q"], len(pred), at=1.0)
         m = self.point(pred)
         lo, hi = self._open_ties(m - q, m + q, params)
         return lo, hi, full
@@ -238,9 +236,7 @@ class CQR(_Learned):
         return np.maximum(self._q(pred, "lo") - y, y - self._q(pred, "hi"))
 
     def apply_params(self, pred, params):
-        q = params["q"]
-        full = np.full(len(pred), math.isinf(q))
-        q = 0.0 if math.isinf(q) else q
+        full, q = unbounded(params["q"], len(pred))
         lo, hi = self._q(pred, "lo") - q, self._q(pred, "hi") + q
         # crossed regressors with a negative q can invert the band: keep it ordered
         lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params)
@@ -412,7 +408,7 @@ class R2CCP(_Learned):
         q = params["q"]
         n = len(pred)
         if math.isinf(q):
-            return np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
+            return whole_scale(n)
         _, lo, hi = density_sets(self.probs(pred), -q)
         return lo, hi, np.zeros(n, dtype=bool)
 
@@ -429,8 +425,7 @@ class R2CCP(_Learned):
         q = self.params_["q"]
         med = (p @ ((np.arange(self.bins) + 0.5) / self.bins))  # expected value
         if math.isinf(q):
-            return self._band(Predictions(med), np.zeros(len(p)), np.ones(len(p)),
-                              np.ones(len(p), dtype=bool))
+            return self._band(Predictions(med), *whole_scale(len(p)))
         sets, lo, hi = density_sets(p, -q)
         band = self._band(Predictions(med), lo, hi, np.zeros(len(p), dtype=bool))
         band.sets01 = sets
@@ -597,7 +592,7 @@ class CHR(_Learned):
         q = params["q"]
         n = len(pred)
         if math.isinf(q):
-            return np.zeros(n), np.ones(n), np.ones(n, dtype=bool)
+            return whole_scale(n)
         lo_c, hi_c, _ = nested_bands(self.probs(pred), q, self._uniforms(n, 1))
         lo, hi = self._classes().band(lo_c, hi_c)
         return lo.astype(float), hi.astype(float), np.zeros(n, dtype=bool)
@@ -642,9 +637,8 @@ class Marginal(_Learned):
         return np.maximum(self.model_["lo"] - y, y - self.model_["hi"])
 
     def apply_params(self, pred, params):
-        q, n = params["q"], len(pred)
-        full = np.full(n, math.isinf(q))
-        q = 0.0 if math.isinf(q) else q
+        n = len(pred)
+        full, q = unbounded(params["q"], n)
         lo = np.full(n, self.model_["lo"] - q)
         hi = np.full(n, self.model_["hi"] + q)
         lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params)

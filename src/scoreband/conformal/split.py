@@ -12,6 +12,7 @@ from scoreband.conformal._core import (
     min_calibration_size,
     open_tied_edges,
     tie_keep_probability,
+    unbounded,
 )
 from scoreband.conformal.base import Calibrator, register
 from scoreband.errors import CalibratorMismatch
@@ -107,11 +108,8 @@ class SplitConformal(Calibrator):
         return quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize)
 
     def apply_params(self, pred: Predictions, params: dict):
-        q = params["q"]
         # q >= 1 on [0, 1] is the whole scale for every item: flagged like an infinite q
-        full = np.full(len(pred), not math.isfinite(q) or q >= 1.0)
-        if not math.isfinite(q):
-            q = 0.0
+        full, q = unbounded(params["q"], len(pred), at=1.0)
         lo, hi = pred.median - q, pred.median + q
         if self.randomize:
             lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0), [self.seed, 2])
