@@ -104,7 +104,7 @@ def test_train_killed_mid_epoch_five_times_resumes_bit_identical(tmp_path):
     from safetensors.torch import load_file
 
     args = ["--n-train", "200", "--n-val", "60", "--epochs", "9", "--head-epochs", "3",
-            "--clusters", "2", "--patience", "20"]
+            "--clusters", "2", "--patience", "20", "--n-cal", "200", "--n-heldout", "100"]
 
     def run(out, *extra):
         return subprocess.Popen([sys.executable, "-m", "scoreband.cli", "train", "--out",

@@ -67,6 +67,12 @@ def train(
                                          help="Embedded-world training items.")]
     = 8000,
     n_val: Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")] = 1000,
+    n_cal: Annotated[int, typer.Option(
+        "--n-cal", min=20, help="Embedded world: fresh in-domain items the calibrator is fitted "
+                                "on.")] = 2000,
+    n_heldout: Annotated[int, typer.Option(
+        "--n-heldout", min=20, help="Embedded world: fresh 5-annotator items of the model "
+                                    "card's held-out metrics.")] = 1000,
     annotators: Annotated[int, typer.Option("--annotators", min=1, max=1000,
                                             help="Annotators per training "
                                                  "item.")] = 3,
@@ -133,8 +139,8 @@ def train(
                                     command=command)
             return _print_table_run(report, out)
         run = train_embedded(out, TrainConfig(**common), n_train=n_train, n_val=n_val,
-                             annotators=annotators, command=command, on_epoch=on_epoch,
-                             on_step=step, alpha=alpha)
+                             n_cal=n_cal, n_heldout=n_heldout, annotators=annotators,
+                             command=command, on_epoch=on_epoch, on_step=step, alpha=alpha)
     _print_world_run(run, out)
 
 

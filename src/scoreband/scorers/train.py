@@ -604,8 +604,9 @@ def _adopt_run(out: Path) -> None:
 
 
 def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int = 1000,
-                   annotators: int = 3, command: str = "", on_epoch=None,
-                   on_step=None, alpha: float = 0.1) -> dict:
+                   n_cal: int = 2000, n_heldout: int = 1000, annotators: int = 3,
+                   command: str = "", on_epoch=None, on_step=None,
+                   alpha: float = 0.1) -> dict:
     """Train the embedded scorer from scratch on the embedded world, calibrate it at
     ``alpha`` on a fresh in-domain set and write its model card. Returns ``{report,
     calibration, heldout}``."""
@@ -615,9 +616,9 @@ def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int
     va = make_dataset(n_val, cfg.seed + 2, n_annotators=annotators, name="val")
     report = train_scorer(tr, va, out_dir, cfg, on_epoch=on_epoch)
     step("calibrating on a fresh in-domain set ...")
-    calib = calibrate_model(out_dir, seed=cfg.seed + 7, alpha=alpha)
+    calib = calibrate_model(out_dir, n=n_cal, seed=cfg.seed + 7, alpha=alpha)
     step("held-out evaluation ...")
-    held = heldout_metrics(out_dir, seed=cfg.seed + 9)
+    held = heldout_metrics(out_dir, n=n_heldout, seed=cfg.seed + 9)
     write_model_card(out_dir, command or f"scoreband train --out {out_dir}", report, calib,
                      held)
     return {"report": report, "calibration": calib, "heldout": held}
