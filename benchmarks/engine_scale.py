@@ -30,7 +30,7 @@ COLS = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
             pred_scale="0,1")
 
 
-def make_table(path: Path, n: int, chunk: int = 500_000) -> int:
+def make_table(path: Path, n: int, chunk: int = 100_000) -> int:
     base = sb.read_table(sb.example_table())[["id", "median", "q05", "q95", "task"]]
     rng = np.random.default_rng(0)
     with ChunkWriter(path) as w:
