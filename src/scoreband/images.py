@@ -27,7 +27,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from scoreband.engine.cells import resolve_path
 
-__all__ = ["load_image", "decode_image", "to_rgb", "read_image_bytes", "image_digest",
+__all__ = ["load_image", "load_images", "thread_pool", "decode_image", "to_rgb", "read_image_bytes", "image_digest",
            "image_input", "MAX_PIXELS", "MAX_IMAGE_BYTES"]
 
 #: images above this many pixels are refused (a decompression bomb or a mistake)
@@ -130,6 +130,58 @@ def decode_image(source, size: int | None = None, base_dir=None) -> Image.Image:
     """Open, check and convert one image (a path, or the bytes of an image file) to RGB,
     resized to ``size`` x ``size`` (bicubic) when given. Raises ValueError with a reason
     a user can act on."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        return _decode(source, size, base_dir)
+
+
+def _bombs_are_errors() -> None:
+    """PIL's decompression-bomb warning as an error for the whole process, once: the
+    threads of :func:`load_images` cannot each scope it (``warnings.catch_warnings`` is not
+    thread-safe). Images above :data:`MAX_PIXELS` are refused before PIL's own limit."""
+    if not any(f[0] == "error" and f[2] is Image.DecompressionBombWarning
+               for f in warnings.filters):
+        warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
+
+
+def load_images(values, size: int | None, base_dir=None) -> list:
+    """:func:`load_image` of many cells at once, one per thread (PIL releases the GIL while
+    it decodes and resizes): each result is the uint8 array (``size`` given) or the RGB PIL
+    image at its own size (``size`` None), or the ValueError that image raised, in the
+    order given."""
+    _bombs_are_errors()
+
+    def one(v):
+        try:
+            im = _decode(v, size, base_dir)
+            return im if size is None else np.asarray(im, dtype=np.uint8)
+        except ValueError as e:
+            return e
+
+    values = list(values)
+    if len(values) < 2 or not PARALLEL:
+        return [one(v) for v in values]
+    return list(thread_pool().map(one, values))
+
+
+_POOL = None
+#: decode a batch's images in threads (off: one after another; benchmarks/clip_s_speed.py)
+PARALLEL = True
+
+
+def thread_pool():
+    """One worker thread per core, shared by the image work that releases the GIL
+    (decoding here, the CLIP preprocessing of :mod:`scoreband.backbones.dual`)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1),
+                                   thread_name_prefix="scoreband-images")
+    return _POOL
+
+
+def _decode(source, size: int | None, base_dir) -> Image.Image:
     if isinstance(source, (bytes, bytearray)):
         if len(source) > MAX_IMAGE_BYTES:
             raise ValueError(f"image data is above the {MAX_IMAGE_BYTES >> 20} MiB scoreband "
@@ -140,21 +192,19 @@ def decode_image(source, size: int | None = None, base_dir=None) -> Image.Image:
         _check_size(p)
         src = p
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(src) as im:
-                w, h = im.size
-                if w * h > MAX_PIXELS:
-                    raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
-                if size is not None and FAST_JPEG and im.format == "JPEG":
-                    # libjpeg decodes at 1/2, 1/4 or 1/8 of the size for free (DCT
-                    # scaling): the smallest scale still holding size x size, then the one
-                    # bicubic resize below (benchmarks/decode.py: speed and differences)
-                    im.draft(None, (size, size))
-                im.load()
-                rgb = _rgb_sized(im, size)
-                if size is None:
-                    rgb = rgb.copy()  # outlives the file it was read from
+        with Image.open(src) as im:
+            w, h = im.size
+            if w * h > MAX_PIXELS:
+                raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
+            if size is not None and FAST_JPEG and im.format == "JPEG":
+                # libjpeg decodes at 1/2, 1/4 or 1/8 of the size for free (DCT scaling):
+                # the smallest scale still holding size x size, then the one bicubic
+                # resize below (benchmarks/decode.py: speed and differences)
+                im.draft(None, (size, size))
+            im.load()
+            rgb = _rgb_sized(im, size)
+            if size is None:
+                rgb = rgb.copy()  # outlives the file it was read from
     except ValueError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError,

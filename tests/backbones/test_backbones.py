@@ -290,3 +290,45 @@ def _a_folder_of_before_version_2_still_loads(out, meta, tables):
     a = Scorer.load(out).predict(ims, list(df["caption"]))
     b = Scorer.load(old).predict(ims, list(df["caption"]))
     np.testing.assert_allclose(a.quantiles, b.quantiles, atol=1e-6)
+
+
+def test_clip_preprocessing_in_threads_equals_the_processor(models, tmp_path):
+    """CLIP's preprocessing run by scoreband (threads, the same PIL resize) gives the
+    processor's pixels to 1e-6 on PNG, JPEG, WebP, grey, RGBA and odd-sized images, and
+    CLIP-S scores equal to 1e-5 with the fast paths on or off; decoding in threads keeps
+    the rows' order and each bad file's own error."""
+    import scoreband.backbones.dual as dual
+    import scoreband.images as images
+    from scoreband.backbones import load_backbone
+    from scoreband.scorers.scoring import score_any
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for i, (h, w, mode, fmt) in enumerate([(480, 640, "RGB", "png"), (640, 480, "RGB", "jpg"),
+                                           (33, 77, "L", "png"), (300, 301, "RGBA", "png"),
+                                           (225, 1000, "RGB", "webp"), (32, 32, "RGB", "png")]):
+        a = rng.integers(0, 255, (h, w, {"L": 1, "RGB": 3, "RGBA": 4}[mode])).astype(np.uint8)
+        f = tmp_path / f"im{i}.{fmt}"
+        Image.fromarray(a[..., 0] if mode == "L" else a, mode).save(f)
+        rows.append({"image": str(f), "caption": f"a red circle number {i}"})
+    (tmp_path / "bad.png").write_text("not an image")
+    rows.insert(2, {"image": str(tmp_path / "bad.png"), "caption": "a red circle"})
+    bb = load_backbone(f"hf:{models['clip']}")
+    ims = [images.decode_image(r["image"]) for r in rows if "bad" not in r["image"]]
+    ref = bb.processor.image_processor(images=ims, return_tensors="pt")["pixel_values"]
+    assert bb._clip_steps() is not None
+    assert float((bb.preprocess(ims) - ref).abs().max()) < 1e-6
+    loaded = images.load_images([r["image"] for r in rows], None)
+    assert isinstance(loaded[2], ValueError) and "not a readable image" in str(loaded[2])
+    assert [im.size for im in loaded if not isinstance(im, ValueError)] == [
+        im.size for im in ims]
+    df = pd.DataFrame(rows)
+    fast = score_any(df, scorer="clip-s", backbone=f"hf:{models['clip']}")["table"]
+    try:
+        images.PARALLEL, dual.FAST_CLIP = False, False
+        slow = score_any(df, scorer="clip-s", backbone=f"hf:{models['clip']}")["table"]
+    finally:
+        images.PARALLEL, dual.FAST_CLIP = True, True
+    assert fast["score_error"].fillna("").tolist() == slow["score_error"].fillna("").tolist()
+    assert fast["score_error"].fillna("").astype(bool).sum() == 1
+    np.testing.assert_allclose(fast["clip_s"], slow["clip_s"], atol=1e-5, equal_nan=True)

@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pandas as pd
-from PIL import Image
 
 from scoreband.backbones import load_backbone
 from scoreband.bands import BAND_COLUMNS, band_values
@@ -20,7 +19,12 @@ from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
-from scoreband.images import MAX_PIXELS, image_digest, load_image  # noqa: F401  (re-exported)
+from scoreband.images import (  # noqa: F401  (load_image, MAX_PIXELS re-exported)
+    MAX_PIXELS,
+    image_digest,
+    load_image,
+    load_images,
+)
 from scoreband.scorers.scorer import Scorer
 from scoreband.world import make_dataset
 
@@ -49,18 +53,21 @@ def _usable_rows(stage, df, positions, size):
     the rest (``error`` says why). ``size``: images as arrays of that size; None: PIL
     images at their own size."""
     good, imgs, texts, bad = [], [], [], {}
+    with_text = []
     for i in positions:
         text = cell_text(df, stage.text_col, i)
         if text is None:
             bad[i] = {"error": f"{stage.text_col}: empty caption"}
-            continue
-        try:
-            arr = load_image(df[stage.image_col].iloc[i], size, stage.base_dir)
-        except ValueError as err:
-            bad[i] = {"error": f"{stage.image_col}: {err}"}
+        else:
+            with_text.append((i, text))
+    cells = [df[stage.image_col].iloc[i] for i, _ in with_text]
+    for (i, text), arr in zip(with_text, load_images(cells, size, stage.base_dir),
+                              strict=True):
+        if isinstance(arr, ValueError):
+            bad[i] = {"error": f"{stage.image_col}: {arr}"}
             continue
         good.append(i)
-        imgs.append(arr if size is not None else Image.fromarray(arr))
+        imgs.append(arr)  # an array at the model's size, or a PIL image (size None)
         texts.append(text)
     return good, imgs, texts, bad
 
