@@ -4,7 +4,9 @@ rate measured in the same run.
     python benchmarks/scorer_roofline.py [--model embedded:default] [--batch 64]
 
 Target (issue 3): >= 40 % of the matmul rate at batch 64. FLOPs per pair come from the
-model's own count of its matmuls and convolutions (``flops_per_pair``).
+model's own count of its matmuls and convolutions (``flops_per_pair``). With the ``onnx``
+extra it also prints a whole scoring pass (representation and image embedding) in eager
+torch and through ONNX Runtime (``score --runtime onnx``), in the same run.
 """
 
 from __future__ import annotations
@@ -61,6 +63,26 @@ def main() -> None:
     big_rate = 2 * 1024**3 / t_big
     achieved = flops / t
     print(f"batch {a.batch}: {a.batch / t:,.0f} pairs/s, {achieved / 1e9:.2f} GFLOP/s achieved")
+    @torch.inference_mode()
+    def fwd_both():  # what one scoring pass computes: representation + image embedding
+        head(m(px, ids))
+        m.image_embedding(px)
+
+    t_both = rate(fwd_both, 5)  # measured before ONNX Runtime's threads exist
+    # the same scoring pass through ONNX Runtime (score --runtime onnx), when installed
+    if bb.use_runtime("onnx") == "onnx":
+        sess = bb._session
+        feed = {"px": px.numpy(), "ids": ids.numpy()}
+
+        @torch.inference_mode()
+        def fwd_onnx():
+            head(torch.from_numpy(sess.run(None, feed)[0]))
+
+        t_onnx = rate(fwd_onnx, 5)
+        print(f"a scoring pass (representation + image embedding): eager "
+              f"{a.batch / t_both:,.0f} pairs/s, ONNX Runtime {a.batch / t_onnx:,.0f} "
+              f"pairs/s ({t_both / t_onnx:.2f}x eager)")
+        bb.use_runtime("eager")
     print(f"torch matmul at the model's shapes: {mm_rate / 1e9:.2f} GFLOP/s -> "
           f"{achieved / mm_rate:.0%} of it (target >= 40 %)")
     print(f"torch 1024^2 matmul: {big_rate / 1e9:.2f} GFLOP/s -> {achieved / big_rate:.0%} of it")

@@ -194,3 +194,45 @@ def test_a_version_1_embedded_folder_loads_as_the_same_scorer(tmp_path):
     ds = make_dataset(20, 3)
     np.testing.assert_array_equal(was.predict(ds.images, ds.captions).quantiles,
                                   new.predict(ds.images, ds.captions).quantiles)
+
+
+def test_the_embedded_scorer_through_onnx_runtime_equals_eager(tmp_path, monkeypatch):
+    """``runtime="onnx"`` (score --runtime onnx): the encoder exported and run by ONNX
+    Runtime gives eager torch's quantiles and embeddings within 1e-5; where it cannot run
+    (the extra missing) the scorer warns and stays eager; a bad name is refused."""
+    import warnings
+
+    import scoreband.backbones.embedded as emb
+    from scoreband.errors import InputError
+    from scoreband.scorers.scorer import Scorer
+
+    pytest.importorskip("onnxruntime")
+    ds = make_dataset(40, 5)
+    eager = Scorer.load("embedded:default").predict_heads(ds.images, ds.captions)
+    fast = Scorer.load("embedded:default", runtime="onnx")
+    assert fast.runtime == "onnx"
+    got = fast.predict_heads(ds.images, ds.captions)
+    for k in eager:
+        np.testing.assert_allclose(got[k].quantiles, eager[k].quantiles, atol=1e-5)
+    np.testing.assert_allclose(got["chained_ci"].embedding, eager["chained_ci"].embedding,
+                               atol=1e-5)
+
+    def missing(model):
+        raise ImportError("no onnxruntime", name="onnxruntime")
+
+    monkeypatch.setattr(emb, "_onnx_session", missing)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert Scorer.load("embedded:default", runtime="onnx").runtime == "eager"
+    assert any('pip install "scoreband[onnx]"' in str(x.message) for x in w)
+    with pytest.raises(InputError, match="choose eager or onnx"):
+        Scorer.load("embedded:default", runtime="tensorrt")
+    monkeypatch.undo()
+    df = make_dataset(6, 3).to_frame(tmp_path / "imgs")
+    df.to_csv(tmp_path / "pairs.csv", index=False)
+    out = tmp_path / "scored.csv"
+    r = runner.invoke(app, ["score", str(tmp_path / "pairs.csv"), "--runtime", "onnx",
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    prov = json.loads((tmp_path / "scored.csv.provenance.json").read_text())
+    assert prov["components"]["backbone"]["runtime"] == "onnx"

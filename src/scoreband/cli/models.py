@@ -187,6 +187,10 @@ def score(
     dtype: Annotated[str | None, typer.Option(
         "--dtype", help="Backbone precision: float32 | bfloat16 | float16 (default: the "
                         "model's); heads and similarities run in float32.")] = None,
+    runtime: Annotated[str, typer.Option(
+        "--runtime",
+        help="eager | onnx: the embedded models' encoder through ONNX Runtime (about 1.5x; "
+             "needs scoreband[onnx], else eager with a warning).")] = "eager",
     **engine_opts,
 ):
     """Score image/caption pairs: median and calibrated 90 % band per row.
@@ -208,6 +212,8 @@ def score(
     """
     kw = dict(model=model, backbone=backbone, scorer=scorer, image_col=image_col,
               text_col=text_col, batch_size=batch_size, device=device, dtype=dtype)
+    if runtime != "eager":
+        kw["runtime"] = runtime
     run, stage = run_stage(table, out, "scoreband.scorers.scoring:score_stage", kw,
                            engine_opts, error_column="score_error" if scorer else "band_error")
     if run.reused:

@@ -80,6 +80,8 @@ class Scorer:
         self.input_size = getattr(backbone, "input_size", None)
         #: rows per backbone pass by default
         self.batch_size = getattr(backbone, "batch_size", 32)
+        #: how the backbone runs: eager torch, or onnx (ONNX Runtime)
+        self.runtime = "eager"
         self.last_truncated = np.zeros(0, dtype=bool)
         self.last_counts = np.zeros(0, dtype=int)
 
@@ -121,10 +123,24 @@ class Scorer:
 
     @classmethod
     def load(cls, source="embedded:default", *, backbone=None, device: str = "cpu",
-             dtype: str | None = None) -> Scorer:
+             dtype: str | None = None, runtime: str = "eager") -> Scorer:
         """A model folder, or ``embedded:default`` for the bundled model. ``backbone``: an
         already loaded backbone to put the heads on (its weights are checked against the
-        folder's); ``device`` / ``dtype`` for a registered backbone loaded here."""
+        folder's); ``device`` / ``dtype`` for a registered backbone loaded here;
+        ``runtime`` ``"onnx"``: the embedded encoder through ONNX Runtime (falls back to
+        eager torch, with a warning, where it cannot run)."""
+        scorer = cls._load(source, backbone=backbone, device=device, dtype=dtype)
+        if runtime != "eager":
+            use = getattr(scorer.backbone, "use_runtime", None)
+            if use is None:
+                raise InputError(f"`runtime` {runtime!r} is for the embedded models; "
+                                 f"{scorer.backbone.name} runs in torch")
+            scorer.runtime = use(runtime)
+        return scorer
+
+    @classmethod
+    def _load(cls, source, *, backbone=None, device: str = "cpu",
+              dtype: str | None = None) -> Scorer:
         s = str(source)
         if s.startswith("embedded:"):
             resolve_backbone(s)  # errors list the choices
@@ -226,11 +242,14 @@ class Scorer:
                 raise InputError(f"unknown head {h!r}; available: {', '.join(self.heads.heads)}")
         qs: dict[str, list] = {h: [] for h in heads}
         emb, trunc, counts = [], [], []
+        both = getattr(self.backbone, "represent_and_embed", None)  # one pass, one graph
         for px, tb, tr, ct in self._batches(images, texts, batch_size):
-            rep = self.backbone.represent(px, tb).float().cpu()
+            rep, e = both(px, tb) if both else (self.backbone.represent(px, tb),
+                                                 self.backbone.image_embedding(px))
+            rep = rep.float().cpu()
             for h in heads:
                 qs[h].append(self.heads.heads[h](rep))
-            emb.append(self.backbone.image_embedding(px).float().cpu())
+            emb.append(e.float().cpu())
             trunc.append(tr)
             counts.append(ct)
         self.last_truncated = np.concatenate(trunc) if trunc else np.zeros(0, dtype=bool)

@@ -32,10 +32,10 @@ __all__ = ["load_image", "score_table", "score_stage", "score_any", "MAX_PIXELS"
            "ScoreStage", "ClipSStage"]
 
 
-def _scorer_with_calibrator(model, device: str = "cpu", dtype=None):
+def _scorer_with_calibrator(model, device: str = "cpu", dtype=None, runtime: str = "eager"):
     """The scorer, its calibrator (checked against the scorer's fingerprint), the
     calibrator document and the file's hash (part of every journal key)."""
-    scorer = Scorer.load(model, device=device, dtype=dtype)
+    scorer = Scorer.load(model, device=device, dtype=dtype, runtime=runtime)
     cal_path = scorer.path / "calibrator.json"
     if not cal_path.exists():
         raise InputError(f"model {str(model)!r} has no calibrator.json; run `scoreband train` "
@@ -109,10 +109,11 @@ class ScoreStage(_PairStage):
     flags = ("band_truncated", "band_ood")
 
     def __init__(self, model="embedded:default", *, image_col="image", text_col="caption",
-                 batch_size=256, base_dir=None, device="cpu", dtype=None):
+                 batch_size=256, base_dir=None, device="cpu", dtype=None, runtime="eager"):
         super().__init__(image_col, text_col, batch_size, base_dir)
         self.model = model
-        self.scorer, self.cal, doc, cal_sha = _scorer_with_calibrator(model, device, dtype)
+        self.scorer, self.cal, doc, cal_sha = _scorer_with_calibrator(model, device, dtype,
+                                                                      runtime)
         self.calibrator = self.scorer.path / "calibrator.json"
         self.head = doc.get("inputs", {}).get("head", "chained_ci")
         self.fingerprint, self.setup = self.scorer.fingerprint, (cal_sha, self.head)
@@ -162,7 +163,8 @@ class ScoreStage(_PairStage):
         return {"shift": shift_alarm(None if self.ref is None else self.ref[1], emb)}
 
     def components(self):
-        return {"backbone": self.scorer.backbone.describe(),
+        return {"backbone": {**self.scorer.backbone.describe(),
+                             "runtime": self.scorer.runtime},
                 "scorer_fingerprint": self.fingerprint, "model": str(self.model)}
 
 
@@ -293,10 +295,12 @@ class ClipSStage(_PairStage):
 
 def score_stage(*, model=None, backbone: str = "embedded:default", scorer: str | None = None,
                 image_col: str = "image", text_col: str = "caption", batch_size: int = 256,
-                base_dir=None, device: str = "cpu", dtype=None) -> _PairStage:
+                base_dir=None, device: str = "cpu", dtype=None,
+                runtime: str = "eager") -> _PairStage:
     """The stage for what was asked: a point scorer (``scorer="clip-s"`` on a dual encoder),
     a model trained on a registered backbone, or a quantile scorer (the bundled one by
-    default). Its ``error_column``, ``components()`` and ``calibrator`` file say the rest."""
+    default; ``runtime`` ``"onnx"`` runs an embedded model through ONNX Runtime). Its
+    ``error_column``, ``components()`` and ``calibrator`` file say the rest."""
     if batch_size < 1:
         raise InputError(f"`batch_size` must be >= 1, got {batch_size}")
     kw = dict(image_col=image_col, text_col=text_col, base_dir=base_dir)
@@ -305,6 +309,8 @@ def score_stage(*, model=None, backbone: str = "embedded:default", scorer: str |
             raise InputError(f"`scorer` {scorer!r}: the only point scorer is clip-s")
         if model is not None:
             raise InputError("`scorer` clip-s uses `backbone`, not `model`")
+        if runtime != "eager":
+            raise InputError(f"`runtime` {runtime!r} is for the embedded models, not clip-s")
         st = ClipSStage(backbone, batch_size=min(batch_size, 64), device=device,
                         dtype=dtype or "float32", **kw)
         st.calibrator = None
@@ -314,7 +320,7 @@ def score_stage(*, model=None, backbone: str = "embedded:default", scorer: str |
                          "(scoreband train TABLE --backbone ... --out DIR, then --model "
                          "DIR), or use `scorer` clip-s")
     return ScoreStage(str(model) if model else backbone, batch_size=batch_size,
-                      device=device, dtype=dtype, **kw)
+                      device=device, dtype=dtype, runtime=runtime, **kw)
 
 
 def score_any(df: pd.DataFrame, *, journal=None, progress=None, **kw) -> dict:
