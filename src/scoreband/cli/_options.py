@@ -119,6 +119,10 @@ def with_options(options: dict):
     return add
 
 
+#: the prediction columns a saved calibrator recorded, overridable by recalibrate and apply
+PREDICTION_OVERRIDES = {"median": (MedianOpt, None), "lo": (LoOpt, None), "hi": (HiOpt, None)}
+
+
 def split_options(opts: dict) -> tuple[dict, dict]:
     """``(columns, calibration config)`` for :mod:`scoreband.api` from the shared options."""
     cols = {k: opts[k] for k in COLUMN_KEYS}

@@ -24,11 +24,9 @@ from scoreband.cli._app import (
 from scoreband.cli._options import (
     CALIBRATION_OPTIONS,
     ENGINE_OPTIONS,
+    PREDICTION_OVERRIDES,
     GroupsOpt,
-    HiOpt,
     HtmlOpt,
-    LoOpt,
-    MedianOpt,
     NRatingsOpt,
     RatingsOpt,
     ScorerOpt,
@@ -183,6 +181,7 @@ def calibrate(
 # ------------------------------------------------------------------ recalibrate
 @app.command()
 @guard
+@with_options(PREDICTION_OVERRIDES)
 def recalibrate(
     calibrator: Annotated[Path, typer.Argument(help="Calibrator JSON to start from (its "
                                                     "fitted model is kept).")],
@@ -192,9 +191,6 @@ def recalibrate(
     target: TargetOpt = None,
     ratings: RatingsOpt = None,
     n_ratings: NRatingsOpt = None,
-    median: MedianOpt = None,
-    lo: LoOpt = None,
-    hi: HiOpt = None,
     plan: Annotated[float | None, typer.Option(
         "--plan", min=0.001, max=0.5,
         help="Say how many labeled rows keep the coverage within this slack of the target "
@@ -202,6 +198,7 @@ def recalibrate(
     delta: Annotated[float, typer.Option(
         "--delta", callback=open_unit,
         help="Probability that the guarantee may fail over the draw of the labels.")] = 0.1,
+    **predictions,
 ):
     """Adapt a calibrator to a new domain from a few labeled rows: keep its fitted model
     (CQR's regressor, CHR's histogram, CRC's omega, auto's choice, a map) and redo only the
@@ -224,7 +221,7 @@ def recalibrate(
     if out is None:
         fail("`out`: give the new calibrator's file (--out NEW.json)")
     fit = api.recalibrate(calibrator, table, columns=dict(target=target, ratings=ratings,
-                                                          median=median, lo=lo, hi=hi),
+                                                          **predictions),
                           n_ratings=n_ratings, delta=delta, on_warning=warn)
     report_rows(fit.errors, fit.inputs["recalibration"]["n_labeled"] + len(fit.errors))
     fit.save(out)
@@ -250,16 +247,13 @@ def _print_plan(rows: list[dict], plan: float, alpha: float, need: int) -> None:
 # ------------------------------------------------------------------ apply
 @app.command()
 @guard
-@with_options(ENGINE_OPTIONS)
+@with_options({**PREDICTION_OVERRIDES, **ENGINE_OPTIONS})
 def apply(
     table: Table_,
     calibrator: Annotated[Path, typer.Option("--calibrator", help="Calibrator JSON from "
                                                                   "`scoreband calibrate`.")],
     out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
                                                     "column kept).")],
-    median: MedianOpt = None,
-    lo: LoOpt = None,
-    hi: HiOpt = None,
     groups: GroupsOpt = None,
     scorer_id: ScorerOpt = None,
     n_ratings: Annotated[int | None, typer.Option(
@@ -276,7 +270,7 @@ def apply(
 
     Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
     """
-    cols = dict(median=median, lo=lo, hi=hi, groups=groups)
+    cols = {**{k: engine_opts.pop(k) for k in PREDICTION_OVERRIDES}, "groups": groups}
     kw = {"calibrator": str(calibrator), "columns": cols, "scorer_id": scorer_id,
           "n_ratings": n_ratings}
     if check_engine(engine_opts):  # an actor reads the calibrator from its text, checked here
