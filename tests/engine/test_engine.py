@@ -75,8 +75,12 @@ def test_chunk_writer_leaves_nothing_on_failure(tmp_path):
 
 def test_streamed_apply_memory_is_bounded(fitted, tmp_path):
     """A 2.5-million-row Parquet table (about 340 MB as a DataFrame) applied in a child
-    process whose peak resident memory (VmHWM; ru_maxrss would carry the parent's over exec)
-    is measured: it stays below the table's in-memory size."""
+    process: what the apply adds to the process's resident memory at its peak (VmHWM after
+    it, less VmRSS once the imports are done; ru_maxrss would carry the parent's over exec)
+    stays well below the table's in-memory size - holding the table would take all of it.
+    The imports are left out because their size is the interpreter's, not the table's: where
+    no bytecode is cached (PYTHONDONTWRITEBYTECODE), importing pandas alone costs 30 MB more
+    while it compiles."""
     d, new = fitted
     good = new.assign(median=pd.to_numeric(new["median"], errors="coerce")).dropna()
     big = pd.concat([good] * 2500, ignore_index=True)
@@ -84,15 +88,18 @@ def test_streamed_apply_memory_is_bounded(fitted, tmp_path):
     big.to_parquet(src)
     in_memory = big.memory_usage(deep=True).sum()
     del big
-    code = ("import scoreband.api as sb; "
-            f"sb.apply_file({str(src)!r}, {str(d / 'crc.json')!r}, {str(tmp_path / 'o.parquet')!r},"
-            " chunk_rows=50_000); "
-            "print([ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0])")
+    code = ("import scoreband.api as sb\n"
+            "def kb(key): return [int(ln.split()[1]) for ln in open('/proc/self/status')\n"
+            "                     if ln.startswith(key)][0]\n"
+            "base = kb('VmRSS')\n"
+            f"sb.apply_file({str(src)!r}, {str(d / 'crc.json')!r}, "
+            f"{str(tmp_path / 'o.parquet')!r}, chunk_rows=50_000)\n"
+            "print(kb('VmHWM') - base)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    peak = int(r.stdout.split()[-2]) * 1024  # "VmHWM:  123456 kB"
-    assert peak < in_memory, (peak / 1e6, in_memory / 1e6)
+    grown = int(r.stdout.split()[-1]) * 1024
+    assert grown < 0.75 * in_memory, (grown / 1e6, in_memory / 1e6)
     assert sum(1 for _ in iter_chunks(tmp_path / "o.parquet", 500_000)) >= 3
 
 
