@@ -122,9 +122,9 @@ class ApplyStage(Stage):
             self.source = None if source is None else Path(source)
         else:
             self.source = Path(calibrator)
-            self.cal, self.doc = load_calibrator(self.source, scorer_fingerprint=scorer_id)
+            self.cal, self.doc = load_calibrator(self.source)
+        # one scorer check for a file and a pair alike (the table's column: at frame())
         check_scorer(self.doc, scorer_id, self.source or "the calibrator")
-        self.scorer_id = scorer_id
         self.recorded = dict(self.doc.get("inputs", {}))
         self.overrides = {k: v for k, v in (columns or {}).items() if v is not None}
         self.n_ratings = n_ratings
