@@ -1,12 +1,18 @@
-"""Image decoding for the scorers: images/s on one core for today's path (full decode, then
-one bicubic resize), the fast path (JPEG DCT scaling with PIL's ``draft``, then the resize),
-and the floor (a bare full libjpeg decode of the same files, no resize), in one run; and how
-far the fast path's pixels and the bundled model's scores move.
+"""Image decoding for the scorers: images/s on one core, in one run, for
 
-    python benchmarks/decode.py [--n 200] [--sizes 640x480,1600x1200] [--to 64,224]
+* today: the path before issue 25 (PIL's full decode, then PIL's bicubic resize),
+* draft: the first step of issue 25 (PIL's ``draft`` DCT scaling, then PIL's resize),
+* fast: scoreband now (``images.load_image``: libjpeg-turbo's DCT scaling through
+  simplejpeg, then torch's vectorised PIL-bicubic resize),
+* floor: a bare libjpeg-turbo decode of the same files at full size (simplejpeg, no
+  resize, no checks), and the bare decode at the reduced scale the fast path uses;
+
+and how far the fast path's pixels and the bundled model's scores move from today's.
+
+    python benchmarks/decode.py [--n 100] [--sizes 640x480,1600x1200] [--to 64,224]
 
 The files are photo-like JPEGs (smooth gradients, shapes and noise; quality 90) written to a
-temporary folder; PNG and WebP files are decoded unchanged (DCT scaling is JPEG's alone).
+temporary folder.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw
+import simplejpeg
+from PIL import Image, ImageDraw, ImageOps
 
 import scoreband.images as images
 
@@ -47,9 +54,33 @@ def rate(paths, fn, repeats: int = 3) -> float:
     return len(paths) / best
 
 
-def floor(p):
+def today(p, size):
+    """The decode before issue 25: full decode, orientation, RGB, PIL bicubic."""
     with Image.open(p) as im:
         im.load()
+        rgb = images.to_rgb(ImageOps.exif_transpose(im))
+        return np.asarray(rgb.resize((size, size), Image.Resampling.BICUBIC))
+
+
+def draft(p, size):
+    """The first step of issue 25: PIL's draft (DCT scaling), then PIL bicubic."""
+    with Image.open(p) as im:
+        im.draft(None, (size, size))
+        im.load()
+        rgb = images.to_rgb(ImageOps.exif_transpose(im))
+        return np.asarray(rgb.resize((size, size), Image.Resampling.BICUBIC))
+
+
+def floor(p):
+    simplejpeg.decode_jpeg(Path(p).read_bytes())
+
+
+def scaled_floor(p, size):
+    data = Path(p).read_bytes()
+    with Image.open(p) as im:
+        w, h = im.size
+    s = next(s for s in (8, 4, 2, 1) if s == 1 or min(w, h) // s >= size)
+    simplejpeg.decode_jpeg(data, min_width=-(-w // s), min_height=-(-h // s))
 
 
 def main() -> None:
@@ -67,8 +98,9 @@ def main() -> None:
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     tmp = Path(tempfile.mkdtemp())
-    print(f"{'file':>10s} {'to':>4s} {'today/s':>8s} {'fast/s':>8s} {'floor/s':>8s} "
-          f"{'fast/today':>10s} {'floor/fast':>10s} {'max |px|':>8s} {'mean |px|':>9s}")
+    print(f"{'file':>10s} {'to':>4s} {'today/s':>8s} {'draft/s':>8s} {'fast/s':>8s} "
+          f"{'floor/s':>8s} {'scaled/s':>8s} {'fast/today':>10s} {'floor/fast':>10s} "
+          f"{'max |px|':>8s} {'mean |px|':>9s}")
     for wh in a.sizes.split(","):
         w, h = map(int, wh.split("x"))
         paths = []
@@ -77,17 +109,17 @@ def main() -> None:
             photo(rng, w, h).save(p, quality=90)
             paths.append(p)
         for size in map(int, a.to.split(",")):
-            images.FAST_JPEG = False
-            today = rate(paths, lambda p, s=size: images.load_image(p, s))
-            ref = [images.load_image(p, size).astype(int) for p in paths[:20]]
-            images.FAST_JPEG = True
-            fast = rate(paths, lambda p, s=size: images.load_image(p, s))
-            new = [images.load_image(p, size).astype(int) for p in paths[:20]]
-            fl = rate(paths, floor)
-            diff = np.abs(np.stack(ref) - np.stack(new))
-            print(f"{wh:>10s} {size:4d} {today:8.0f} {fast:8.0f} {fl:8.0f} "
-                  f"{fast / today:10.2f} {fl / fast:10.2f} {diff.max():8d} "
-                  f"{diff.mean():9.2f}", flush=True)
+            t_today = rate(paths, lambda p, s=size: today(p, s))
+            t_draft = rate(paths, lambda p, s=size: draft(p, s))
+            t_fast = rate(paths, lambda p, s=size: images.load_image(p, s))
+            t_floor = rate(paths, floor)
+            t_scaled = rate(paths, lambda p, s=size: scaled_floor(p, s))
+            ref = np.stack([today(p, size).astype(int) for p in paths[:20]])
+            new = np.stack([images.load_image(p, size).astype(int) for p in paths[:20]])
+            diff = np.abs(ref - new)
+            print(f"{wh:>10s} {size:4d} {t_today:8.0f} {t_draft:8.0f} {t_fast:8.0f} "
+                  f"{t_floor:8.0f} {t_scaled:8.0f} {t_fast / t_today:10.2f} "
+                  f"{t_floor / t_fast:10.2f} {diff.max():8d} {diff.mean():9.2f}", flush=True)
     # the bundled model's scores on 640x480 JPEGs, today's decode against the fast one
     from scoreband.scorers import load_scorer
 
@@ -96,8 +128,8 @@ def main() -> None:
     caps = ["a red circle"] * len(paths)
     out = {}
     for fast in (False, True):
-        images.FAST_JPEG = fast
-        imgs = np.stack([images.load_image(p, scorer.input_size) for p in paths])
+        load = images.load_image if fast else today
+        imgs = np.stack([load(p, scorer.input_size) for p in paths])
         out[fast] = scorer.predict(imgs, caps).median
     d = np.abs(out[True] - out[False])
     print(f"bundled model, 64 JPEGs 640x480: |median fast - today| max {d.max():.4f}, "

@@ -179,16 +179,29 @@ def test_evaluate_and_calibrate_read_only_the_columns_they_use(tmp_path, suffix)
     assert needed_columns(tmp_path / "t.jsonl", spec) is None  # JSONL: read whole
 
 
-def test_fast_jpeg_decoding_stays_within_its_tolerance(tmp_path, monkeypatch):
-    """JPEGs decoded at a reduced DCT scale, then resized: pixels within a mean of 1.5
-    grey levels of the full decode + resize, the bundled model's medians within 0.01 of
-    [0, 1]; PNG and WebP files are decoded exactly as before."""
+def _today(p, size):
+    """The decode before issue 25, the reference: PIL's full decode, PIL's bicubic."""
+    from PIL import ImageOps
+
+    import scoreband.images as images
+
+    with Image.open(p) as im:
+        im.load()
+        rgb = images.to_rgb(ImageOps.exif_transpose(im))
+        return np.asarray(rgb.resize((size, size), Image.Resampling.BICUBIC)).astype(int)
+
+
+def test_fast_decoding_stays_within_its_tolerance(tmp_path):
+    """JPEGs decoded at a reduced DCT scale, then resized by torch's PIL-bicubic kernel:
+    pixels within a mean of 1.5 grey levels of PIL's full decode + PIL's resize; PNG and
+    WebP (full decode, only the resize kernel differs) within 4 levels everywhere and 0.3
+    on average; the bundled model's medians within 0.01 of [0, 1]."""
     import scoreband.images as images
     from scoreband.scorers import load_scorer
 
     rng = np.random.default_rng(0)
     files = []
-    for k, (w, h) in enumerate([(640, 480), (1024, 768), (300, 500)]):
+    for k, (w, h) in enumerate([(640, 480), (1024, 768), (300, 500), (97, 61)]):
         y, x = np.mgrid[0:h, 0:w] / max(w, h)
         a = np.stack([np.sin(5 * x), np.cos(4 * y), np.sin(3 * (x + y))], -1) * 100 + 128
         a = np.clip(a + rng.normal(0, 10, a.shape), 0, 255).astype(np.uint8)
@@ -198,17 +211,83 @@ def test_fast_jpeg_decoding_stays_within_its_tolerance(tmp_path, monkeypatch):
             files.append(p)
     scorer = load_scorer("embedded:default")
     for size in (64, 224):
-        monkeypatch.setattr(images, "FAST_JPEG", False)
-        full = [images.load_image(p, size).astype(int) for p in files]
-        monkeypatch.setattr(images, "FAST_JPEG", True)
-        fast = [images.load_image(p, size).astype(int) for p in files]
-        for p, a, b in zip(files, full, fast, strict=True):
+        ref = [_today(p, size) for p in files]
+        new = [images.load_image(p, size).astype(int) for p in files]
+        for p, a, b in zip(files, ref, new, strict=True):
+            d = np.abs(a - b)
             if p.suffix == ".jpg":
-                assert np.abs(a - b).mean() <= 1.5, (p, size)
+                assert d.mean() <= 1.5, (p, size)
             else:
-                assert (a == b).all(), p
+                assert d.max() <= 4 and d.mean() <= 0.3, (p, size, d.max(), d.mean())
         if size == scorer.input_size:
             caps = ["a red circle"] * len(files)
-            m_full = scorer.predict(np.stack(full).astype(np.uint8), caps).median
-            m_fast = scorer.predict(np.stack(fast).astype(np.uint8), caps).median
-            assert np.abs(m_full - m_fast).max() <= 0.01
+            m_ref = scorer.predict(np.stack(ref).astype(np.uint8), caps).median
+            m_new = scorer.predict(np.stack(new).astype(np.uint8), caps).median
+            assert np.abs(m_ref - m_new).max() <= 0.01
+
+
+def test_resize_kernel_matches_pil_bicubic():
+    """resize_square (torch's vectorised antialiased bicubic) against PIL's BICUBIC on
+    photo-like images of random sizes, shrinking, growing and both: within 4 grey levels,
+    0.3 on average. (Both run the same filter in two passes, each rounded and clipped to
+    8 bits; PIL picks which pass goes first, torch always goes horizontal first, so pure
+    noise, whose overshoots are clipped, can differ by more at a few pixels.)"""
+    import scoreband.images as images
+
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        h, w = (int(v) for v in rng.integers(1, 700, 2))
+        size = int(rng.integers(1, 300))
+        y, x = np.mgrid[0:h, 0:w] / max(w, h)
+        a = np.stack([np.sin(5 * x + rng.uniform(0, 6)), np.cos(4 * y), np.sin(3 * (x + y))],
+                     -1) * 100 + 128
+        a = np.clip(a + rng.normal(0, 10, a.shape), 0, 255).astype(np.uint8)
+        ref = np.asarray(Image.fromarray(a).resize((size, size), Image.Resampling.BICUBIC))
+        got = images.resize_square(a, size)
+        assert got.shape == (size, size, 3) and got.dtype == np.uint8
+        d = np.abs(ref.astype(int) - got.astype(int))
+        assert d.max() <= 4 and d.mean() <= 0.3, (h, w, size, d.max(), d.mean())
+
+
+def test_reduced_jpeg_decode_equals_pils_draft(tmp_path, monkeypatch):
+    """simplejpeg's scaled decode gives PIL's ``draft`` pixels exactly (random sizes and
+    targets, greyscale, EXIF-rotated); without simplejpeg the PIL path gives the same
+    arrays; CMYK JPEGs and truncated files go through PIL and keep its verdicts."""
+    import io as _io
+    import sys
+
+    from PIL import ImageOps
+
+    import scoreband.images as images
+
+    rng = np.random.default_rng(5)
+    for k in range(25):
+        w, h = (int(v) for v in rng.integers(8, 1300, 2))
+        need = int(rng.integers(8, 400))
+        mode = "L" if k % 5 == 0 else "RGB"
+        a = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        im = Image.fromarray(a).convert(mode)
+        buf = _io.BytesIO()
+        exif = Image.Exif()
+        if k % 3 == 0:
+            exif[0x0112] = int(rng.integers(2, 9))
+        im.save(buf, "JPEG", quality=85, exif=exif.tobytes())
+        data = buf.getvalue()
+        with Image.open(_io.BytesIO(data)) as ref:
+            ref.draft(None, (need, need))
+            ref_a = np.asarray(images.to_rgb(ImageOps.exif_transpose(ref)))
+        got = images.load_images([data, data], None, min_edge=need)[0]
+        assert np.array_equal(np.asarray(got), ref_a), (w, h, need, mode)
+        sized = images.load_image(data, 57)
+        monkeypatch.setitem(sys.modules, "simplejpeg", None)  # import fails: PIL's draft
+        assert np.array_equal(images.load_image(data, 57), sized)
+        monkeypatch.delitem(sys.modules, "simplejpeg")
+    cmyk = tmp_path / "cmyk.jpg"
+    Image.fromarray(rng.integers(0, 256, (80, 90, 4), dtype=np.uint8), "CMYK").save(cmyk)
+    assert images.load_image(cmyk, 32).shape == (32, 32, 3)
+    whole = tmp_path / "whole.jpg"
+    Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)).save(whole)
+    torn = tmp_path / "torn.jpg"
+    torn.write_bytes(whole.read_bytes()[:5000])
+    with pytest.raises(ValueError, match="could not be decoded"):
+        images.load_image(torn, 64)
