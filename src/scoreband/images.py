@@ -39,6 +39,9 @@ __all__ = ["load_image", "load_images", "thread_pool", "decode_image", "to_rgb",
 MAX_PIXELS = 50_000_000
 #: image files above this many bytes are refused before they are read
 MAX_IMAGE_BYTES = 256 << 20
+#: decode JPEGs DCT-reduced where the model needs fewer pixels (off: at full size, as
+#: before issue 25; benchmarks/clip_s_speed.py)
+DCT_SCALING = True
 
 
 def _check_size(p: Path) -> int:
@@ -65,9 +68,13 @@ def _path(path, base_dir=None) -> Path:
 def read_image_bytes(path, base_dir=None) -> bytes:
     """The bytes of an image file (to upload it), refused above :data:`MAX_IMAGE_BYTES`."""
     p = _path(path, base_dir)
-    _check_size(p)
+    size = _check_size(p)
     with open(p, "rb") as f:
-        data = f.read(MAX_IMAGE_BYTES + 1)
+        # the size stat gave, plus one byte to see growth (a read of the cap itself
+        # allocated 256 MiB per image: 0.1 ms each)
+        data = f.read(size + 1)
+        if len(data) > size:
+            data += f.read(MAX_IMAGE_BYTES + 1 - len(data))
     if len(data) > MAX_IMAGE_BYTES:
         raise ValueError(f"image file grew above {MAX_IMAGE_BYTES >> 20} MiB while read")
     return data
@@ -230,21 +237,20 @@ def _decode(source, size: int | None, base_dir, min_edge: int | None = None):
     data = _read(source, base_dir)
     need = size if size is not None else min_edge
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            w, h = im.size
-            if w * h > MAX_PIXELS:
-                raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
-            if need and im.format == "JPEG":
-                a = _jpeg_reduced(data, im, need)
-                if a is not None:
-                    return resize_square(a, size) if size is not None else Image.fromarray(a)
-                # libjpeg decodes at 1/2, 1/4 or 1/8 of the size for free (DCT scaling):
-                # the smallest scale still holding need x need, then the one resize
-                im.draft(None, (need, need))
-            im.load()
-            rgb = _rgb_sized(im, size)
-            if size is None and rgb is im:
-                rgb = rgb.copy()  # outlives the file it was read from
+        # from memory: no file stays open, so the image needs no copy to outlive one
+        im = Image.open(io.BytesIO(data))
+        w, h = im.size
+        if w * h > MAX_PIXELS:
+            raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
+        if need and DCT_SCALING and im.format == "JPEG":
+            a = _jpeg_reduced(data, im, need)
+            if a is not None:
+                return resize_square(a, size) if size is not None else Image.fromarray(a)
+            # libjpeg decodes at 1/2, 1/4 or 1/8 of the size for free (DCT scaling):
+            # the smallest scale still holding need x need, then the one resize
+            im.draft(None, (need, need))
+        im.load()
+        rgb = _rgb_sized(im, size)
     except ValueError:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError,

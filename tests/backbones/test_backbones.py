@@ -332,3 +332,46 @@ def test_clip_preprocessing_in_threads_equals_the_processor(models, tmp_path):
     assert fast["score_error"].fillna("").tolist() == slow["score_error"].fillna("").tolist()
     assert fast["score_error"].fillna("").astype(bool).sum() == 1
     np.testing.assert_allclose(fast["clip_s"], slow["clip_s"], atol=1e-5, equal_nan=True)
+
+
+def test_processor_backbones_take_jpegs_decoded_towards_their_size(models, tmp_path,
+                                                                   monkeypatch):
+    """CLIP's processor needs its shortest edge (32 px here), BEiT-3's its square: a large
+    JPEG reaches them DCT-reduced (640x480 -> 80x60 at 1/8), CLIP-S moves little against
+    the full decode, and a PNG (no DCT scaling) gives the very same scores."""
+    import pandas as pd
+
+    import scoreband.images as images
+    from scoreband.scorers.scoring import score_any
+
+    clip = load_backbone(f"hf:{models['clip']}")
+    assert clip.min_image_edge == 32
+    assert load_backbone(f"beit3:{models['beit3']}").min_image_edge == 32
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(6):
+        im = Image.fromarray(rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)).resize(
+            (640, 480), Image.Resampling.BICUBIC)
+        for ext in ("jpg", "png"):
+            im.save(tmp_path / f"{i}.{ext}", quality=90)
+            rows.append({"image": str(tmp_path / f"{i}.{ext}"), "caption": f"thing {i}"})
+    got = images.load_images([rows[0]["image"]] * 2, None, min_edge=32)[0]
+    assert got.size == (80, 60)
+    df = pd.DataFrame(rows)
+    spec = f"hf:{models['clip']}"
+    assert score_any(df, scorer="clip-s", backbone=spec)["table"]["score_error"].eq("").all()
+    paths = [r["image"] for r in rows]
+
+    def embed():
+        ims = images.load_images(paths, None, min_edge=clip.min_image_edge)
+        with torch.inference_mode():
+            e = clip.image_embedding(clip.preprocess(ims)).numpy()
+        return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+    reduced = embed()
+    monkeypatch.setattr(images, "DCT_SCALING", False)
+    full = embed()
+    jpg = np.array([p.endswith(".jpg") for p in paths])
+    assert np.array_equal(reduced[~jpg], full[~jpg])
+    cos = (reduced[jpg] * full[jpg]).sum(1)
+    assert not np.array_equal(reduced[jpg], full[jpg]) and cos.min() > 0.99, cos

@@ -300,7 +300,8 @@ def config_from_state(state: dict, **override) -> BEiT3Config:
 
 
 def beit3_transform(images: list[Image.Image], size: int) -> torch.Tensor:
-    """BEiT-3's eval transform: bicubic resize to size x size, [0, 1], mean = std = 0.5."""
+    """BEiT-3's eval transform: bicubic resize to size x size, [0, 1], mean = std = 0.5
+    (PIL's resize itself, as the reference transform runs it)."""
     arr = np.stack([np.asarray(im.convert("RGB").resize((size, size), Image.Resampling.BICUBIC),
                                dtype=np.float32) for im in images])
     x = torch.from_numpy(arr).permute(0, 3, 1, 2) / 255.0
@@ -408,6 +409,8 @@ class BEiT3Backbone:
                 state["encoder.embed_positions.A.weight"], want // cfg.patch_size)
             cfg.img_size = want
         self.cfg = cfg
+        #: the transform squashes to img_size: larger JPEGs may be decoded down to it
+        self.min_image_edge = cfg.img_size
         self.model = BEiT3(cfg)
         missing, unexpected = self.model.load_state_dict(state, strict=False)
         if missing:

@@ -61,7 +61,8 @@ def _clip_pixels(im, short: int, resample: int, crop, scale, mean, std) -> np.nd
     """One image through CLIP's preprocessing: resize the shortest edge to ``short`` (the
     longer one to ``int(short * long / short_side)``, as transformers computes it), centre
     crop, rescale, normalise; (3, h, w) float32."""
-    im = im.convert("RGB")
+    if im.mode != "RGB":  # (convert copies even an RGB image)
+        im = im.convert("RGB")
     w, h = im.size
     if w <= h:
         nw, nh = short, int(short * h / w)
@@ -70,8 +71,13 @@ def _clip_pixels(im, short: int, resample: int, crop, scale, mean, std) -> np.nd
     im = im.resize((nw, nh), resample=resample)
     ch, cw = crop
     top, left = int((nh - ch) / 2), int((nw - cw) / 2)
-    a = np.asarray(im, dtype=np.float32)[top:top + ch, left:left + cw]
-    return ((a * scale - mean) / std).transpose(2, 0, 1)
+    # crop the uint8 pixels, then one float copy scaled in place: the same arithmetic in
+    # the same order as the processor's, on the crop only
+    a = np.asarray(im)[top:top + ch, left:left + cw].transpose(2, 0, 1).astype(np.float32)
+    a *= scale
+    a -= mean[:, None, None]
+    a /= std[:, None, None]
+    return a
 
 
 def _pooled(out) -> torch.Tensor:
@@ -137,6 +143,13 @@ class HFDualEncoder:
         arrs = list(thread_pool().map(lambda im: _clip_pixels(im, *steps), images))
         return torch.from_numpy(np.stack(arrs))
 
+    @property
+    def min_image_edge(self) -> int | None:
+        """CLIP's processor resizes the shortest edge to this before its crop, so a JPEG may
+        be decoded DCT-reduced down to it; None for any other processor (full size)."""
+        steps = self._clip_steps()
+        return None if steps is None else max(steps[0], *steps[2])
+
     def _clip_steps(self):
         """``(shortest edge, resample, crop (h, w), scale, mean, std)`` when the processor is
         CLIP's with every step on; None otherwise (the processor is used as it is)."""
@@ -191,6 +204,8 @@ class HFDualEncoder:
 
 class OpenCLIPDualEncoder(HFDualEncoder):
     """``open_clip:ARCH:PRETRAINED_OR_PATH`` through open_clip (optional dependency)."""
+
+    min_image_edge = None  # its transforms are opaque here: images arrive at full size
 
     def __init__(self, arch: str, pretrained: str, *, device: str = "cpu",
                  dtype: str = "float32"):

@@ -78,6 +78,9 @@ class Scorer:
         #: the images :meth:`predict` takes as uint8 arrays of this size (the embedded
         #: models); None: PIL images of any size
         self.input_size = getattr(backbone, "input_size", None)
+        #: with PIL images, the fewest pixels per edge the backbone's preprocessing needs
+        #: (larger JPEGs may be decoded smaller, down to it); None: unknown, full size
+        self.min_image_edge = getattr(backbone, "min_image_edge", None)
         #: rows per backbone pass by default
         self.batch_size = getattr(backbone, "batch_size", 32)
         #: how the backbone runs: eager torch, or onnx (ONNX Runtime)

@@ -61,8 +61,8 @@ def _usable_rows(stage, df, positions, size):
         else:
             with_text.append((i, text))
     cells = [df[stage.image_col].iloc[i] for i, _ in with_text]
-    for (i, text), arr in zip(with_text, load_images(cells, size, stage.base_dir),
-                              strict=True):
+    loaded = load_images(cells, size, stage.base_dir, min_edge=stage.min_edge)
+    for (i, text), arr in zip(with_text, loaded, strict=True):
         if isinstance(arr, ValueError):
             bad[i] = {"error": f"{stage.image_col}: {arr}"}
             continue
@@ -76,6 +76,9 @@ class _PairStage(Stage):
     """A stage over (image, caption) rows with a model identified by ``fingerprint``."""
 
     fingerprint = ""
+    #: the fewest pixels per edge the model's own preprocessing needs (PIL images only):
+    #: larger JPEGs are decoded DCT-reduced towards it (:func:`scoreband.images.load_images`)
+    min_edge = None
 
     def __init__(self, image_col, text_col, batch_size, base_dir):
         super().__init__(base_dir)
@@ -119,6 +122,7 @@ class ScoreStage(_PairStage):
         self.fingerprint, self.setup = self.scorer.fingerprint, (cal_sha, self.head)
         # the embedded models take arrays at their size; the others PIL images, a few at once
         self.image_size = self.scorer.input_size
+        self.min_edge = self.scorer.min_image_edge
         if self.image_size is None:
             self.batch_size = min(batch_size, 64)
         self.ref = reference_items(self.scorer, doc)
@@ -273,6 +277,7 @@ class ClipSStage(_PairStage):
                              f"{backbone!r}")
         self.fingerprint = json.dumps(self.bb.describe(), sort_keys=True, default=str)
         self.setup = ("clip-s",)
+        self.min_edge = getattr(self.bb, "min_image_edge", None)
 
     def predict(self, pos, imgs, texts):
         import torch
