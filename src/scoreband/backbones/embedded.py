@@ -145,10 +145,12 @@ class EmbeddedCrossEncoder(nn.Module):
         p = self.patch_embed(pixels).flatten(2).transpose(1, 2)
         return p + self.pos_img + self.type_embed.weight[1]
 
-    def forward(self, pixels: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, pixels: torch.Tensor, ids: torch.Tensor,
+                image_tokens: torch.Tensor | None = None) -> torch.Tensor:
         b = pixels.shape[0]
         t = self.tok_embed(ids) + self.pos_text + self.type_embed.weight[0]
-        x = torch.cat([self.cls.expand(b, -1, -1), t, self._image_tokens(pixels)], dim=1)
+        img = self._image_tokens(pixels) if image_tokens is None else image_tokens
+        x = torch.cat([self.cls.expand(b, -1, -1), t, img], dim=1)
         pad = torch.cat([torch.zeros(b, 1, dtype=torch.bool), ids == 0,
                          torch.zeros(b, x.shape[1] - 1 - ids.shape[1], dtype=torch.bool)], 1)
         h = self._encode(x, pad)
@@ -184,11 +186,19 @@ class EmbeddedCrossEncoder(nn.Module):
         return z[..., : len(COLOURS) + 1], z[..., len(COLOURS) + 1:]
 
     @torch.no_grad()
-    def image_embedding(self, pixels: torch.Tensor) -> torch.Tensor:
+    def image_embedding(self, pixels: torch.Tensor,
+                        image_tokens: torch.Tensor | None = None) -> torch.Tensor:
         """Image-only embedding (CLS over the patches alone), for clustering."""
         b = pixels.shape[0]
-        x = torch.cat([self.cls.expand(b, -1, -1), self._image_tokens(pixels)], dim=1)
+        img = self._image_tokens(pixels) if image_tokens is None else image_tokens
+        x = torch.cat([self.cls.expand(b, -1, -1), img], dim=1)
         return self.norm(self._encode(x, None)[:, 0])
+
+    def represent_and_embed(self, pixels: torch.Tensor, ids: torch.Tensor):
+        """``forward`` and ``image_embedding`` of one batch, the convolutional stem run once
+        for both (the same numbers as the two calls)."""
+        img = self._image_tokens(pixels)
+        return self(pixels, ids, img), self.image_embedding(pixels, img)
 
     def flops_per_pair(self) -> float:
         """Multiply-adds x 2 of one forward pass (matmuls only)."""
@@ -200,6 +210,14 @@ class EmbeddedCrossEncoder(nn.Module):
                 + 2 * (c.image_size // c.patch) ** 2 * c.dim * c.dim)
         return float(c.depth * per_layer + stem)
 
+    def flops_per_scoring_pass(self) -> float:
+        """Multiply-adds x 2 of what scoring computes per pair (matmuls only):
+        :meth:`represent_and_embed`, the joint pass plus the image-only pass, the stem once."""
+        c = self.cfg
+        L = 1 + (c.image_size // c.patch) ** 2
+        per_layer = 2 * L * (4 * c.dim * c.dim + 2 * c.dim * c.mlp) + 2 * 2 * L * L * c.dim
+        return self.flops_per_pair() + float(c.depth * per_layer)
+
 
 class _RepAndEmbedding(nn.Module):
     def __init__(self, model):
@@ -207,12 +225,13 @@ class _RepAndEmbedding(nn.Module):
         self.model = model
 
     def forward(self, pixels, ids):
-        return self.model(pixels, ids), self.model.image_embedding(pixels)
+        return self.model.represent_and_embed(pixels, ids)
 
 
-def _onnx_session(model):
+def _onnx_session(model, profile: bool = False):
     """An ONNX Runtime session of the encoder's inference path (exported in memory, batch
-    size free); raises ImportError without onnxruntime / onnx."""
+    size free); raises ImportError without onnxruntime / onnx. ``profile``: ONNX Runtime's
+    profiler on (benchmarks/scorer_roofline.py)."""
     import onnx  # noqa: F401  (lazy: the exporter needs it)
     import onnxruntime as ort  # lazy: the optional [onnx] extra
 
@@ -232,6 +251,7 @@ def _onnx_session(model):
     # no busy-waiting between runs: the spinning threads would take the cores from the
     # torch work around each batch (heads, tokenizing, decoding)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.enable_profiling = profile
     return ort.InferenceSession(buf.getvalue(), opts, providers=["CPUExecutionProvider"])
 
 
@@ -367,7 +387,8 @@ class EmbeddedBackbone:
             rep, emb = self._session.run(None, {"px": pixels.numpy(),
                                                 "ids": text["ids"].numpy()})
             return torch.from_numpy(rep), torch.from_numpy(emb)
-        return self.represent(pixels, text), self.image_embedding(pixels)
+        rep, emb = self.model.represent_and_embed(pixels, text["ids"])
+        return rep.float(), emb.float()
 
     def use_runtime(self, runtime: str = "eager") -> str:
         """``"onnx"``: export the encoder (representation and image embedding, one graph)
