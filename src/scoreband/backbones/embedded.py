@@ -392,8 +392,9 @@ class EmbeddedBackbone:
 
     def use_runtime(self, runtime: str = "eager") -> str:
         """``"onnx"``: export the encoder (representation and image embedding, one graph)
-        in memory and run it with ONNX Runtime from now on (about 1.5x eager torch on CPU,
-        outputs within 1e-5 of it: ``benchmarks/scorer_roofline.py``); ``"eager"``: torch.
+        in memory and run it with ONNX Runtime from now on (outputs within 1e-5 of eager
+        torch; on 2 CPU cores 1.05-1.1x eager's scoring pass alone and no faster through a
+        whole ``predict``: ``benchmarks/scorer_roofline.py``); ``"eager"``: torch.
         Without the ``onnx`` extra, or when the export fails, it stays eager and says why in
         a warning. Returns the runtime in use."""
         self._session = None
