@@ -247,10 +247,10 @@ class Calibrator(ABC):
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
             raise InputError("cannot calibrate on an empty set of predictions")
-        idx = self.fit_model_part(pred, y)
-        if len(idx) == len(y):  # every item (no learned part): no copy of 10^6 rows
+        if not self.learned:  # every item: no index and no copy of 10^6 rows
             self.params_ = self.fit_conformal(pred, y)
         else:
+            idx = self.fit_model_part(pred, y)
             self.params_ = self.fit_conformal(pred.take(idx), y[idx])
         return self
 

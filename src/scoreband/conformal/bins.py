@@ -205,24 +205,50 @@ def nested_order(P) -> np.ndarray:
     [[1, 2, 0, 3]]
     """
     P = np.asarray(P, dtype=float)
+    order = np.empty(P.shape, dtype=np.intp)
+    # rows a chunk at a time, so that the K - 1 steps find their rows in cache: 4x faster
+    # at 10^6 items than whole-array steps (benchmarks/calibration_speed.py)
+    for s in range(0, len(P), _NEST_CHUNK):
+        order[s:s + _NEST_CHUNK] = _nested_order(P[s:s + _NEST_CHUNK])
+    return order
+
+
+_NEST_CHUNK = 16384
+
+
+def _nested_order(P: np.ndarray) -> np.ndarray:
     n, k = P.shape
-    rows = np.arange(n)
-    order = np.empty((n, k), dtype=int)
-    lo = hi = P.argmax(axis=1)
+    pad = np.full((n, k + 2), -1.0)  # a -1 either side: no neighbour there
+    pad[:, 1:-1] = P
+    flat = pad.ravel()
+    base = np.arange(n) * (k + 2)
+    order = np.empty((n, k), dtype=np.intp)
+    lo = P.argmax(axis=1)
+    hi = lo.copy()
     order[:, 0] = lo
     for s in range(1, k):
-        p_left = np.where(lo > 0, P[rows, np.maximum(lo - 1, 0)], -1.0)
-        p_right = np.where(hi < k - 1, P[rows, np.minimum(hi + 1, k - 1)], -1.0)
-        left = p_left >= p_right
-        lo = np.where(left, lo - 1, lo)
-        hi = np.where(left, hi, hi + 1)
+        # the left neighbour of the run sits at lo - 1 (pad column lo), the right at hi + 1
+        left = flat.take(base + lo) >= flat.take(base + hi + 2)
+        lo -= left
+        hi += ~left
         order[:, s] = np.where(left, lo, hi)
     return order
 
 
-def nested_scores(P, cls, u=None) -> np.ndarray:
+def nested_mass(P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, mass, cum)``: :func:`nested_order`, each step's class probability and the
+    running mass; what :func:`nested_scores` and :func:`nested_bands` start from (computed
+    once when an item set is scored twice or scored and banded)."""
+    P = np.asarray(P, dtype=float)
+    order = nested_order(P)
+    mass = np.take_along_axis(P, order, axis=1)
+    return order, mass, np.cumsum(mass, axis=1)
+
+
+def nested_scores(P, cls, u=None, nest=None) -> np.ndarray:
     """Conformity score of each item's class: the mass of the nested interval when the class
     joins it; with ``u`` (uniforms in [0, 1)) the mass before it plus ``u`` times its own.
+    ``nest``: :func:`nested_mass` of ``P`` when already computed.
 
     The most probable class scores 0: :func:`nested_bands` never leaves a band empty, so
     that class is in every band, whatever the threshold. Scoring it by its mass instead
@@ -239,16 +265,16 @@ def nested_scores(P, cls, u=None) -> np.ndarray:
     P = np.asarray(P, dtype=float)
     cls = np.asarray(cls, dtype=int)
     rows = np.arange(len(P))
-    order = nested_order(P)
+    order, mass, cum = nested_mass(P) if nest is None else nest
     pos = np.argmax(order == cls[:, None], axis=1)
-    mass = P[rows[:, None], order]
-    before = np.cumsum(mass, axis=1) - mass
+    before = cum - mass
     own = mass[rows, pos]
     w = np.ones(len(P)) if u is None else np.asarray(u, dtype=float)
     return np.where(pos == 0, 0.0, before[rows, pos] + w * own)
 
 
-def nested_bands(P, q: float, v=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nested_bands(P, q: float, v=None, nest=None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The shortest nested interval of each item whose conformity score can be ``<= q``.
 
     Returns ``(lo_cls, hi_cls, emptied)``: the run of classes kept per item, and where the
@@ -263,9 +289,7 @@ def nested_bands(P, q: float, v=None) -> tuple[np.ndarray, np.ndarray, np.ndarra
     P = np.asarray(P, dtype=float)
     n, k = P.shape
     rows = np.arange(n)
-    order = nested_order(P)
-    mass = P[rows[:, None], order]
-    cum = np.cumsum(mass, axis=1)
+    order, mass, cum = nested_mass(P) if nest is None else nest
     before = cum - mass
     # the step at which the accumulated mass first reaches q (all steps when it never does)
     step = np.minimum((cum < q - 1e-12).sum(axis=1), k - 1)

@@ -20,6 +20,7 @@ from scoreband.conformal.bins import (
     TargetClasses,
     coarse_edges,
     nested_bands,
+    nested_mass,
     nested_scores,
     spread_histogram,
     target_classes,
@@ -586,22 +587,27 @@ class CHR(_Learned):
         below = np.clip(np.searchsorted(c, y + 1e-12, side="right") - 1, 0, len(c) - 1)
         above = np.where(np.abs(y - c[below]) <= 1e-12, below,
                          np.minimum(below + 1, len(c) - 1))
-        return np.maximum(nested_scores(P, below, u), nested_scores(P, above, u))
+        nest = nested_mass(P)  # once for both classes
+        return np.maximum(nested_scores(P, below, u, nest), nested_scores(P, above, u, nest))
 
     def apply_params(self, pred, params):
+        return self._apply(self.probs(pred), params)
+
+    def _apply(self, P, params):
         q = params["q"]
-        n = len(pred)
+        n = len(P)
         if math.isinf(q):
             return whole_scale(n)
-        lo_c, hi_c, _ = nested_bands(self.probs(pred), q, self._uniforms(n, 1))
+        lo_c, hi_c, _ = nested_bands(P, q, self._uniforms(n, 1))
         lo, hi = self._classes().band(lo_c, hi_c)
         return lo.astype(float), hi.astype(float), np.zeros(n, dtype=bool)
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
         self.check_pred(pred)
-        lo, hi, full = self.apply_params(pred, self.params_)
-        med = self.probs(pred) @ self._classes().centers  # the histogram's mean
+        P = self.probs(pred)  # once for the band and the median
+        lo, hi, full = self._apply(P, self.params_)
+        med = P @ self._classes().centers  # the histogram's mean
         return self._band(Predictions(med), lo, hi, full)
 
     def difficulty(self, pred):
