@@ -62,3 +62,26 @@ def test_bounds():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert expected_coverage(20, 0.1) == pytest.approx(19 / 21)
+
+
+def test_crc_with_one_omega_spends_every_item_on_beta():
+    """A grid of one omega leaves nothing to select: beta is one conformal step on all n
+    items (the k-th smallest residual at that omega), not on a split's half."""
+    import math
+
+    from scoreband.conformal import CRC
+    from scoreband.conformal._core import conformal_rank
+    from scoreband.conformal.crc import crc_residuals
+    from scoreband.records import Predictions
+
+    rng = np.random.default_rng(4)
+    n = 1000
+    m = rng.uniform(0.2, 0.8, n)
+    sd = rng.uniform(0.02, 0.1, n)
+    y = np.clip(m + rng.normal(0, 1, n) * sd, 0, 1)
+    pred = Predictions(m, lo=m - sd, hi=m + sd)
+    cal = CRC(0.1, omegas=[1.3]).fit(pred, y)
+    k = conformal_rank(n, 0.1)
+    r = np.sort(crc_residuals(m, m - sd, m + sd, y, 1.3))
+    assert cal.params_["n"] == n and cal.params_["selection"] == "fixed"
+    assert cal.params_["omega"] == 1.3 and math.isclose(cal.params_["beta"], r[k - 1])

@@ -182,7 +182,9 @@ class CRC(Calibrator):
     Parameters
     ----------
     alpha : target miscoverage (default 0.1)
-    omegas : grid of omega values (default 0 to 3 step 0.02)
+    omegas : grid of omega values (default 0 to 3 step 0.02); a grid of one value leaves
+        nothing to select, so beta is then one conformal step on every item (``"fixed"``
+        with that omega)
     selection : how omega is chosen, so that the guarantee holds at every n:
 
         * ``"auto"`` (default): ``"fixed"`` below :data:`SMALL_N` calibration items, else
@@ -267,6 +269,10 @@ class CRC(Calibrator):
         selection = self.selection_for(len(y01))
         if selection == "fixed" and fallback is None:
             omegas = np.array([1.0])
+        if len(omegas) == 1 and fallback is None:
+            # a grid of one omega leaves nothing to choose: one conformal step on every
+            # item, exactly valid (a split would only spend half of them on nothing)
+            selection = "fixed"
         if selection == "split" and fallback is None:
             perm = np.random.default_rng(self.seed).permutation(len(y01))
             cut = int(round(self.select_frac * len(y01)))
