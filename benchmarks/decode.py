@@ -120,6 +120,24 @@ def main() -> None:
             print(f"{wh:>10s} {size:4d} {t_today:8.0f} {t_draft:8.0f} {t_fast:8.0f} "
                   f"{t_floor:8.0f} {t_scaled:8.0f} {t_fast / t_today:10.2f} "
                   f"{t_floor / t_fast:10.2f} {diff.max():8d} {diff.mean():9.2f}", flush=True)
+    # PNG: lossless, so the same pixels; libpng through imagecodecs against PIL
+    import imagecodecs
+
+    paths = []
+    for i in range(a.n):
+        p = tmp / f"png_{i}.png"
+        photo(rng, 640, 480).save(p)
+        paths.append(p)
+    t_today = rate(paths, lambda p: today(p, 224))
+    t_fast = rate(paths, lambda p: images.load_image(p, 224))
+    t_floor = rate(paths, lambda p: imagecodecs.png_decode(Path(p).read_bytes()))
+    t_pil = rate(paths, lambda p: Image.open(p).load())
+    same = all(np.array_equal(np.asarray(Image.open(p).convert("RGB")),
+                              np.asarray(images.load_images([p, p], None)[0]))
+               for p in paths[:10])
+    print(f"PNG 640x480 -> 224: today {t_today:.0f}/s, now {t_fast:.0f}/s "
+          f"({t_fast / t_today:.2f}x); bare decode: PIL {t_pil:.0f}/s, libpng {t_floor:.0f}/s "
+          f"(floor/now {t_floor / t_fast:.2f}); full-size pixels identical to PIL's: {same}")
     # the bundled model's scores on 640x480 JPEGs, today's decode against the fast one
     from scoreband.scorers import load_scorer
 

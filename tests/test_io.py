@@ -291,3 +291,48 @@ def test_reduced_jpeg_decode_equals_pils_draft(tmp_path, monkeypatch):
     torn.write_bytes(whole.read_bytes()[:5000])
     with pytest.raises(ValueError, match="could not be decoded"):
         images.load_image(torn, 64)
+
+
+def test_plain_pngs_decode_through_libpng_as_pil_decodes_them(monkeypatch):
+    """8-bit RGB and grey PNGs (interlaced, with a gAMA chunk) come from libpng through
+    imagecodecs, pixel for pixel what PIL gives; palette, alpha, 16-bit and EXIF-oriented
+    PNGs go through PIL; without imagecodecs everything goes through PIL, the same arrays."""
+    import io as _io
+    import sys
+
+    from PIL import PngImagePlugin
+
+    import scoreband.images as images
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 256, (41, 67, 3), dtype=np.uint8)
+    gamma = PngImagePlugin.PngInfo()
+    gamma.add(b"gAMA", (45455).to_bytes(4, "big"))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    cases = {"rgb": (Image.fromarray(a), {}, True),
+             "grey": (Image.fromarray(a[..., 0]), {}, True),
+             "interlaced": (Image.fromarray(a), {"interlace": 1}, True),
+             "gamma": (Image.fromarray(a), {"pnginfo": gamma}, True),
+             "grey16": (Image.fromarray(a[..., 0].astype(np.uint16) * 257), {}, False),
+             "palette": (Image.fromarray(a).convert("P"), {}, False),
+             "rgba": (Image.fromarray(np.dstack([a, a[..., :1]])), {}, False),
+             "exif": (Image.fromarray(a), {"exif": exif.tobytes()}, False)}
+    datas = {}
+    for name, (im, kw, fast) in cases.items():
+        buf = _io.BytesIO()
+        im.save(buf, "PNG", **kw)
+        data = datas[name] = buf.getvalue()
+        with Image.open(_io.BytesIO(data)) as opened:
+            assert (images._png_fast(data, opened) is not None) == fast, name
+        got = [np.asarray(images.load_images([data, data], None)[0]),
+               images.load_image(data, 23)]
+        monkeypatch.setitem(sys.modules, "imagecodecs", None)  # the PIL path
+        ref = [np.asarray(images.load_images([data, data], None)[0]),
+               images.load_image(data, 23)]
+        monkeypatch.delitem(sys.modules, "imagecodecs")
+        for g, r in zip(got, ref, strict=True):
+            assert g.shape == r.shape and np.array_equal(g, r), name
+    torn = datas["rgb"][: len(datas["rgb"]) // 2]  # libpng fails; PIL gives its verdict
+    with pytest.raises(ValueError, match="could not be decoded|not a readable"):
+        images.load_image(torn, 16)
