@@ -1,7 +1,7 @@
 """Smoke-run the device paths (``--device cuda``, ``--dtype bfloat16``) of every command that
 takes them, on the tiny real models of the tests. Run where a GPU is:
 
-    PYTHONPATH=src:tests python scripts/gpu_smoke.py [--device cuda] [--out DIR]
+    PYTHONPATH=src:tests python scripts/gpu_smoke.py [--device cuda] [--out DIR] [--only ...]
 
 Each step prints its exit code and a number or two; the script exits non-zero if any failed.
 """
@@ -22,6 +22,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default="", help="comma-separated parts of the step names to "
+                    "run (default: every step)")
     a = ap.parse_args()
     import numpy as np
     import pandas as pd
@@ -37,7 +39,10 @@ def main():
     dev = a.device
     failed = []
 
-    def step(name, fn):
+    def step(name, fn, always=False):
+        if not always and a.only and not any(k.strip() and k.strip() in name
+                                             for k in a.only.split(",")):
+            return
         t = time.perf_counter()
         try:
             msg = fn()
@@ -55,7 +60,7 @@ def main():
     models = {}
     step("build tiny models", lambda: models.update(
         clip=tm.tiny_clip(d / "clip"), beit3=tm.tiny_beit3(d / "beit3"),
-        llava=tm.tiny_llava(d / "llava")))
+        llava=tm.tiny_llava(d / "llava")), always=True)
     for name, n, seed in (("train", 120, 1), ("val", 60, 2), ("test", 20, 3)):
         cli(["world", "--out", str(d / name), "--n", str(n), "--seed", str(seed)])
 
@@ -126,6 +131,67 @@ def main():
         return f"{r['roundtrip_score'].notna().sum()} rows, mean {r['roundtrip_score'].mean():.3f}"
 
     step("roundtrip: diffusers + CLIP on the device", roundtrip)
+
+    # issue 25: the decoder on this machine's CPUs, and BEiT-3 base on the device fed by it
+    import os
+
+    from PIL import Image, ImageDraw
+
+    import scoreband.images as images
+
+    rng = np.random.default_rng(0)
+    jpgs = []
+    for i in range(256):
+        y, x = np.mgrid[0:480, 0:640] / 640
+        base = np.stack([np.sin(3 * x + i), np.cos(2 * y + i), np.sin(2 * (x + y))], -1)
+        im = Image.fromarray(np.clip(base * 90 + 128 + rng.normal(0, 12, base.shape), 0,
+                                     255).astype(np.uint8))
+        ImageDraw.Draw(im).ellipse([100, 80, 300, 260], fill=(200, 40, 40))
+        jpgs.append(d / f"photo{i}.jpg")
+        im.save(jpgs[-1], quality=90)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+    def decode_rate():
+        images.load_images(jpgs[:32], 224)
+        t = time.perf_counter()
+        images.load_images(jpgs, 224)
+        r = len(jpgs) / (time.perf_counter() - t)
+        return f"JPEG 640x480 -> 224: {r:,.0f} images/s on {cores} cores, {r / cores:,.0f} per core"
+
+    step("decode rate on this machine's CPUs", decode_rate)
+
+    def beit3_fed():
+        from scoreband.backbones.beit3 import CONFIGS, BEiT3, BEiT3Config, beit3_transform
+
+        torch.manual_seed(0)
+        cfg = BEiT3Config(**CONFIGS["base"])
+        model = BEiT3(cfg).to(dev, torch.bfloat16).eval()
+        batch = 128 if dev == "cuda" else 4
+        ids = torch.randint(3, 60000, (batch, 64), device=dev)
+        pad = torch.zeros(batch, 64, dtype=torch.bool, device=dev)
+
+        def run_model(px):
+            with torch.inference_mode():
+                model(px.to(dev, torch.bfloat16, non_blocking=True), ids, pad)
+            if dev == "cuda":
+                torch.cuda.synchronize()
+
+        px = torch.randn(batch, 3, 224, 224)
+        run_model(px)
+        t = time.perf_counter()
+        for _ in range(4):
+            run_model(px)
+        alone = 4 * batch / (time.perf_counter() - t)
+        files = (jpgs * (4 * batch // len(jpgs) + 1))[:4 * batch]
+        t = time.perf_counter()
+        for s in range(0, len(files), batch):  # decode (threads) -> transform -> model
+            ims = images.load_images(files[s:s + batch], None, min_edge=cfg.img_size)
+            run_model(beit3_transform(ims, cfg.img_size))
+        fed = len(files) / (time.perf_counter() - t)
+        return (f"BEiT-3 base bf16, batch {batch}: model alone {alone:,.0f} pairs/s, fed by "
+                f"the decoder from 640x480 JPEGs {fed:,.0f} pairs/s ({fed / alone:.0%})")
+
+    step("BEiT-3 base fed by the decoder", beit3_fed)
     print(f"{len(failed)} step(s) failed: {failed}" if failed else "all steps passed")
     sys.exit(1 if failed else 0)
 
