@@ -357,17 +357,16 @@ class EmbeddedBackbone:
 
     def preprocess(self, images) -> torch.Tensor:
         """uint8 arrays (n, size, size, 3) as they are; PIL images (or arrays of another
-        size) converted to RGB and resized (bicubic)."""
-        from PIL import Image
+        size) converted and resized as a file is (:func:`scoreband.images.image_input`:
+        RGB by meaning, the one bicubic resize)."""
+        from scoreband.images import image_input  # lazy: loads pandas, pyarrow
 
         if isinstance(images, np.ndarray) and images.ndim == 4 and \
                 images.shape[1:] == (self.size, self.size, 3):
             return preprocess_images(images, self.size)
         arr = np.stack([
-            a if isinstance(a, np.ndarray) and a.shape == (self.size, self.size, 3) else
-            np.asarray((Image.fromarray(a) if isinstance(a, np.ndarray) else a).convert("RGB")
-                       .resize((self.size, self.size), Image.Resampling.BICUBIC))
-            for a in images])
+            a if isinstance(a, np.ndarray) and a.shape == (self.size, self.size, 3)
+            and a.dtype == np.uint8 else image_input(a, self.size) for a in images])
         return preprocess_images(arr, self.size)
 
     def encode_text(self, texts):
