@@ -69,9 +69,9 @@ class EmbeddedEncoder:
 
         from scoreband.backbones.embedded import preprocess_images  # lazy: loads pydantic, torch
 
-        arr = np.stack([np.asarray(im.convert("RGB").resize((self.size, self.size),
-                                                              Image.Resampling.BICUBIC))
-                        for im in images])
+        from scoreband.images import image_input  # lazy: loads pandas, pyarrow
+
+        arr = np.stack([image_input(im, self.size) for im in images])
         enc = self.backbone.model
         with torch.inference_mode():
             x = preprocess_images(arr, self.size)

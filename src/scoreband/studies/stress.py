@@ -222,11 +222,9 @@ def _predict(scorer, images, captions) -> Predictions:
     """Chained CI-head predictions; images resized to what the scorer takes."""
     size = scorer.input_size
     if size is not None:  # the embedded models: a (n, size, size, 3) array
-        from PIL import Image
+        from scoreband.images import resize_square  # lazy: loads pandas, pyarrow
 
-        arr = np.stack([a if a.shape[:2] == (size, size) else
-                        np.asarray(Image.fromarray(a).resize((size, size), Image.BICUBIC))
-                        for a in images])
+        arr = np.stack([resize_square(a, size) for a in images])
         return scorer.predict(arr, list(captions))
     from PIL import Image
 
