@@ -333,6 +333,29 @@ def test_plain_pngs_decode_through_libpng_as_pil_decodes_them(monkeypatch):
         monkeypatch.delitem(sys.modules, "imagecodecs")
         for g, r in zip(got, ref, strict=True):
             assert g.shape == r.shape and np.array_equal(g, r), name
+    # written by hand (PIL writes neither): 2-bit grey (scaled to 0-255 by both) and
+    # 16-bit RGB (PIL keeps the high bytes: left to PIL)
+    import struct
+    import zlib
+
+    def png(w, h, depth, colour, rows):
+        def chunk(t, d):
+            return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+        ihdr = struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, 0)
+        raw = b"".join(b"\x00" + r for r in rows)
+        return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw))
+                + chunk(b"IEND", b""))
+
+    two = png(8, 3, 2, 0, [bytes(rng.integers(0, 256, 2, dtype=np.uint8)) for _ in range(3)])
+    deep = png(5, 4, 16, 2, [rng.integers(0, 65536, 15, dtype=np.uint16).astype(">u2").tobytes()
+                              for _ in range(4)])
+    for name, data, fast in (("grey2", two, True), ("rgb16", deep, False)):
+        with Image.open(_io.BytesIO(data)) as opened:
+            assert (images._png_fast(data, opened) is not None) == fast, name
+        got = np.asarray(images.load_images([data, data], None)[0])
+        monkeypatch.setattr(images, "FAST_PNG", False)
+        assert np.array_equal(got, np.asarray(images.load_images([data, data], None)[0])), name
+        monkeypatch.setattr(images, "FAST_PNG", True)
     torn = datas["rgb"][: len(datas["rgb"]) // 2]  # libpng fails; PIL gives its verdict
     with pytest.raises(ValueError, match="could not be decoded|not a readable"):
         images.load_image(torn, 16)
