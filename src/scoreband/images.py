@@ -41,6 +41,10 @@ __all__ = ["load_image", "load_images", "thread_pool", "decode_image", "to_rgb",
 MAX_PIXELS = 50_000_000
 #: image files above this many bytes are refused before they are read
 MAX_IMAGE_BYTES = 256 << 20
+#: which pixels the decoder gives for a model's size: part of the journal key of every row a
+#: model scores, so a job resumed after an upgrade recomputes rows decoded the older way
+#: (2: libjpeg-turbo's DCT scaling and torch's resize, issue 25)
+DECODER_VERSION = 2
 #: decode JPEGs DCT-reduced where the model needs fewer pixels (off: at full size, as
 #: before issue 25; benchmarks/clip_s_speed.py)
 DCT_SCALING = True

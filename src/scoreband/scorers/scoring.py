@@ -20,6 +20,7 @@ from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import InputError
 from scoreband.files import file_sha256
 from scoreband.images import (  # noqa: F401  (load_image, MAX_PIXELS re-exported)
+    DECODER_VERSION,
     MAX_PIXELS,
     image_digest,
     load_image,
@@ -89,7 +90,7 @@ class _PairStage(Stage):
         image = df[self.image_col].iloc[i]
         f = None if cell_text(df, self.image_col, i) is None else resolve_path(image,
                                                                               self.base_dir)
-        return row_key(self.fingerprint, *self.setup, image, image_digest(f),
+        return row_key(self.fingerprint, *self.setup, DECODER_VERSION, image, image_digest(f),
                        cell_text(df, self.text_col, i))
 
     def process(self, df, positions):
