@@ -216,7 +216,7 @@ def image_files(draw):
     a = np.stack([np.sin(5 * x + seed), np.cos(4 * y), np.sin(3 * (x + y))], -1) * 100 + 128
     base = Image.fromarray(np.clip(a + rng.normal(0, 10, a.shape), 0, 255).astype(np.uint8))
     if mode == "I;16":
-        im = Image.fromarray((np.asarray(base.convert("L")).astype(np.uint16) * 257))
+        im = Image.fromarray(np.asarray(base.convert("L")).astype(np.uint16) * 257)
     elif mode == "F":
         im = Image.fromarray(np.asarray(base.convert("L")).astype(np.float32) / 255)
     else:

@@ -68,7 +68,6 @@ class EmbeddedEncoder:
         import torch
 
         from scoreband.backbones.embedded import preprocess_images  # lazy: loads pydantic, torch
-
         from scoreband.images import image_input  # lazy: loads pandas, pyarrow
 
         arr = np.stack([image_input(im, self.size) for im in images])
