@@ -79,8 +79,7 @@ def scaled_floor(p, size):
     data = Path(p).read_bytes()
     with Image.open(p) as im:
         w, h = im.size
-    s = next(s for s in (8, 4, 2, 1) if s == 1 or min(w, h) // s >= size)
-    simplejpeg.decode_jpeg(data, min_width=-(-w // s), min_height=-(-h // s))
+    simplejpeg.decode_jpeg(data, **images.dct_reduced_size(w, h, size))
 
 
 def main() -> None:

@@ -256,14 +256,12 @@ def _decode(source, size: int | None, base_dir, min_edge: int | None = None):
         w, h = im.size
         if w * h > MAX_PIXELS:
             raise ValueError(f"image too large ({w}x{h} pixels > {MAX_PIXELS:,})")
-        if im.format == "PNG":
-            a = _png_fast(data, im)
-            if a is not None:
-                return resize_square(a, size) if size is not None else Image.fromarray(a)
-        if need and DCT_SCALING and im.format == "JPEG":
-            a = _jpeg_reduced(data, im, need)
-            if a is not None:
-                return resize_square(a, size) if size is not None else Image.fromarray(a)
+        jpeg = bool(need) and DCT_SCALING and im.format == "JPEG"
+        a = (_png_fast(data, im) if im.format == "PNG" else
+             _jpeg_reduced(data, im, need) if jpeg else None)
+        if a is not None:
+            return resize_square(a, size) if size is not None else Image.fromarray(a)
+        if jpeg:
             # libjpeg decodes at 1/2, 1/4 or 1/8 of the size for free (DCT scaling):
             # the smallest scale still holding need x need, then the one resize
             im.draft(None, (need, need))
@@ -308,22 +306,32 @@ _ORIENT = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180,
            8: Image.Transpose.ROTATE_90}
 
 
+def dct_reduced_size(w: int, h: int, need: int) -> dict:
+    """simplejpeg's ``min_width`` / ``min_height`` for the smallest of the scales 1, 1/2,
+    1/4, 1/8 that keeps both edges of a ``w`` x ``h`` JPEG >= ``need`` (the scale PIL's
+    ``draft`` picks). libjpeg's scaled size is the rounded-up quotient, so asking for it
+    picks exactly that scale.
+
+    >>> dct_reduced_size(640, 480, 224)
+    {'min_width': 320, 'min_height': 240}
+    """
+    s = next(s for s in (8, 4, 2, 1) if s == 1 or min(w, h) // s >= need)
+    return {"min_width": -(-w // s), "min_height": -(-h // s)}
+
+
 def _jpeg_reduced(data: bytes, im: Image.Image, need: int) -> np.ndarray | None:
     """A YCbCr or greyscale JPEG decoded by libjpeg-turbo through simplejpeg at the
     smallest of the scales 1, 1/2, 1/4, 1/8 keeping both edges >= ``need`` (the scales PIL's
     ``draft`` picks, with the same pixels), upright by its EXIF orientation; faster than
-    PIL (one call on the whole buffer, no chunked reads). None where simplejpeg is missing, the image is CMYK, or libjpeg reports
-    anything (the PIL path then decodes it and gives PIL's verdict)."""
+    PIL (one call on the whole buffer, no chunked reads). None where simplejpeg is missing,
+    the image is CMYK, or libjpeg reports anything (the PIL path then decodes it and gives
+    PIL's verdict)."""
     if im.mode not in ("RGB", "L"):
         return None
     try:
         import simplejpeg  # lazy: a small binding; optional where no wheel exists
 
-        w, h = im.size
-        s = next(s for s in (8, 4, 2, 1) if s == 1 or min(w, h) // s >= need)
-        # libjpeg's scaled size is the rounded-up quotient: asking for it picks exactly 1/s
-        a = simplejpeg.decode_jpeg(data, colorspace="RGB", min_width=-(-w // s),
-                                   min_height=-(-h // s))
+        a = simplejpeg.decode_jpeg(data, colorspace="RGB", **dct_reduced_size(*im.size, need))
     except (ImportError, ValueError):
         return None
     method = _ORIENT.get(im.getexif().get(0x0112, 1))
