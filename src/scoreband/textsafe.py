@@ -1,0 +1,103 @@
+"""Text from the user's data, shown and never interpreted: one escaping rule per medium.
+
+Group, task, system and column names, file paths and messages that quote cells are data.
+Each medium that scoreband writes has its own markup, and a name such as ``[/]``,
+``$\\textbf{ours}$``, ``a|b``, ``<script>`` or ``[link=https://evil.example/]A[/link]``
+must come out as those characters, never as a style, a formula, a column or a link:
+
+========== ============================= ==================================================
+medium     function                      what it escapes
+========== ============================= ==================================================
+terminal   :func:`term`                  rich markup (``rich.markup.escape``); control
+                                         characters (ANSI escapes, newlines) as ``\\x1b``
+figures    :func:`fig`                   matplotlib mathtext: ``$`` as ``\\$``; control
+                                         characters as ``\\n`` ...
+markdown   :func:`md`                    ``\\ ` * _ [ ] | ~ $`` backslash-escaped, ``& < >``
+                                         as entities, newlines as spaces (one line, one
+                                         table cell); a leading ``#  - + = >`` escaped
+HTML       :func:`html`                  ``html.escape`` (``& < > " '``)
+========== ============================= ==================================================
+
+Use the function of the medium at the point the text is written, on the data only (never on
+markup that scoreband itself writes around it). Every function takes any object (``str()``
+of it) and is idempotent-safe in the sense that applying it once is always enough.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+
+__all__ = ["fig", "html", "md", "md_unescape", "plain", "term"]
+
+# C0 and C1 control characters and DEL (ESC starts an ANSI sequence; CR rewrites a line)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def plain(text: object) -> str:
+    """``text`` as one line with every control character shown as its escape (``\\n``,
+    ``\\x1b``): no terminal sequence, carriage return or line break survives."""
+    s = str(text)
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group(0), f"\\x{ord(m.group(0)):02x}"), s)
+
+
+def term(text: object) -> str:
+    """For the terminal (rich console markup): ``[bold]``, ``[/]``, ``[link=...]`` shown as
+    written; control characters as their escapes (:func:`plain`).
+
+    Examples
+    --------
+    >>> term("[link=https://evil.example/]A[/link]")
+    '\\\\[link=https://evil.example/]A\\\\[/link]'
+    """
+    from rich.markup import escape
+
+    return escape(plain(text))
+
+
+def fig(text: object) -> str:
+    """For a matplotlib label (title, tick, legend): ``$`` never opens mathtext.
+
+    Examples
+    --------
+    >>> fig("$\\\\textbf{ours}$")
+    '\\\\$\\\\textbf{ours}\\\\$'
+    """
+    return plain(text).replace("$", "\\$")
+
+
+_MD_ESCAPES = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]",
+               "|": "\\|", "~": "\\~", "$": "\\$", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MD_SPECIAL = re.compile(r"[\\`*_\[\]|~$&<>]")
+_MD_LEADING = re.compile(r"^(\s*)([#\-+=>])")
+_MD_ORDERED = re.compile(r"^(\s*\d+)([.)])")
+
+
+def md(text: object) -> str:
+    """For markdown, in a paragraph, a heading or a table cell: one line; no pipe splits a
+    cell, no HTML, code, emphasis, link or list marker is made.
+
+    Examples
+    --------
+    >>> md("a|b <script>")
+    'a\\\\|b &lt;script&gt;'
+    """
+    s = plain(re.sub(r"\r\n|[\r\n]", " ", str(text)))
+    s = _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group(0)], s)
+    s = _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), s)
+    return _MD_ORDERED.sub(lambda m: m.group(1) + "\\" + m.group(2), s)
+
+
+_MD_UNESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def md_unescape(cell: str) -> str:
+    """The text an escaped markdown cell shows (backslash escapes and entities undone):
+    what a terminal rendering of a markdown table prints, as plain text."""
+    return _html.unescape(_MD_UNESCAPE.sub(r"\1", cell))
+
+
+def html(text: object) -> str:
+    """For HTML text and attribute values (``html.escape``, quotes included)."""
+    return _html.escape(str(text), quote=True)
