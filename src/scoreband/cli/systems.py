@@ -11,6 +11,7 @@ from rich.table import Table
 from scoreband import api
 from scoreband.cli._app import app, console, guard, report_rows, warn
 from scoreband.cli._options import HtmlOpt, Table_, open_unit, positive
+from scoreband.inference import MIN_LABELS
 
 
 @app.command()
@@ -37,13 +38,16 @@ def systems(
         "--plan", callback=positive, help="Interval width on the human scale: how many labels "
                                           "per system reach it, with PPI++ and alone.")] = None,
     strict: Annotated[bool, typer.Option(
-        "--strict", help="Exit 2 when a system has fewer than 2 labeled rows (default: "
-                         "excluded with a warning).")] = False,
+        "--strict", help=f"Exit 2 when a system has fewer than {MIN_LABELS} labeled rows "
+                         "(default: excluded with a warning).")] = False,
     html: HtmlOpt = None,
 ):
     """Each system's mean human score with a 95 % interval from a few labeled rows and many
-    scored ones (prediction-powered inference, PPI++), every pair's difference with
-    Holm-adjusted p-values, and the ranks each system can hold.
+    scored ones (prediction-powered inference, PPI++, Student t), every pair's difference
+    with Holm-adjusted p-values, and the ranks each system can hold. The intervals assume the
+    labeled rows are a random sample of each system's rows; a system needs 5 labels. Pairs
+    are paired on the items labeled for both systems when enough are (--item-col), unpaired
+    otherwise; the JSON says which and why (pairing, n_labeled_both).
 
     Example: scoreband systems outputs.csv --system-col system --item-col image
     --score clip_score --target human --scale 1,5 --out systems.json --html systems.html
@@ -81,7 +85,9 @@ def _print(doc: dict) -> None:
         console.print(f"  {better} > {worse} by {abs(p['estimate']):.3f} "
                       f"[{abs(p['ci'][0 if p['estimate'] > 0 else 1]):.3f}, "
                       f"{abs(p['ci'][1 if p['estimate'] > 0 else 0]):.3f}]"
-                      f"{' (paired)' if p['paired'] else ''}", soft_wrap=False)
+                      f" ({p['pairing']}"
+                      + (f", {p['n_labeled_both']} items labeled for both)"
+                         if p.get("n_labeled_both") is not None else ")"), soft_wrap=False)
     if "plan" in doc:
         console.print(f"labels per system for a {doc['plan']['width']:g}-wide interval:")
         for s, v in doc["plan"]["systems"].items():

@@ -9,9 +9,15 @@ fold maps) -> per system the PPI++ mean (:mod:`scoreband.inference.ppi`) beside 
 labels-only mean -> every pair of systems, paired on shared items when an item column is
 given -> Holm-adjusted p-values -> simultaneous rank sets.
 
-The map is shared by every system (ridge + isotonic, :mod:`scoreband.conformal.pointfit`): a metric
-biased differently for each system only costs width, never validity, because each system's
-estimate is rectified by its own labels.
+The map is shared by every system (ridge + isotonic, :mod:`scoreband.conformal.pointfit`): a
+metric biased differently for each system costs width, not coverage, because each system's
+estimate is rectified by its own labels. What the intervals assume: each system's labeled rows
+are a random sample of its rows (labeling does not depend on the target or the score), the
+unlabeled rows come from the same population, and Student's t (``n - 1`` degrees of freedom,
+``n - 2`` when PPI++ fits its weight) is accurate for the studentised mean - checked by
+simulation from :data:`MIN_LABELS` labels per system (``tests/inference``). Degenerate inputs
+are said and handled, never turned into a zero-width interval: labels with no spread, a score
+column that copies the label, the target given as a score.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from scoreband.columns import _check_columns, _numeric, _row_error, _row_ids
 from scoreband.errors import InputError, RowError
 from scoreband.files import write_json
 from scoreband.inference.ppi import (
+    MIN_LABELS,
     MeanEstimate,
     classical_mean,
     difference,
@@ -35,15 +42,22 @@ from scoreband.inference.ppi import (
     p_value,
     ppi_mean,
     rank_sets,
+    worst_case_mean,
 )
 from scoreband.records import Scale
 
-__all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS"]
+__all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS", "MIN_PAIRED_FRACTION"]
 
 #: the estimators ``method`` names: power-tuned PPI, plain PPI (lam = 1), labels alone
 METHODS = {"ppi++": None, "ppi": 1.0, "classical": 0.0}
-#: labeled rows a system needs to be estimated at all
-MIN_LABELS = 2
+#: a pair is compared paired (on the items labeled for both systems) when at least
+#: ``MIN_LABELS`` items and at least this fraction of the fewer labels of the two systems are
+#: labeled for both; otherwise unpaired (each system on all of its labels, variances added).
+#: The choice depends on the counts only, never on the labels' values, so it keeps coverage.
+#: Pairing on ``n_both`` items beats the unpaired estimate on ``n`` labels each when
+#: ``n_both > n (1 - rho)``, rho the within-item correlation of the two systems' labels:
+#: one half is the break-even at rho = 0.5.
+MIN_PAIRED_FRACTION = 0.5
 
 
 @dataclass
@@ -174,16 +188,57 @@ def _native(e: MeanEstimate, scale: Scale, shift: bool = True) -> dict:
             "ci": [lo + w * e.ci[0], lo + w * e.ci[1]]}
 
 
+def _copied_columns(X, y, labeled, scores) -> list[int]:
+    """Score columns equal to the target on every labeled row: a copy of the label (or the
+    label pasted into the score column), not a metric. Its residual on the labeled rows is 0,
+    which would shrink the PPI interval to nothing and leave the estimate unrectified."""
+    lab = np.flatnonzero(labeled)
+    if len(lab) < 2:
+        return []
+    return [j for j in range(len(scores))
+            if np.allclose(X[lab, j], y[lab], rtol=0, atol=1e-9)]
+
+
+def _estimate(yl, fl, fu, alpha, lam, name, notes) -> tuple[MeanEstimate, MeanEstimate, str | None]:
+    """One system's (or one paired difference's) estimate, its labels-alone estimate and why
+    it is degenerate (None when it is not). Labels with no spread get the widest variance a
+    [0, 1] target can have instead of 0; a metric that predicts every label exactly (zero
+    residual spread) is not used."""
+    if np.ptp(yl) == 0:
+        why = (f"{name}: its {len(yl)} labels are all equal (no spread in the labels), so the "
+               "sample variance is 0 and the interval would have width 0 (p = 0): the "
+               "interval uses the largest variance a target on the scale can have instead")
+        notes.append(why)
+        cl = worst_case_mean(yl, alpha)
+        return cl, cl, why
+    cl = classical_mean(yl, alpha)
+    if lam == 0.0:
+        return cl, cl, None
+    e = ppi_mean(yl, fl, fu, alpha, lam)
+    if e.lam > 0 and np.ptp(yl - e.lam * fl) < 1e-12:
+        why = (f"{name}: the mapped score predicts every label exactly (no spread in the "
+               "residuals), so the interval would rest on the score alone: the labels alone "
+               "are used")
+        notes.append(why)
+        return cl, cl, why
+    return e, cl, None
+
+
 def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, scale,
                   item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
                   plan: float | None = None, strict: bool = False, folds: int = 5,
                   seed: int = 0) -> SystemsResult:
-    """Every system's mean human score with a valid ``1 - alpha`` interval, every pair's
-    difference, Holm-adjusted p-values and rank sets (see the module docstring).
+    """Every system's mean human score with a ``1 - alpha`` interval, every pair's
+    difference, Holm-adjusted p-values and rank sets (see the module docstring for what
+    the coverage assumes: labeled rows a random sample of each system's rows).
 
     Rows whose ``target`` is empty are unlabeled; ``scores`` (one column or several) are
-    mapped onto the target's ``scale`` by a cross-fitted map. ``plan``: a full interval
-    width on the native scale; the labels per system that reach it are added.
+    mapped onto the target's ``scale`` by a cross-fitted map. A system needs
+    :data:`MIN_LABELS` labeled rows (fewer: left out with a warning, ``strict``: an error).
+    Pairs are paired on the items labeled for both systems when enough are (see
+    :data:`MIN_PAIRED_FRACTION`; each pair says which and why), unpaired otherwise.
+    ``plan``: a full interval width on the native scale; the labels per system that reach
+    it are added.
     """
     from scoreband.conformal._core import check_alpha  # lazy: loads pydantic
 
@@ -194,6 +249,13 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     if not scores and method != "classical":
         raise InputError("`score`: give at least one metric or judge column (or `method` "
                          "classical for the labels alone)")
+    if target in scores:
+        raise InputError(f"`score` column {target!r} is the `target` column: a score must be "
+                         "a metric or judge column known on every row, not the human labels "
+                         "(its unlabeled rows are empty); give the metric's column as `score`")
+    if item_col is not None and item_col in (target, system_col, *scores):
+        raise InputError(f"`item_col` {item_col!r} is also the `target`, `system_col` or a "
+                         "`score`: give the column naming the item (prompt, image) of each row")
     scale = scale if isinstance(scale, Scale) else Scale.parse(scale)
     _check_columns(df, [("`system_col`", system_col), *(("`score`", c) for c in scores),
                         ("`target`", target), ("`item_col`", item_col)])
@@ -216,26 +278,34 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     few = [s for s in systems if n_lab[s] < MIN_LABELS]
     if few:
         msg = (f"system(s) {', '.join(f'{s!r} ({n_lab[s]} labeled)' for s in few)} have fewer "
-               f"than {MIN_LABELS} labeled rows: no interval can be computed for them")
+               f"than {MIN_LABELS} labeled rows, the fewest for which the intervals' coverage "
+               "was checked: no interval is given for them")
         if strict:
             raise InputError(msg)
         notes.append(msg + "; excluded (`strict` makes this an error)")
         systems = [s for s in systems if s not in few]
     if not systems:
         raise InputError(f"no system has {MIN_LABELS} or more labeled rows (a labeled row has "
-                         f"a `target`); {sum(n_lab.values())} labeled rows in all")
+                         f"a `target`; {MIN_LABELS} is the fewest for which the intervals' "
+                         f"coverage was checked); {sum(n_lab.values())} labeled rows in all")
     use = np.isin(names, systems)
     names, X, y, labeled = names[use], X[use], y[use], labeled[use]
     items = None if items is None else items[use]
     y01 = np.where(labeled, (y - scale.lo) / (scale.hi - scale.lo), np.nan)
 
     lam = METHODS[method]
-    informative = [j for j in range(X.shape[1]) if np.ptp(X[:, j]) > 0]
-    for j in sorted(set(range(X.shape[1])) - set(informative)):
+    copied = _copied_columns(X, y, labeled, scores) if method != "classical" else []
+    for j in copied:
+        notes.append(f"score column {scores[j]!r} equals the target on every labeled row "
+                     f"({int(labeled.sum())} of {int(labeled.sum())}): it looks like a copy of "
+                     "the human label, not a metric, and would shrink the interval to nothing "
+                     "without correcting the estimate; it is left out")
+    informative = [j for j in range(X.shape[1]) if np.ptp(X[:, j]) > 0 and j not in copied]
+    for j in sorted(set(range(X.shape[1])) - set(informative) - set(copied)):
         notes.append(f"score column {scores[j]!r} is constant ({X[0, j]:g}) on every usable "
-                     "row: it carries no information and is left out"
-                     + ("; the intervals are those of the labels alone" if not informative
-                        else ""))
+                     "row: it carries no information and is left out")
+    if not informative and method != "classical" and X.shape[1]:
+        notes.append("no usable score column: the intervals are those of the labels alone")
     if method == "classical" or not informative:
         f01, map_info = np.zeros(len(y)), None
         lam = 0.0
@@ -252,23 +322,23 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     for s in systems:
         m = names == s
         yl, fl, fu = y01[m & labeled], f01[m & labeled], f01[m & ~labeled]
-        cl = classical_mean(yl, alpha)
-        e = cl if lam == 0.0 else ppi_mean(yl, fl, fu, alpha, lam)
+        e, cl, why = _estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
         est01[s], cl01[s] = e, cl
         eff = len(yl) * (cl.se / e.se) ** 2 if e.se > 0 else float("inf")
         per[s] = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)),
-                  **_native(e, scale), "lambda": e.lam,
+                  **_native(e, scale), "lambda": e.lam, "df": e.df,
                   "classical": _native(cl, scale), "effective_labels": float(eff),
-                  "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0}
+                  "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0, "degenerate": why}
         if plan is not None:
             w = scale.hi - scale.lo
             lam_s = e.lam
             per[s]["plan"] = labels_for_width(
-                plan / w, alpha, float(np.var(yl)), float(np.var(yl - lam_s * fl)), lam_s,
-                float(np.var(fu)) if len(fu) else 0.0, len(fu))
+                plan / w, alpha, float(np.var(yl, ddof=1)),
+                float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
+                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu))
 
-    pairs = _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, method,
-                   scale, notes)
+    pairs = _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
+                   notes)
     adj = holm([p["p_value"] for p in pairs]) if pairs else []
     for p, a in zip(pairs, adj, strict=True):
         p["p_adjusted"] = float(a)
@@ -280,7 +350,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     doc = {"study": "systems", "alpha": alpha, "method": method,
            "scale": {"lo": scale.lo, "hi": scale.hi}, "target": target, "scores": scores,
            "system_col": system_col, "item_col": item_col, "map": map_info,
-           "systems": per, "pairs": pairs, "ranking": ranking,
+           "min_labels": MIN_LABELS, "systems": per, "pairs": pairs, "ranking": ranking,
            "n_rows": int(len(df)), "skipped_rows": [str(e) for e in errors.values()],
            "warnings": notes}
     if plan is not None:
@@ -288,36 +358,56 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     return SystemsResult(doc, list(errors.values()), notes)
 
 
-def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, method, scale,
+def _pair_mode(n_both: int, n_a: int, n_b: int) -> tuple[bool, str]:
+    """Paired or unpaired, and why, from the label counts alone."""
+    need = max(MIN_LABELS, int(np.ceil(MIN_PAIRED_FRACTION * min(n_a, n_b))))
+    if n_both >= need:
+        return True, (f"{n_both} items labeled for both systems (>= {need}): the difference "
+                      "is estimated on them, the other shared items as its unlabeled part")
+    return False, (f"only {n_both} items labeled for both systems (a paired difference "
+                   f"needs {need}: at least {MIN_LABELS} and {MIN_PAIRED_FRACTION:g} of the "
+                   f"fewer labels, {min(n_a, n_b)}): the two means are compared with their "
+                   "variances added, which assumes the two systems' errors are not "
+                   "negatively correlated")
+
+
+def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
            notes) -> list[dict]:
-    """Every pair's difference ``a - b`` (paired on shared items when ``items``)."""
+    """Every pair's difference ``a - b``: paired on the items labeled for both when there
+    are enough of them (the labeled part; the items scored for both and not labeled for both
+    are the unlabeled part), unpaired otherwise. Each record says which and why."""
     out = []
     if items is not None:
         frame = pd.DataFrame({"s": names, "item": items, "y": y01, "f": f01})
         Y = frame.pivot(index="item", columns="s", values="y")
         F = frame.pivot(index="item", columns="s", values="f")
     for a, b in itertools.combinations(systems, 2):
-        paired = False
-        if items is not None:
+        paired, n_both, n_scored = False, None, None
+        if items is None:
+            why = "no `item_col`: unpaired (the two means with their variances added)"
+        else:
             both = F[a].notna() & F[b].notna()
             lab = both & Y[a].notna() & Y[b].notna()
-            if lab.sum() >= MIN_LABELS:
-                paired = True
-                yd = (Y[a] - Y[b])[lab].to_numpy()
-                fd = (F[a] - F[b])[lab].to_numpy()
-                fu = (F[a] - F[b])[both & ~lab].to_numpy()
-                cl = classical_mean(yd, alpha)
-                e = cl if lam == 0.0 else ppi_mean(yd, fd, fu, alpha, lam)
-                n_items = int(both.sum())
-            else:
-                notes.append(f"systems {a!r} and {b!r} share fewer than {MIN_LABELS} labeled "
-                             "items: compared unpaired")
+            n_both, n_scored = int(lab.sum()), int(both.sum())
+            paired, why = _pair_mode(n_both, est01[a].n, est01[b].n)
+        if paired:
+            yd = (Y[a] - Y[b])[lab].to_numpy()
+            fd = (F[a] - F[b])[lab].to_numpy()
+            fu = (F[a] - F[b])[both & ~lab].to_numpy()
+            e, cl, degenerate = _estimate(yd, fd, fu, alpha, lam, f"pair {a!r} - {b!r}", [])
+            if degenerate is not None:
+                paired = False
+                why = (f"{n_both} items labeled for both systems, but their label "
+                       "differences are all equal or predicted exactly by the score (no "
+                       "spread): compared unpaired instead")
+                notes.append(f"pair {a!r} - {b!r}: {why}")
         if not paired:
             e = difference(est01[a], est01[b], alpha)
             cl = difference(cl01[a], cl01[b], alpha)
-            n_items = None
-        rec = {"a": a, "b": b, **_native(e, scale, shift=False), "p_value": p_value(e),
-               "paired": paired, "n_items": n_items}
+        rec = {"a": a, "b": b, **_native(e, scale, shift=False), "df": e.df,
+               "p_value": p_value(e), "paired": paired,
+               "pairing": "paired" if paired else "unpaired", "pairing_reason": why,
+               "n_labeled_both": n_both, "n_scored_both": n_scored}
         rec["classical"] = _native(cl, scale, shift=False)
         out.append(rec)
     return out
