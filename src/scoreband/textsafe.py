@@ -35,16 +35,20 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def plain(text: object) -> str:
+def plain(text: object, *, lines: bool = False) -> str:
     """``text`` as one line with every control character shown as its escape (``\\n``,
-    ``\\x1b``): no terminal sequence, carriage return or line break survives."""
+    ``\\x1b``): no terminal sequence, carriage return or line break survives
+    (``lines=True``: line breaks ``\\n`` are kept, for a message of several lines)."""
     s = str(text)
-    return _CONTROL.sub(lambda m: _NAMED.get(m.group(0), f"\\x{ord(m.group(0)):02x}"), s)
+    keep = "\n" if lines else ""
+    return _CONTROL.sub(lambda m: m.group(0) if m.group(0) == keep else
+                        _NAMED.get(m.group(0), f"\\x{ord(m.group(0)):02x}"), s)
 
 
-def term(text: object) -> str:
+def term(text: object, *, lines: bool = False) -> str:
     """For the terminal (rich console markup): ``[bold]``, ``[/]``, ``[link=...]`` shown as
-    written; control characters as their escapes (:func:`plain`).
+    written; control characters as their escapes (:func:`plain`; ``lines=True`` keeps line
+    breaks).
 
     Examples
     --------
@@ -53,7 +57,7 @@ def term(text: object) -> str:
     """
     from rich.markup import escape
 
-    return escape(plain(text))
+    return escape(plain(text, lines=lines))
 
 
 def fig(text: object) -> str:

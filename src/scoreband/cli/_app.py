@@ -22,6 +22,7 @@ from scoreband.errors import InputError, RowError, ScorebandError
 from scoreband.extras import install_hint
 from scoreband.files import check_output, check_readable, output_policy
 from scoreband.progress import step_status
+from scoreband.textsafe import md_unescape, plain, term
 
 app = typer.Typer(
     name="scoreband",
@@ -33,8 +34,28 @@ app = typer.Typer(
     # cut long option names, choices and defaults with an ellipsis at 80 columns
     rich_markup_mode=None,
 )
-console = Console()
-err = Console(stderr=True)
+
+
+def safe_streams() -> None:
+    """stdout and stderr replace what their encoding cannot write (``PYTHONIOENCODING=ascii``,
+    a pipe or a terminal in latin-1): a "·" or a group's name in another script is shown as
+    "?", never a UnicodeEncodeError after the work is done."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # a closed or detached stream: nothing to print to
+                pass
+
+
+safe_streams()
+# Text that is data (names, paths, cells) is never interpreted: markup and emoji codes are
+# off by default; a print that styles passes markup=True and its data through textsafe.term.
+console = Console(markup=False, emoji=False)
+err = Console(stderr=True, markup=False, emoji=False)
 
 
 def _version(value: bool):
@@ -54,6 +75,7 @@ def _root(
     debug: Annotated[bool, typer.Option(
         "--debug", help="Show the full traceback of an unexpected error.")] = False,
 ):
+    safe_streams()  # the streams of this run (a test runner swaps them)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     _STATE["debug"] = debug
@@ -61,10 +83,8 @@ def _root(
 
 def fail(msg: str, code: int = 2):
     """Print an error (flags named as on this command line) and exit."""
-    from rich.markup import escape
-
     # the message is plain text: "[stress]" in an install line is not a style
-    err.print(f"[bold red]error:[/] {escape(as_flags(msg))}")
+    err.print(f"[bold red]error:[/] {term(as_flags(msg), lines=True)}", markup=True)
     raise typer.Exit(code)
 
 
@@ -81,17 +101,15 @@ def text_or_file(value: str | None) -> str | None:
 
 
 def warn(message: str) -> None:
-    from rich.markup import escape
-
-    err.print(f"[yellow]warning:[/] {escape(message)}")
+    err.print(f"[yellow]warning:[/] {term(message, lines=True)}", markup=True)
 
 
 def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> None:
     if not errors:
         return
-    err.print(f"[yellow]{len(errors)} of {total} rows {action}:[/]")
+    err.print(f"[yellow]{len(errors)} of {total} rows {term(action)}:[/]", markup=True)
     for e in errors[:20]:
-        err.print(f"  {as_flags(str(e))}", markup=False)
+        err.print(f"  {plain(as_flags(str(e)))}")
     if len(errors) > 20:
         err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
 
@@ -250,9 +268,7 @@ def _show_warning_once(message, category, filename, lineno, file=None, line=None
     text = " ".join(str(message).split())
     if text not in _SHOWN:
         _SHOWN.add(text)
-        from rich.markup import escape
-
-        err.print(f"[yellow]warning:[/] {escape(text)}")
+        err.print(f"[yellow]warning:[/] {term(text)}", markup=True)
 
 
 def print_warnings(messages) -> None:
@@ -287,10 +303,10 @@ def finish_rows(failures: dict[int, str], total: int, action: str, summary: str)
     0-based position -> reason; numbered from 1, as in every other report), print the
     summary, and exit 1 when no row succeeded (a run that did nothing is a failure)."""
     if failures:
-        err.print(f"[yellow]{len(failures)} of {total} rows {action}:[/]")
+        err.print(f"[yellow]{len(failures)} of {total} rows {term(action)}:[/]", markup=True)
         for i, e in list(failures.items())[:20]:
-            err.print(f"  row {i + 1}: {e}", markup=False)
-    console.print(summary, soft_wrap=True)
+            err.print(f"  row {i + 1}: {plain(e)}")
+    console.print(plain(summary), soft_wrap=True)
     if len(failures) == total:
         raise typer.Exit(1)
 
@@ -300,12 +316,16 @@ def _markdown_tables(lines: list[str], width: int) -> list:
     markdown tables cut headers and cells with an ellipsis at 80 columns: "covera..."). A
     table too wide for ``width`` even with every column as narrow as its longest word is
     split into several, each repeating the columns that name the row."""
-    from rich import box
-
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
     import re
 
+    from rich import box
+    from rich.text import Text
+
+    # cells split at the pipes that are not escaped (a name "a|b" is written a\\|b), shown as
+    # the text they stand for (escapes undone), never as markup
+    rows = [[c.strip() for c in _cells(line)] for line in lines]
     rows = [r for r in rows if not all(re.fullmatch(r":?-{3,}:?", c) for c in r)]  # |---|
+    rows = [[md_unescape(c) for c in r] for r in rows]
     k = len(rows[0])
     rows = [(r + [""] * k)[:k] for r in rows]
     # a column's narrowest width without breaking a word, plus the 3 characters between
@@ -328,12 +348,36 @@ def _markdown_tables(lines: list[str], width: int) -> list:
         t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for j in cols:
             # as wide as its longest word: headers and cells wrap between words
-            t.add_column(rows[0][j], overflow="fold", min_width=need[j] - 3,
+            t.add_column(Text(plain(rows[0][j])), overflow="fold", min_width=need[j] - 3,
                          max_width=need[j] - 3)
         for r in rows[1:]:
-            t.add_row(*(r[j] for j in cols))
+            t.add_row(*(Text(plain(r[j])) for j in cols))
         tables.append(t)
     return tables
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a markdown table row ``| a | b\\|c |``: split at the pipes that no
+    backslash escapes (escapes kept; :func:`~scoreband.textsafe.md_unescape` undoes them)."""
+    out, cur, i = [], [], 0
+    body = line.strip()
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            cur.append(body[i:i + 2])
+            i += 2
+            continue
+        if body[i] == "|":
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(body[i])
+        i += 1
+    out.append("".join(cur))
+    if body.startswith("|"):
+        out = out[1:]
+    if len(out) > 1 and not out[-1].strip():  # the row's closing pipe
+        out = out[:-1]
+    return out
 
 
 def print_markdown(text: str) -> None:

@@ -44,6 +44,7 @@ from scoreband.errors import RowError
 from scoreband.files import write_json
 from scoreband.progress import step_status
 from scoreband.provenance import provenance
+from scoreband.textsafe import plain
 
 
 def _fmt(d) -> str:
@@ -77,7 +78,7 @@ def print_metrics_table(res: dict, title: str) -> None:
     console.print(t)
     if after.get("median_source", "the given median") != "the given median":
         console.print(f"note: after calibration, ups / tau-c / pearson / spearman are of "
-                      f"{after['median_source']}")
+                      f"{plain(after['median_source'])}")
     tc = res["theoretical_coverage"]
     console.print(f"theoretical coverage band (n={tc['n_cal']} items in the conformal step): "
                   f"[{tc['low']:.3f}, {tc['high']:.3f}]")
@@ -90,9 +91,9 @@ def print_metrics_table(res: dict, title: str) -> None:
     if res.get("groups"):
         g = Table(title="per group (after calibration)")
         for c in ("group", "n (test)", "coverage", "sharpness"):
-            g.add_column(c)
+            g.add_column(c, overflow="fold")  # a long name wraps, never cut with "..."
         for name, v in res["groups"].items():
-            g.add_row(name, str(v["n"]), _fmt(v["coverage"]), _fmt(v["sharpness"]))
+            g.add_row(plain(name), str(v["n"]), _fmt(v["coverage"]), _fmt(v["sharpness"]))
         console.print(g)
 
 
@@ -130,23 +131,24 @@ def evaluate(
                            cal_frac=cal_frac, n_ratings=opts["n_ratings"],
                            curve=html is not None if curve is None else curve,
                            on_split=lambda k, n: step(f"split {k} of {n} done"))
-    report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
     res["table"] = str(table)
-    print_warnings(res.get("warnings", []))
-    for note in res.get("notes", []):
-        err.print(f"note: {note}", markup=False)
-    print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
-                             f"{seeds} seeds")
-
     res["provenance"] = provenance({"input_table": str(table)})
+    # the files first: nothing printed below (a name, a terminal's encoding) can lose them
     if out:
         write_json(out, res)
-        console.print(f"wrote {out}")
     if html:
         from scoreband.report.html import write_report  # lazy: loads scipy
 
         write_report([res], html)
-        console.print(f"wrote {html}")
+    report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
+    print_warnings(res.get("warnings", []))
+    for note in res.get("notes", []):
+        err.print(f"note: {plain(note)}")
+    print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
+                             f"{seeds} seeds")
+    for path in (out, html):
+        if path:
+            console.print(f"wrote {plain(path)}")
 
 
 def _row_error(d: dict):
@@ -174,8 +176,8 @@ def calibrate(
                         on_warning=warn)
     report_rows(fit.errors, len(df))
     fit.save(out)
-    console.print(f"calibrated {fit.calibrator!r} on {fit.inputs['n_calibration']} rows -> "
-                  f"{out}")
+    console.print(f"calibrated {plain(repr(fit.calibrator))} on "
+                  f"{fit.inputs['n_calibration']} rows -> {plain(out)}")
 
 
 # ------------------------------------------------------------------ recalibrate
@@ -226,7 +228,8 @@ def recalibrate(
     report_rows(fit.errors, fit.inputs["recalibration"]["n_labeled"] + len(fit.errors))
     fit.save(out)
     g = fit.inputs["recalibration"]["guarantee"]
-    console.print(f"recalibrated {fit.calibrator!r} on {g['m']} labeled rows -> {out}")
+    console.print(f"recalibrated {plain(repr(fit.calibrator))} on {g['m']} labeled rows -> "
+                  f"{plain(out)}")
     console.print(f"guarantee on the new domain: expected coverage in [{g['expected_low']:.3f},"
                   f" {g['expected_high']:.3f}]; with probability "
                   f"{g['with_probability']['probability']:.0%} over these labels, coverage "
@@ -285,13 +288,13 @@ def apply(
         for i, e in list(run.failures.items())[:20]:
             warn(f"row {i + 1} left without a band: {e}")
         console.print(f"banded {run.rows - len(run.failures)} of {run.rows} rows on Ray "
-                      f"-> {out}")
+                      f"-> {plain(out)}")
         return
     res = AppliedFile.of(run.rows, stage)
     report_rows(res.errors, res.rows, action="left without a band")
     _print_shift(res.shift)
-    console.print(f"banded {res.banded} of {res.rows} rows with {res.method} "
-                  f"(alpha={res.alpha}) -> {out}")
+    console.print(f"banded {res.banded} of {res.rows} rows with {plain(res.method)} "
+                  f"(alpha={res.alpha}) -> {plain(out)}")
 
 
 def _print_shift(shift: dict | None) -> None:
@@ -303,9 +306,10 @@ def _print_shift(shift: dict | None) -> None:
              if shift["p_value"] < 0.01 else "no shift detected")
     ess = (f"; effective sample of the weights {shift['effective_sample_size']:.0f} of "
            f"{shift['n_cal']}" if "effective_sample_size" in shift else "")
-    err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g})" + ess)
+    err.print(f"{alarm} (classifier AUC {shift['auc']:.2f}, p = {shift['p_value']:.2g})" + ess,
+              markup=True)
     if shift["p_value"] < 0.01:
         err.print("  the bands' guarantee is for rows like the calibration items; to adapt it, "
                   "label a few of these rows and run `scoreband recalibrate CALIBRATOR "
                   "LABELED_TABLE --out NEW.json` (`scoreband recalibrate CALIBRATOR --plan "
-                  "0.05` says how many labels)", markup=False)
+                  "0.05` says how many labels)")

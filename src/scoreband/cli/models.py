@@ -26,6 +26,7 @@ from scoreband.cli._options import (
 from scoreband.cli._rows import run_stage
 from scoreband.cli.calibration import _print_shift
 from scoreband.progress import step_status
+from scoreband.textsafe import plain
 
 
 @app.command()
@@ -150,7 +151,7 @@ def _print_world_run(run: dict, out) -> None:
                   f"{report['stage1']['best']:.4f}; heads "
                   + ", ".join(f"{k} {v['best_val']:.4f}" for k, v in report["heads"].items()))
     console.print(f"calibrator: omega={calib['omega']:.2f} beta={calib['beta']:.4f} -> "
-                  f"{out}/calibrator.json")
+                  f"{plain(out)}/calibrator.json")
     console.print("held-out: " + ", ".join(f"{k} {v:.3f}" for k, v in held.items()
                                            if isinstance(v, float)))
 
@@ -161,7 +162,7 @@ def _print_table_run(report: dict, out) -> None:
                       f"{k} {v['best_val']:.4f}" for k, v in report["heads"].items()))
     c = report["calibration"]
     console.print(f"calibrator (CRC on {c['n']} held-out rows): omega {c['omega']:.2f}, beta "
-                  f"{c['beta']:.4f} -> {out}/calibrator.json")
+                  f"{c['beta']:.4f} -> {plain(out)}/calibrator.json")
 
 
 @app.command()
@@ -222,12 +223,12 @@ def score(
     n_trunc = run.counts.get("band_truncated", run.counts.get("truncated", 0))
     if n_trunc:
         err.print(f"[yellow]{n_trunc} captions were truncated to the text tower's length "
-                  "(flagged per row)[/]")
+                  "(flagged per row)[/]", markup=True)
     if run.counts.get("band_ood"):
         err.print(f"[yellow]{run.counts['band_ood']} of {run.rows} rows are outside what the "
-                  "model knows (band_ood says why): their bands are guesses[/]")
+                  "model knows (band_ood says why): their bands are guesses[/]", markup=True)
 
     _print_shift(run.summary.get("shift"))
     where = " on Ray" if stage is None else ""
     finish_rows(run.failures, run.rows, "not scored",
-                f"scored {run.rows - len(run.failures)} of {run.rows} rows{where} -> {out}")
+                f"scored {run.rows - len(run.failures)} of {run.rows} rows{where} -> {plain(out)}")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from scoreband.cli._app import app, console, guard
+from scoreband.textsafe import plain
 
 
 @app.command()
@@ -31,4 +32,4 @@ def report(
     from scoreband.report.html import write_report  # lazy: loads scipy
 
     write_report(list(results), out, title=title)
-    console.print(f"wrote {out} ({Path(out).stat().st_size / 1024:.0f} KB)")
+    console.print(f"wrote {plain(out)} ({Path(out).stat().st_size / 1024:.0f} KB)")

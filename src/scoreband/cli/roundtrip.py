@@ -29,6 +29,7 @@ from scoreband.roundtrip.encoders import ENCODERS, make_encoder
 from scoreband.roundtrip.generators import GENERATORS, make_generator
 from scoreband.roundtrip.text_metrics import add_text_metrics
 from scoreband.tables import read_table
+from scoreband.textsafe import plain
 
 GeneratorOpt = Annotated[str, typer.Option(
     "--generator", help=GENERATORS.help_text() + ".")]
@@ -112,9 +113,9 @@ def roundtrip(
     mean = run.means.get("roundtrip_score")
     mean = f"; mean score {mean:.4f}" if mean is not None else ""
     finish_rows(run.failures, run.rows, "not scored",
-                f"wrote {out}: {ok} of {run.rows} rows scored"
+                f"wrote {plain(out)}: {ok} of {run.rows} rows scored"
                 + (f" ({run.reused} resumed)" if run.reused else "") + mean
-                if ok else f"wrote {out}: no row could be scored")
+                if ok else f"wrote {plain(out)}: no row could be scored")
 
 
 def _prepare(table, captioner, references, image_col, text_col, device):

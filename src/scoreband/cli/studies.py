@@ -21,6 +21,7 @@ from scoreband.cli._options import (
 )
 from scoreband.records import Scale
 from scoreband.tables import read_table
+from scoreband.textsafe import plain, term
 
 
 @app.command()
@@ -54,8 +55,9 @@ def demo(
         n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out, html,
         show=False)
     _print_demo(result.doc, alpha, seeds, n_test)
-    console.print(f"wrote {out}/results.json, results.md, widths.png, examples.png and "
-                  f"{html or Path(out) / 'report.html'} ({result.doc['_meta']['seconds']} s)")
+    console.print(f"wrote {plain(out)}/results.json, results.md, widths.png, examples.png and "
+                  f"{plain(html or Path(out) / 'report.html')} "
+                  f"({result.doc['_meta']['seconds']} s)")
 
 
 def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
@@ -89,7 +91,7 @@ def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
                   "sharpness on [0, 1], cover = coverage, UPS = width-error correlation")
     for f in doc["_meta"]["findings"]:
         mark = "[green]yes[/]" if f["holds"] else "[red]no[/]"
-        console.print(f"  {mark}  {f['claim']} ({f['value']:.3f})")
+        console.print(f"  {mark}  {term(f['claim'])} ({f['value']:.3f})", markup=True)
     sh = doc["ood_painting_shift"]["chained_ci"]["after"]["coverage"]
     console.print(f"calibrated in domain, applied to ood_painting: coverage {sh['mean']:.3f}")
 
@@ -168,8 +170,8 @@ def stress(
                                              text_col, domain_col, in_domain, n_ratings)
     result = run_study("stress study ...", lambda step: study.run(
         scorer, items=items, in_domain=in_domain, scale=sc, on_step=step, **kw), out, html)
-    console.print(f"wrote {out}/results.json, results.md, figures and "
-                  f"{html or Path(out) / 'report.html'} ({result.doc['seconds']} s)")
+    console.print(f"wrote {plain(out)}/results.json, results.md, figures and "
+                  f"{plain(html or Path(out) / 'report.html')} ({result.doc['seconds']} s)")
 
 
 def _stress_table(table, scale, target, ratings, image_col, text_col, domain_col, in_domain,

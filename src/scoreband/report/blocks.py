@@ -27,6 +27,8 @@ def _plt():
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small and searchable
+    # labels are data (textsafe.fig escapes their "$"); never LaTeX from a user's rc file
+    matplotlib.rcParams["text.usetex"] = False
     import matplotlib.pyplot as plt
 
     return plt

@@ -12,6 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from scoreband.files import atomic_path  # noqa: E402
+from scoreband.textsafe import fig as label  # noqa: E402
+
+# every label that names something of the user's data goes through textsafe.fig (a "$" is
+# never mathtext); LaTeX from a user's matplotlibrc would read "_" and "%" in them as markup
+matplotlib.rcParams["text.usetex"] = False
 
 __all__ = ["width_figure", "examples_figure", "reliability_figure", "roundtrip_figure",
            "stress_width_figure", "k_curve_figure", "domain_width_figure",
@@ -31,7 +36,7 @@ def width_figure(path, widths: dict[str, np.ndarray], unit: str = "1-5 scale") -
     fig, ax = plt.subplots(figsize=(1.8 + 1.4 * len(widths), 3.6))
     names = list(widths)
     ax.boxplot([widths[n] for n in names], showfliers=False)
-    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.set_xticks(range(1, len(names) + 1), [label(n) for n in names])
     for i, n in enumerate(names, 1):
         ax.scatter([i], [np.mean(widths[n])], marker="D", color="C3", zorder=3,
                    label="mean" if i == 1 else None)
@@ -51,11 +56,11 @@ def examples_figure(path, ds, band, n: int = 8) -> Path:
         ax.imshow(ds.images[i])
         ax.set_xticks([])
         ax.set_yticks([])
-        cap = textwrap.fill(ds.captions[i], 34)
+        cap = textwrap.fill(label(ds.captions[i]), 34)
         ax.set_title(cap, fontsize=7)
         human = ds.ratings[i].mean()
         ax.set_xlabel(f"score {band.median[i]:.2f}  band [{band.lo[i]:.2f}, {band.hi[i]:.2f}]\n"
-                      f"human {human:.2f}  task {ds.tasks[i]}", fontsize=7)
+                      f"human {human:.2f}  task {label(ds.tasks[i])}", fontsize=7)
     for ax in np.ravel(axes)[len(idx):]:
         ax.axis("off")
     fig.tight_layout(h_pad=3.0)
@@ -73,10 +78,10 @@ def reliability_figure(path, maps: dict[str, dict], k: int) -> Path:
         y = np.arange(len(names))
         ax.barh(y, w, color=["C3" if tasks[t]["recommendation"].startswith("use") else "C0"
                              for t in names])
-        ax.set_yticks(y, names, fontsize=8)
+        ax.set_yticks(y, [label(t) for t in names], fontsize=8)
         ax.set_xlim(0, k - 1)
         ax.set_xlabel(f"mean band width (of {k - 1})")
-        ax.set_title(judge, fontsize=9)
+        ax.set_title(label(judge), fontsize=9)
         ax2 = ax.twiny()
         ax2.plot(cov, y, "k^", label="coverage")
         ax2.set_xlim(0.5, 1.0)
@@ -118,8 +123,9 @@ def stress_width_figure(path, widths: dict[str, dict[str, np.ndarray]]) -> Path:
         parts = ax.violinplot(data, showmedians=True)
         for b in parts["bodies"]:
             b.set_alpha(0.6)
-        ax.set_xticks(np.arange(1, len(levels) + 1), levels, fontsize=7, rotation=20)
-        ax.set_title(name, fontsize=9)
+        ax.set_xticks(np.arange(1, len(levels) + 1), [label(v) for v in levels], fontsize=7,
+                      rotation=20)
+        ax.set_title(label(name), fontsize=9)
     for ax in axes.flat[len(names):]:
         ax.axis("off")
     for ax in axes[:, 0]:
@@ -188,8 +194,8 @@ def distortion_examples_figure(path, examples: dict[str, list], levels) -> Path:
             ax.set_xticks([])
             ax.set_yticks([])
             if r == 0:
-                ax.set_title(lv, fontsize=8)
+                ax.set_title(label(lv), fontsize=8)
             if c == 0:
-                ax.set_ylabel(name, fontsize=8)
+                ax.set_ylabel(label(name), fontsize=8)
     fig.tight_layout()
     return _save(fig, path)

@@ -16,8 +16,10 @@ from scoreband.errors import InputError
 from scoreband.files import atomic_write_text, read_json
 from scoreband.metrics import binomial_ci
 from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
+from scoreband.report.schema import FIX, check_results
 from scoreband.report.systems import DEFINITIONS as SYSTEMS_DEFINITIONS
 from scoreband.report.systems import systems_section
+from scoreband.textsafe import fig as label
 
 __all__ = ["render_report", "write_report", "kind_of", "DEFINITIONS"]
 
@@ -72,7 +74,7 @@ def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str
     ax.errorbar(cov, y, xerr=err, fmt="none", ecolor="#777", capsize=3)
     ax.scatter(cov, y, c=colors, zorder=3)
     ax.axvline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
-    ax.set_yticks(y, names)
+    ax.set_yticks(y, [label(g) for g in names])
     ax.set_xlabel("coverage (95 % Clopper-Pearson interval)")
     ax.legend(loc="lower left", fontsize=8)
     return _svg(fig), rows
@@ -119,7 +121,7 @@ def _bar_figure(labels, values, *, xlabel: str, target: float | None = None,
     if target is not None:
         ax.axvline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
         ax.legend(loc="lower right", fontsize=8)
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, [label(v) for v in labels], fontsize=8)
     ax.set_xlabel(xlabel)
     ax.invert_yaxis()
     return _svg(fig)
@@ -130,13 +132,13 @@ def _lines_figure(series: dict[str, tuple[list, list]], *, xlabel: str, ylabel: 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     for name, (x, y) in series.items():
-        ax.plot(x, y, "o-", label=name)
+        ax.plot(x, y, "o-", label=label(name))
     if target is not None:
         ax.axhline(target, color="#276749", ls="--", lw=1, label=f"target {target:.2f}")
     if logx:
         ax.set_xscale("log", base=2)
     if xticks is not None:
-        ax.set_xticks(range(len(xticks)), xticks)
+        ax.set_xticks(range(len(xticks)), [label(v) for v in xticks])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7, ncol=2)
@@ -156,12 +158,24 @@ def _ms(d) -> str:
 # ------------------------------------------------------------------ sections
 def kind_of(doc: dict) -> str:
     """Which command wrote a results document."""
-    if doc.get("study"):
-        return doc["study"]
+    what = ("not a scoreband results file (evaluate, demo, judge-study, roundtrip-study, "
+            "stress or systems)")
+    if not isinstance(doc, dict):
+        raise ValueError(f"{what}: a JSON {_json_type(doc)}, where a results file is an "
+                         "object")
+    study = doc.get("study")
+    if study:
+        if not isinstance(study, str) or study not in _SECTIONS:
+            raise ValueError(f"{what}: its key 'study' is {str(study)[:60]!r}")
+        return study
     if "after" in doc and "theoretical_coverage" in doc:
         return "evaluate"
-    raise ValueError("not a scoreband results file (evaluate, demo, judge-study, "
-                     "roundtrip-study, stress or systems)")
+    raise ValueError(what)
+
+
+def _json_type(v) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null",
+            int: "number", float: "number"}.get(type(v), type(v).__name__)
 
 
 def _evaluate(doc: dict) -> dict:
@@ -228,7 +242,8 @@ def _paper_table_figure(doc: dict, sets: list[str], target: float) -> str:
         colours.append(col)
     fig, ax = plt.subplots(figsize=(1.9 * len(sets) + 1.8, 0.62 * len(heads) + 0.9))
     ax.axis("off")
-    t = ax.table(cellText=cells, cellColours=colours, rowLabels=heads, colLabels=sets,
+    t = ax.table(cellText=cells, cellColours=colours, rowLabels=[label(h) for h in heads],
+                 colLabels=[label(s) for s in sets],
                  cellLoc="center", loc="center")
     t.auto_set_font_size(False)
     t.set_fontsize(8)
@@ -421,16 +436,18 @@ def _image_block(path) -> dict:
             "caption": f"{Path(path).name}, as the command wrote it beside this report."}
 
 
-def render_report(docs: list[dict], title: str | None = None, images=()) -> str:
+def render_report(docs: list[dict], title: str | None = None, images=(),
+                  names=None) -> str:
     """The HTML of one report over one or more results documents; ``images``: PNG files the
-    command wrote, shown in the first section."""
+    command wrote, shown in the first section; ``names``: the file each document was read
+    from (None for one the command made), named in an error."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     sections, prov = [], []
     seen: dict[str, int] = {}
-    for doc in docs:
+    for doc, name in zip(docs, names or [None] * len(docs), strict=True):
         kind = kind_of(doc)
-        sections.append(_SECTIONS[kind](doc))
+        sections.append(_section(doc, kind, name))
         t = sections[-1]["title"]
         seen[t] = seen.get(t, 0) + 1
         if seen[t] > 1:  # two results files of one kind: titles that tell them apart
@@ -465,13 +482,36 @@ def write_report(docs, out, title: str | None = None, images=()) -> Path:
             loaded.append(d)
             continue
         try:
-            loaded.append(read_json(d, what="results file"))
+            doc = read_json(d, what="results file")
         except InputError as e:
             raise InputError(f"{d}: not a readable results JSON ({e})") from None
+        try:
+            kind = kind_of(doc)
+        except ValueError as e:
+            raise InputError(f"{d}: {e}") from None
+        check_results(doc, kind, d)  # every key its section reads, of its type
+        loaded.append(doc)
     for d, doc in zip(docs, loaded, strict=True):
         try:
             kind_of(doc)
         except ValueError as e:
             raise InputError(f"{d if not isinstance(d, dict) else 'document'}: {e}") from None
-    atomic_write_text(Path(out), render_report(loaded, title, images))
+    names = [None if isinstance(d, dict) else str(d) for d in docs]
+    atomic_write_text(Path(out), render_report(loaded, title, images, names=names))
     return Path(out)
+
+
+def _section(doc: dict, kind: str, name: str | None) -> dict:
+    """The section of one document; ``name``: the file it was read from, whose problems
+    the declared keys (:mod:`scoreband.report.schema`) did not catch (an edited file) are
+    then an InputError naming it, never a crash."""
+    if name is None:
+        return _SECTIONS[kind](doc)
+    try:
+        return _SECTIONS[kind](doc)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, StopIteration,
+            ZeroDivisionError, OverflowError) as e:
+        what = (f"key {e.args[0]!r} is missing" if isinstance(e, KeyError) and e.args
+                else " ".join(str(e).split())[:200] or type(e).__name__)
+        raise InputError(f"{name}: cannot read this {kind} results file ({what}); "
+                         f"{FIX}") from None

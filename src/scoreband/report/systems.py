@@ -5,6 +5,7 @@ label plan."""
 from __future__ import annotations
 
 from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
+from scoreband.textsafe import fig as label
 
 __all__ = ["systems_section", "DEFINITIONS"]
 
@@ -39,9 +40,9 @@ def _forest(doc: dict) -> str:
         ax.plot(s["ci"], [i + 0.15] * 2, color="C0", lw=3)
         ax.plot([s["estimate"]], [i + 0.15], "o", color="C0")
         ax.plot([c["estimate"]], [i - 0.15], "o", color="0.6", ms=4)
-    ax.set_yticks(range(len(rank)), [r["system"] for r in rank])
+    ax.set_yticks(range(len(rank)), [label(r["system"]) for r in rank])
     ax.set_xlabel(f"mean human score ({doc['scale']['lo']:g}-{doc['scale']['hi']:g})")
-    ax.plot([], [], color="C0", lw=3, label=f"{doc['method']}")
+    ax.plot([], [], color="C0", lw=3, label=label(doc["method"]))
     ax.plot([], [], color="0.6", lw=2, label="labels alone")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

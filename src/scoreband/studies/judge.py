@@ -16,6 +16,7 @@ from scoreband.judges.features import expected_score, max_prob
 from scoreband.protocol import resplits, summarize
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
+from scoreband.textsafe import md
 
 __all__ = ["run", "reliability_map", "METHODS", "judges_from_table", "simulated_judges"]
 
@@ -233,7 +234,7 @@ def study_markdown(doc: dict) -> str:
             st = v.get("set")
             extra = (f"{st['coverage']['mean']:.3f} | {st['width']['mean']:.3f}" if st
                      else "- | -")
-            lines.append(f"| {j} | {m} | {v['plain']['coverage']['mean']:.3f} | "
+            lines.append(f"| {md(j)} | {md(m)} | {v['plain']['coverage']['mean']:.3f} | "
                          f"{v['plain']['width']['mean']:.3f} | "
                          f"{v['boundary']['coverage']['mean']:.3f} | "
                          f"{v['boundary']['width']['mean']:.3f} | "
@@ -241,26 +242,27 @@ def study_markdown(doc: dict) -> str:
     names = {"split": "split CP around the judge's own score", "r2ccp": "R2CCP"}
     mm = doc.get("map_method", "split")
     for j, tasks in doc["reliability_map"].items():
-        lines += ["", f"## Reliability map: {j} ({names[mm]} + Mondrian by task + boundary)",
+        lines += ["", f"## Reliability map: {md(j)} ({names[mm]} + Mondrian by task + "
+                      "boundary)",
                   "",
                   "| task | n | exact agreement | Pearson | width | coverage | RSG | "
                   "overconfidence | recommendation |", "|---|---|---|---|---|---|---|---|---|"]
         for t, v in tasks.items():
-            lines.append(f"| {t} | {v['n']:.0f} | {v['exact_agreement']:.3f} | "
+            lines.append(f"| {md(t)} | {v['n']:.0f} | {v['exact_agreement']:.3f} | "
                          f"{v['pearson']:.3f} | {v['mean_width']:.2f} | {v['coverage']:.3f} | "
                          f"{v['rsg']:.3f} | {v['overconfidence']:.2f} | {v['recommendation']} |")
     lines += ["", "Spearman correlation of task orderings (by width): " + ", ".join(
-        f"{k} {v:.2f}" for k, v in doc["task_order_spearman"].items()), ""]
+        f"{md(k)} {v:.2f}" for k, v in doc["task_order_spearman"].items()), ""]
     other = [m for m in doc.get("reliability_maps", {}) if m != mm]
     for m in other:
         lines += [f"## Widths per task with {names[m]} + Mondrian (native scale)", "",
-                  "| judge | " + " | ".join(f"{t}" for t in sorted(
+                  "| judge | " + " | ".join(md(t) for t in sorted(
                       next(iter(doc["reliability_maps"][m].values()), {}))) + " |",
                   "|---|" + "---|" * len(next(iter(doc["reliability_maps"][m].values()), {}))]
         for j, tasks in doc["reliability_maps"][m].items():
-            lines.append(f"| {j} | " + " | ".join(
+            lines.append(f"| {md(j)} | " + " | ".join(
                 f"{tasks[t]['mean_width']:.2f} (cov {tasks[t]['coverage']:.2f})"
                 for t in sorted(tasks)) + " |")
         lines += ["", "Spearman of task orderings: " + ", ".join(
-            f"{k} {v:.2f}" for k, v in doc["task_order_spearman_by_method"][m].items()), ""]
+            f"{md(k)} {v:.2f}" for k, v in doc["task_order_spearman_by_method"][m].items()), ""]
     return "\n".join(lines)

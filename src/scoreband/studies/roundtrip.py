@@ -28,6 +28,7 @@ from scoreband.protocol import Tally, resplits
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
 from scoreband.tables import read_table
+from scoreband.textsafe import md
 
 __all__ = ["run", "derangement", "validation_study", "ScoreMap", "calibration_study",
            "study_markdown"]
@@ -153,9 +154,9 @@ def calibration_study(score, spread, y01, *, scale: Scale, n_ratings=1, alpha: f
 def study_markdown(doc: dict) -> str:
     v = doc["validation"]
     head = "embedded world (SIMULATED generator and encoder)" if doc.get("simulated") else \
-        doc.get("source", "table")
+        md(doc.get("source", "table"))
     lines = [f"# Round-trip study: {head}", "",
-             f"generator {doc['generator']}, encoder {doc['encoder']}, {doc['n_gen']} "
+             f"generator {md(doc['generator'])}, encoder {md(doc['encoder'])}, {doc['n_gen']} "
              "generations per caption", "",
              "## Matched vs mismatched (shuffled) captions", "",
              f"n = {v['n']} images; mean score matched {v['matched_mean']:.4f}, mismatched "
@@ -167,7 +168,7 @@ def study_markdown(doc: dict) -> str:
     if doc.get("per_task"):
         lines += ["| task | n | gap | AUROC |", "|---|---|---|---|"]
         for t, r in doc["per_task"].items():
-            lines.append(f"| {t} | {r['n']} | {r['gap']:.4f} | {r['auroc']:.3f} |")
+            lines.append(f"| {md(t)} | {r['n']} | {r['gap']:.4f} | {r['auroc']:.3f} |")
         lines.append("")
     c = doc.get("calibration")
     if c:

@@ -38,6 +38,7 @@ from scoreband.extras import require
 from scoreband.protocol import resplits
 from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
+from scoreband.textsafe import md
 
 __all__ = ["DISTORTIONS", "LEVELS", "K_DEFAULT", "distort", "balanced_subset", "run",
            "parse_distortions"]
@@ -475,7 +476,7 @@ def markdown(doc: dict) -> str:
     rows = []
     for name, per in doc["distortions"].items():
         for lv, v in per.items():
-            rows.append([name, lv, f"{v['width']['mean']:.3f}", f"{v['width']['median']:.3f}",
+            rows.append([md(name), md(lv), f"{v['width']['mean']:.3f}", f"{v['width']['median']:.3f}",
                          f"{v['coverage']:.3f}", f"{v['balanced']['coverage']:.3f}",
                          f"{v['median_score']:.2f}"])
     lines += _md_table(["distortion", "level", "width", "median w", "cover", "cover bal",
