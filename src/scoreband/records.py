@@ -180,6 +180,9 @@ class Predictions:
         Embeddings for clustering (cluster-conservative rule).
     n_ratings : (n,) array, optional
         Number of annotators behind each target (for the achievable grid).
+    keys : (n,) uint64 array, optional
+        Each item's identity for randomised tie-breaking (a hash of its table row; see
+        :mod:`scoreband.conformal.randomness`); None: its prediction values stand for it.
     """
 
     median: np.ndarray
@@ -190,6 +193,7 @@ class Predictions:
     features: np.ndarray | None = None
     embedding: np.ndarray | None = None
     n_ratings: np.ndarray | None = None
+    keys: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.median = _as_1d(self.median, "median")
@@ -210,6 +214,10 @@ class Predictions:
                 setattr(self, name, v)
         if self.n_ratings is not None:
             self.n_ratings = _as_1d(self.n_ratings, "n_ratings", n)
+        if self.keys is not None:
+            self.keys = np.asarray(self.keys, dtype=np.uint64)
+            if self.keys.shape != (n,):
+                raise InputError(f"keys must have shape (n={n},), got {self.keys.shape}")
 
     def __len__(self) -> int:
         return len(self.median)
@@ -223,7 +231,7 @@ class Predictions:
         return Predictions(
             median=self.median[idx], lo=sel(self.lo), hi=sel(self.hi),
             quantiles=sel(self.quantiles), levels=self.levels, features=sel(self.features),
-            embedding=sel(self.embedding), n_ratings=sel(self.n_ratings),
+            embedding=sel(self.embedding), n_ratings=sel(self.n_ratings), keys=sel(self.keys),
         )
 
     @property
@@ -238,7 +246,8 @@ class Band:
     ``lo01``, ``median01``, ``hi01`` are on [0, 1]; the native-scale values are derived
     from ``scale``. ``full_range`` flags items whose band is the whole scale because the
     calibration set (or the item's group) was too small for ``alpha``. ``group`` is the
-    calibration group each item's band came from (None when marginal).
+    calibration group each item's band came from (None when marginal). Every band holds its
+    median: ``lo <= median <= hi`` (a median outside is moved to the nearest end).
     """
 
     lo01: np.ndarray
@@ -257,6 +266,12 @@ class Band:
         self.lo01 = np.asarray(self.lo01, dtype=float)
         self.hi01 = np.asarray(self.hi01, dtype=float)
         self.median01 = np.asarray(self.median01, dtype=float)
+        if len(self.median01) and ((self.median01 < self.lo01).any()
+                                   or (self.median01 > self.hi01).any()):
+            # an invariant of every band: lo <= median <= hi. A point score outside its
+            # calibrated set (a histogram's mean beside a one-value band, a median beside a
+            # band snapped onto the grid) is reported at the nearest end of the set.
+            self.median01 = np.minimum(np.maximum(self.median01, self.lo01), self.hi01)
         if self.full_range is None:
             self.full_range = np.zeros(len(self.lo01), dtype=bool)
         if self.fallback is None:

@@ -22,6 +22,7 @@ __all__ = [
     "tie_keep_probability",
     "open_tied_edges",
     "OPEN_EDGE",
+    "row_matmul",
 ]
 
 #: How far an edge is moved inward to leave it out (far below any rating step, above the
@@ -159,16 +160,33 @@ def tie_keep_probability(scores, q: float, alpha: float, atol: float = 1e-9) -> 
     return float(min(1.0, max(0.0, (k - below) / (ties + 1))))
 
 
-def open_tied_edges(lo, hi, keep: float, seed) -> tuple[np.ndarray, np.ndarray]:
+def open_tied_edges(lo, hi, keep: float, u) -> tuple[np.ndarray, np.ndarray]:
     """Leave both edges of each band out (moved in by :data:`OPEN_EDGE`) with probability
-    ``1 - keep``, by seeded uniforms: the band side of :func:`tie_keep_probability`. A band
-    narrower than two such steps is kept whole."""
+    ``1 - keep``: the band side of :func:`tie_keep_probability`. ``u``: one uniform per
+    item, from :func:`scoreband.conformal.randomness.row_uniforms` (a function of the
+    item's identity, never of its position). A band narrower than two such steps is kept
+    whole."""
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     if keep >= 1.0 or len(lo) == 0:
         return lo, hi
-    u = np.random.default_rng(seed).uniform(size=len(lo))
-    shut = (u > keep) & (hi - lo > 2 * OPEN_EDGE)
+    shut = (np.asarray(u) > keep) & (hi - lo > 2 * OPEN_EDGE)
     return np.where(shut, lo + OPEN_EDGE, lo), np.where(shut, hi - OPEN_EDGE, hi)
+
+
+def row_matmul(A, B) -> np.ndarray:
+    """``A @ B`` computed so that a row's result never depends on the other rows of the call.
+
+    BLAS picks its kernel (and so its order of summation) by the shape of the whole matrix:
+    one row alone can differ from the same row inside a table in its last digit, and a band
+    edge can flip with it. ``einsum`` without its BLAS path sums each output in one fixed
+    order, so a row applied alone, in a chunk or in another order gets the same bits.
+
+    >>> A = np.random.default_rng(0).normal(size=(50, 5)); B = np.ones((5, 3))
+    >>> bool(np.array_equal(row_matmul(A, B)[7:8], row_matmul(A[7:8], B)))
+    True
+    """
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    return np.einsum("ij,j->i" if B.ndim == 1 else "ij,jk->ik", A, B, optimize=False)
 
 
 def split_at(perm, *cuts) -> list[np.ndarray]:

@@ -44,7 +44,7 @@ from scoreband.registry import Registry
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",
            "METHODS", "INPUTS", "has_inputs", "calibrator_class", "auto_candidates",
-           "needs_whole_table"]
+           "needs_whole_table", "uses_row_draws"]
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,20 @@ def needs_whole_table(cal) -> bool:
         if not isinstance(inner, Calibrator):
             return False
         cal = inner
+
+
+def uses_row_draws(cal) -> bool:
+    """Whether a calibrator (through its wrappers) draws per-item uniforms (randomised
+    tie-breaking), so its predictions need the items' identities
+    (:mod:`scoreband.conformal.randomness`)."""
+    stack = [cal]
+    while stack:
+        c = stack.pop()
+        if getattr(c, "randomize", False):
+            return True
+        stack += [x for x in (getattr(c, "base", None), getattr(c, "winner_", None))
+                  if isinstance(x, Calibrator)]
+    return False
 
 
 def _init_options(cls) -> set[str]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from scoreband.conformal._core import split_at
 from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
+from scoreband.conformal.randomness import keys_of
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
@@ -125,7 +126,7 @@ class Mapped(Calibrator):
             lo, hi = (b, a) if self.map.decreasing else (a, b)
         return Predictions(m, lo=lo, hi=hi, quantiles=None, levels=pred.levels,
                            features=pred.features, embedding=pred.embedding,
-                           n_ratings=pred.n_ratings)
+                           n_ratings=pred.n_ratings, keys=keys_of(pred))
 
     def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
         if not np.isfinite(pred.median).all():

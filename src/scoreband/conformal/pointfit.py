@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreband.conformal._core import row_matmul
 from scoreband.conformal.mapping import MonotoneMap
 
 __all__ = ["fit_point_model", "predict_point_model", "fit_standardiser", "standardise"]
@@ -47,7 +48,7 @@ def fit_point_model(X, y01) -> dict:
     st = fit_standardiser(X)
     Z = standardise(X, st)
     r = RidgeCV(alphas=np.logspace(-3, 3, 13)).fit(Z, y)
-    raw = Z @ r.coef_ + r.intercept_
+    raw = row_matmul(Z, r.coef_) + r.intercept_
     iso = MonotoneMap("isotonic").fit(raw, y) if len(np.unique(raw)) > 1 else None
     return {"n_columns": X.shape[1], **st,
             "coef": np.atleast_1d(r.coef_).tolist(), "intercept": float(r.intercept_),
@@ -57,7 +58,7 @@ def fit_point_model(X, y01) -> dict:
 def predict_point_model(model: dict, X) -> np.ndarray:
     """The fitted score on [0, 1] for rows ``X`` (n, d)."""
     Z = standardise(X, model)
-    raw = Z @ np.asarray(model["coef"]) + model["intercept"]
+    raw = row_matmul(Z, np.asarray(model["coef"])) + model["intercept"]
     if model["map"] is None:
         return np.clip(raw, 0, 1)
     return np.clip(MonotoneMap.from_dict(model["map"]).transform(raw), 0, 1)

@@ -15,6 +15,7 @@ from scoreband.conformal._core import (
     unbounded,
 )
 from scoreband.conformal.base import Calibrator, register
+from scoreband.conformal.randomness import keys_of, row_uniforms
 from scoreband.errors import CalibratorMismatch
 from scoreband.records import Predictions
 
@@ -112,7 +113,8 @@ class SplitConformal(Calibrator):
         full, q = unbounded(params["q"], len(pred), at=1.0)
         lo, hi = pred.median - q, pred.median + q
         if self.randomize:
-            lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0), [self.seed, 2])
+            lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
+                                     row_uniforms(keys_of(pred), self.seed, 2))
         return lo, hi, full
 
     def difficulty(self, pred: Predictions) -> np.ndarray:

@@ -1,0 +1,135 @@
+"""The one source of per-item randomness (SPEC section 11).
+
+Randomised tie-breaking draws one uniform per item. Drawn by position (``default_rng(seed)``
+over the rows of a call), row 0 of every call gets the same draw, so a table applied one row
+at a time, or in chunks, or sorted, gets other bands than the same rows in one call, and the
+randomisation no longer averages out (CHR applied row by row covered 0.85 at alpha 0.1). Here
+every draw is a hash of ``(seed, stream, the item's key)``: the same item gets the same
+uniform whatever table, chunk size or order it arrives in, and distinct items get
+independent-looking uniforms.
+
+An item's key is its row's identity: a hash of every cell of its table row
+(:func:`frame_keys`, set by the commands and the Python API on the predictions they read),
+else a hash of its prediction values (:func:`prediction_keys`: the array API). Two items
+with identical cells (or identical predictions, on the array API) share their draw.
+
+The hash is SplitMix64's finaliser, vectorised here because numpy's generators draw streams,
+not a function of a key; ``pandas.util.hash_array`` hashes the text cells.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["keys_of", "prediction_keys", "array_keys", "fold_of", "frame_keys", "row_uniforms", "mix64"]
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_NAN = np.float64("nan").view(np.uint64)
+
+
+def mix64(x) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 values (a bijection that scrambles every bit).
+
+    >>> int(mix64(np.array([0], dtype=np.uint64))[0]) == 0, int(mix64(np.uint64(1))) != 1
+    (True, True)
+    """
+    x = np.array(x, dtype=np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(30)
+        x *= _M1
+        x ^= x >> np.uint64(27)
+        x *= _M2
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def _combine(h: np.ndarray, v) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return mix64(h ^ (np.asarray(v, dtype=np.uint64) + _GOLDEN))
+
+
+def _float_bits(a) -> np.ndarray:
+    """The bits of float values, canonical: -0.0 as 0.0, every NaN as one NaN."""
+    a = np.asarray(a, dtype=np.float64) + 0.0  # -0.0 + 0.0 == +0.0
+    bits = a.view(np.uint64).copy()
+    bits[np.isnan(a)] = _NAN
+    return bits
+
+
+def prediction_keys(pred) -> np.ndarray:
+    """Keys of items known only by their predictions (median, interval, features,
+    embedding, rater count): the same values give the same key."""
+    n = len(pred.median)
+    h = np.full(n, np.uint64(0x5C0BEBA2D), dtype=np.uint64)
+    for name in ("median", "lo", "hi", "features", "embedding", "n_ratings"):
+        v = getattr(pred, name)
+        if v is None:
+            continue
+        v = np.asarray(v, dtype=float).reshape(n, -1)
+        h = _combine(h, np.uint64(len(name)))
+        for j in range(v.shape[1]):
+            h = _combine(h, _float_bits(v[:, j]))
+    return h
+
+
+def array_keys(X) -> np.ndarray:
+    """Keys of the rows of a 2-D float array (e.g. embeddings), by their values."""
+    X = np.asarray(X, dtype=float)
+    X = X.reshape(len(X), -1)
+    h = np.full(len(X), np.uint64(0xA11A7), dtype=np.uint64)
+    for j in range(X.shape[1]):
+        h = _combine(h, _float_bits(X[:, j]))
+    return h
+
+
+def fold_of(keys, folds: int, seed) -> np.ndarray:
+    """A fold in ``0..folds-1`` per item for cross-fitting, from its key and ``seed`` (so
+    an item lands in the same fold whatever the order of the table)."""
+    return np.minimum((row_uniforms(keys, seed, 5) * folds).astype(int), folds - 1)
+
+
+def keys_of(pred) -> np.ndarray:
+    """The items' keys: those set on ``pred``, else :func:`prediction_keys`."""
+    return pred.keys if pred.keys is not None else prediction_keys(pred)
+
+
+def frame_keys(df) -> np.ndarray:
+    """Keys of a table's rows from every cell: numbers by their value (1 and 1.0 alike),
+    everything else by its text; the columns by name, in any order.
+
+    >>> import pandas as pd
+    >>> a = frame_keys(pd.DataFrame({"x": [1, 2], "c": ["a", "b"]}))
+    >>> b = frame_keys(pd.DataFrame({"c": ["b"], "x": [2.0]}))
+    >>> bool(a[1] == b[0]), bool(a[0] != a[1])
+    (True, True)
+    """
+    import pandas as pd
+
+    n = len(df)
+    h = np.zeros(n, dtype=np.uint64)
+    for name in df.columns:
+        s = df[name]
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            v = _float_bits(s.to_numpy(dtype=float, na_value=np.nan))
+        else:
+            v = pd.util.hash_array(s.astype(str).to_numpy(dtype=object))
+        col = pd.util.hash_array(np.array([str(name)], dtype=object))[0]
+        h ^= _combine(np.full(n, col, dtype=np.uint64), v)  # XOR: column order is free
+    return mix64(h)
+
+
+def row_uniforms(keys, seed, stream: int) -> np.ndarray:
+    """One uniform in [0, 1) per key, a function of ``(seed, stream, key)`` alone.
+
+    >>> k = np.array([7, 8, 7], dtype=np.uint64)
+    >>> u = row_uniforms(k, 0, 2)
+    >>> bool(u[0] == u[2]), bool(u[0] != u[1]), bool(row_uniforms(k[1:2], 0, 2)[0] == u[1])
+    (True, True, True)
+    """
+    keys = np.asarray(keys, dtype=np.uint64)
+    s = mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
+    s = _combine(s, np.uint64(int(stream) & 0xFFFFFFFFFFFFFFFF))
+    x = _combine(keys ^ s, s)
+    return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
