@@ -99,12 +99,18 @@ def support_bins(values) -> TargetClasses:
     scale read as continuous: equal bins there leave runs of empty bins between the values,
     and the nested intervals wander over them).
 
-    A band runs from the lowest kept value to the highest, as on a grid.
+    A band runs from the lowest kept value to the highest, as on a grid. The scale's ends
+    0 and 1 are always classes: a value-to-value band could otherwise never reach a target
+    below the lowest value or above the highest of the training share, yet such a target
+    would score as the end value and count as covered (CHR covered 0.78 at alpha 0.2 on a
+    table whose ends hold 14 % of the targets, 0.71 after recalibration on a shifted domain).
 
+    >>> support_bins([0.5, 0.25, 0.5]).centers.tolist()
+    [0.0, 0.25, 0.5, 1.0]
     >>> support_bins([0.5, 0.0, 1.0, 0.5]).hi_edges.tolist()
     [0.25, 0.75, 1.0]
     """
-    v = np.unique(np.asarray(values, dtype=float))
+    v = np.unique(np.concatenate([[0.0, 1.0], np.asarray(values, dtype=float)]))
     mids = (v[1:] + v[:-1]) / 2
     return TargetClasses("support", v, np.concatenate([[0.0], mids]),
                          np.concatenate([mids, [1.0]]))

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import open_tied_edges, unbounded, whole_scale
+from scoreband.conformal._core import open_tied_edges, row_matmul, unbounded, whole_scale
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.bins import (
     MIN_ITEMS_PER_CLASS,
@@ -31,6 +31,7 @@ from scoreband.conformal.pointfit import (
     predict_point_model,
     standardise,
 )
+from scoreband.conformal.randomness import keys_of, row_uniforms
 from scoreband.conformal.split import quantile_params
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions
@@ -66,11 +67,13 @@ class _Learned(Calibrator):
         return {**super().get_config(), "train_frac": self.train_frac, "seed": self.seed,
                 "randomize": self.randomize}
 
-    def _open_ties(self, lo, hi, params):
-        """Randomised tie-breaking at the band's edges (see ``tie_keep_probability``)."""
+    def _open_ties(self, lo, hi, params, pred):
+        """Randomised tie-breaking at the band's edges (see ``tie_keep_probability``), one
+        uniform per item from its identity."""
         if not self.randomize:
             return lo, hi
-        return open_tied_edges(lo, hi, params.get("tie_keep", 1.0), [self.seed, 2])
+        return open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
+                               row_uniforms(keys_of(pred), self.seed, 2))
 
     def _model_state(self):
         return self.model_
@@ -179,7 +182,7 @@ class Fitted(_Learned):
     def apply_params(self, pred, params):
         full, q = unbounded(params["q"], len(pred), at=1.0)
         m = self.point(pred)
-        lo, hi = self._open_ties(m - q, m + q, params)
+        lo, hi = self._open_ties(m - q, m + q, params, pred)
         return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
@@ -230,7 +233,7 @@ class CQR(_Learned):
     def _q(self, pred, name):
         c = self.model_[name]
         Z = standardise(_features(pred, self.method), self.model_)
-        return Z @ np.asarray(c["coef"]) + c["intercept"]
+        return row_matmul(Z, np.asarray(c["coef"])) + c["intercept"]
 
     def conformity(self, pred, y):
         """``max(q_lo - y, y - q_hi)`` per item."""
@@ -240,7 +243,7 @@ class CQR(_Learned):
         full, q = unbounded(params["q"], len(pred))
         lo, hi = self._q(pred, "lo") - q, self._q(pred, "hi") + q
         # crossed regressors with a negative q can invert the band: keep it ordered
-        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params)
+        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params, pred)
         return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
@@ -349,17 +352,6 @@ class R2CCP(_Learned):
                 "entropy_weight": self.entropy_weight, "lr": self.lr,
                 "batch_size": self.batch_size}
 
-    def _net(self):
-        import torch
-
-        m = self.model_
-        net = _mlp(m["n_features"], self.bins)
-        # saved before the classifier became a plain Sequential: keys had a "net." prefix
-        weights = {k.removeprefix("net."): v for k, v in m["weights"].items()}
-        net.load_state_dict({k: torch.tensor(v, dtype=torch.float32)
-                             for k, v in weights.items()})
-        return net.eval(), np.asarray(m["mu"]), np.asarray(m["sd"])
-
     def fit_model(self, pred, y):
         import torch
         from torch import nn
@@ -394,12 +386,21 @@ class R2CCP(_Learned):
                        "weights": {k: v.tolist() for k, v in net.state_dict().items()}}
 
     def probs(self, pred: Predictions) -> np.ndarray:
-        import torch
+        """The classifier's bin probabilities, ``(n, bins)``: the trained MLP run in numpy
+        (:func:`~scoreband.conformal._core.row_matmul`), so a row's probabilities do not
+        depend on the other rows of the call (torch's kernels change with the batch)."""
+        from scipy.special import softmax
 
-        net, mu, sd = self._net()
-        X = (_features(pred, self.method) - mu) / sd
-        with torch.no_grad():
-            return torch.softmax(net(torch.tensor(X, dtype=torch.float32)), 1).double().numpy()
+        m = self.model_
+        w = {k.removeprefix("net."): np.asarray(v, dtype=np.float32).astype(float)
+             for k, v in m["weights"].items()}
+        h = (_features(pred, self.method) - np.asarray(m["mu"])) / np.asarray(m["sd"])
+        h = h.astype(np.float32).astype(float)  # the inputs the net was trained on
+        for i in (0, 2, 4):
+            h = row_matmul(h, w[f"{i}.weight"].T) + w[f"{i}.bias"]
+            if i < 4:
+                np.maximum(h, 0.0, out=h)
+        return softmax(h, axis=1)
 
     def conformity(self, pred, y):
         """Minus the interpolated predicted density at y, per item."""
@@ -424,7 +425,7 @@ class R2CCP(_Learned):
         self.check_pred(pred)
         p = self.probs(pred)
         q = self.params_["q"]
-        med = (p @ ((np.arange(self.bins) + 0.5) / self.bins))  # expected value
+        med = row_matmul(p, (np.arange(self.bins) + 0.5) / self.bins)  # expected value
         if math.isinf(q):
             return self._band(Predictions(med), *whole_scale(len(p)))
         sets, lo, hi = density_sets(p, -q)
@@ -436,7 +437,7 @@ class R2CCP(_Learned):
         """Spread (std) of the predicted distribution: the model's own uncertainty."""
         p = self.probs(pred)
         c = (np.arange(self.bins) + 0.5) / self.bins
-        return np.sqrt(np.maximum(p @ c**2 - (p @ c) ** 2, 0))
+        return np.sqrt(np.maximum(row_matmul(p, c**2) - row_matmul(p, c) ** 2, 0))
 
 
 # --------------------------------------------------------------------------- CHR
@@ -470,7 +471,7 @@ def softmax_probs(model: dict, Z: np.ndarray, smoothing: float = 1e-3) -> np.nda
 
     coef = np.asarray(model["coef"], dtype=float)
     b = np.array([-np.inf if v is None else v for v in model["intercept"]], dtype=float)
-    logits = Z @ coef.T + b
+    logits = row_matmul(Z, coef.T) + b
     P = softmax(logits, axis=1)
     return (1 - smoothing) * P + smoothing / P.shape[1]
 
@@ -570,19 +571,20 @@ class CHR(_Learned):
             P = spread_histogram(P, m["coarse_edges"], c.lo_edges, c.hi_edges)
         return P
 
-    def _uniforms(self, n: int, stream: int) -> np.ndarray | None:
+    def _uniforms(self, pred: Predictions, stream: int) -> np.ndarray | None:
         if not self.randomize:
             return None
-        return np.random.default_rng([self.seed, stream]).uniform(size=n)
+        return row_uniforms(keys_of(pred), self.seed, stream)
 
     def conformity(self, pred, y):
         """Mass of the nested interval when the item's class joins it (randomised: the mass
         before it plus a uniform share of its own)."""
-        classes, P, u = self._classes(), self.probs(pred), self._uniforms(len(y), 0)
-        if classes.kind != "support":
+        classes, P, u = self._classes(), self.probs(pred), self._uniforms(pred, 0)
+        if classes.kind == "bins":
             return nested_scores(P, classes.classify(y), u)
-        # a band on the values the targets take runs from value to value: a target between
-        # two values is inside only once both have joined, so it scores as the later one
+        # a band on a grid or on the values the targets take runs from value to value: a
+        # target between two values (another rater count, a value the training share never
+        # had) is inside only once both have joined, so it scores as the later one
         c = classes.centers
         below = np.clip(np.searchsorted(c, y + 1e-12, side="right") - 1, 0, len(c) - 1)
         above = np.where(np.abs(y - c[below]) <= 1e-12, below,
@@ -591,14 +593,14 @@ class CHR(_Learned):
         return np.maximum(nested_scores(P, below, u, nest), nested_scores(P, above, u, nest))
 
     def apply_params(self, pred, params):
-        return self._apply(self.probs(pred), params)
+        return self._apply(self.probs(pred), params, pred)
 
-    def _apply(self, P, params):
+    def _apply(self, P, params, pred):
         q = params["q"]
         n = len(P)
         if math.isinf(q):
             return whole_scale(n)
-        lo_c, hi_c, _ = nested_bands(P, q, self._uniforms(n, 1))
+        lo_c, hi_c, _ = nested_bands(P, q, self._uniforms(pred, 1))
         lo, hi = self._classes().band(lo_c, hi_c)
         return lo.astype(float), hi.astype(float), np.zeros(n, dtype=bool)
 
@@ -606,14 +608,14 @@ class CHR(_Learned):
         self._require_fitted()
         self.check_pred(pred)
         P = self.probs(pred)  # once for the band and the median
-        lo, hi, full = self._apply(P, self.params_)
-        med = P @ self._classes().centers  # the histogram's mean
+        lo, hi, full = self._apply(P, self.params_, pred)
+        med = row_matmul(P, self._classes().centers)  # the histogram's mean
         return self._band(Predictions(med), lo, hi, full)
 
     def difficulty(self, pred):
         """Spread (std) of the predicted histogram."""
         p, c = self.probs(pred), self._classes().centers
-        return np.sqrt(np.maximum(p @ c**2 - (p @ c) ** 2, 0))
+        return np.sqrt(np.maximum(row_matmul(p, c**2) - row_matmul(p, c) ** 2, 0))
 
 
 # --------------------------------------------------------------------------- marginal
@@ -647,7 +649,7 @@ class Marginal(_Learned):
         full, q = unbounded(params["q"], n)
         lo = np.full(n, self.model_["lo"] - q)
         hi = np.full(n, self.model_["hi"] + q)
-        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params)
+        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params, pred)
         return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
