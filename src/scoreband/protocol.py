@@ -10,6 +10,7 @@ demo, the benchmarks), the studies run their own measurements inside :func:`resp
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.errors import InputError
 from scoreband.records import Predictions
 
-__all__ = ["split_indices", "resplits", "Split", "Tally", "evaluate_splits", "summarize"]
+__all__ = ["split_indices", "resplits", "build_for_split", "Split", "Tally", "evaluate_splits", "summarize"]
 
 BAND_METRICS = ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman")
 
@@ -164,8 +165,22 @@ class _Record:
                 ", ".join(f"{k} x{c}" for k, c in sorted(m.items(), key=lambda kv: -kv[1])))
 
 
-def _fit_predict(make_calibrator, pred, y01, cal, test, g_all, caught: list):
-    cal_obj = make_calibrator()
+def build_for_split(make_calibrator: Callable[..., Calibrator], seed: int) -> Calibrator:
+    """A fresh calibrator for the split drawn from ``seed``: ``make_calibrator(seed=seed)``
+    where the factory takes a seed, so every random choice inside the calibration set (a
+    learned method's training share, ``auto``'s selection share, a map's share) is drawn
+    anew in each split. A fixed seed would draw the same positions of the calibration rows in
+    every split, and on a table ordered by its target train on the same kind of rows each
+    time (CQR covered 0.77 at alpha 0.2 where the shuffled table gave 0.83)."""
+    try:
+        takes_seed = "seed" in inspect.signature(make_calibrator).parameters
+    except (TypeError, ValueError):  # a builtin or an odd callable: take it as it is
+        takes_seed = False
+    return make_calibrator(seed=seed) if takes_seed else make_calibrator()
+
+
+def _fit_predict(make_calibrator, pred, y01, cal, test, g_all, caught: list, seed: int = 0):
+    cal_obj = build_for_split(make_calibrator, seed)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         cal_obj.fit(pred.take(cal), y01[cal], groups=None if g_all is None else g_all[cal])
@@ -184,7 +199,8 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     Parameters
     ----------
     pred, y01 : all items' predictions and normalised targets
-    make_calibrator : builds a fresh, unfitted calibrator for each split
+    make_calibrator : builds a fresh, unfitted calibrator for each split; called with
+        ``seed=`` the split's seed where it takes one (:func:`build_for_split`)
     groups : optional group label per item (per-group coverage; Mondrian uses it too)
     split_keys : rows sharing a key stay on the same side of every split
     adjust_boundary : snap bands to the achievable grid of the calibrator's scale
@@ -201,7 +217,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     for sp in resplits(n, seeds, cal_frac, keys=split_keys, seed0=seed0, on_split=on_split):
         cal, test = sp.cal, sp.test
         cal_obj, band, pt = _fit_predict(make_calibrator, pred, y01, cal, test, g_all,
-                                         rec.warnings)
+                                         rec.warnings, sp.seed)
         if adjust_boundary:
             band = adjust_band(band, nr[test])
         rec.add(cal_obj, band, pt, y01[test], len(cal),

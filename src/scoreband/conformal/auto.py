@@ -176,14 +176,20 @@ class Auto(Calibrator):
         the conformal share's indices."""
         names = self._names(pred)
         tr, sel, conf = self._shares(len(y))
-        p_tr, p_sel = pred.take(tr), pred.take(sel)
+        # SPEC section 9: each candidate is conformalized on one half of the selection share
+        # and measured on the other, so a candidate is not measured on the items its
+        # threshold was set on
+        half = len(sel) // 2
+        sel_a, sel_b = (sel[i] for i in split_at(
+            np.random.default_rng([self.seed, 8]).permutation(len(sel)), half))
+        p_tr, p_a, p_b = pred.take(tr), pred.take(sel_a), pred.take(sel_b)
         widths, chosen, fitted = {}, {}, {}
         for name in names:
             cal = _candidate(name, self.alpha, self.scale, self.seed, self.randomize)
             if cal.learned:
                 cal.fit_model(p_tr, y[tr])
-            cal.params_ = cal.fit_conformal(p_sel, y[sel])
-            widths[name] = self._width(cal, p_sel)
+            cal.params_ = cal.fit_conformal(p_a, y[sel_a])
+            widths[name] = self._width(cal, p_b)
             chosen[name], fitted[name] = cal.params_, cal
         best = min(names, key=lambda c: (widths[c], names.index(c)))
         self.winner_ = fitted[best]

@@ -20,7 +20,7 @@ import math
 
 from scipy import stats
 
-from scoreband.conformal._core import check_alpha
+from scoreband.conformal._core import _exact, check_alpha, conformal_rank, min_calibration_size
 from scoreband.errors import InputError
 
 __all__ = ["min_labels", "coverage_guarantee", "labels_for_slack", "label_plan"]
@@ -33,8 +33,7 @@ def min_labels(alpha: float) -> int:
     >>> min_labels(0.1), min_labels(0.05), min_labels(0.2)
     (9, 19, 4)
     """
-    a = check_alpha(alpha)
-    return max(1, math.ceil(1.0 / a - 1e-12) - 1)
+    return max(1, min_calibration_size(alpha))
 
 
 def coverage_guarantee(m: int, alpha: float, delta: float = 0.1) -> dict:
@@ -49,7 +48,7 @@ def coverage_guarantee(m: int, alpha: float, delta: float = 0.1) -> dict:
     if m < min_labels(a):
         raise InputError(f"{m} labeled rows are too few for alpha = {a:g}: the conformal step "
                          f"needs at least {min_labels(a)} (ceil(1/alpha) - 1)")
-    k = math.ceil((m + 1) * (1 - a))
+    k = conformal_rank(m, a)  # exact: a float ceil is one too high at alpha 0.45, m = 99
     dist = stats.beta(k, m + 1 - k)
     return {"m": int(m), "alpha": a, "expected_low": 1 - a,
             "expected_high": min(1.0, 1 - a + 1 / (m + 1)),
@@ -65,6 +64,8 @@ def labels_for_slack(alpha: float, slack: float, delta: float = 0.1) -> int:
 
     >>> labels_for_slack(0.1, 0.05), labels_for_slack(0.1, 0.02)
     (60, 380)
+    >>> round(coverage_guarantee(99, 0.45)["with_probability"]["coverage"], 4)  # k = 55
+    0.4861
     """
     import numpy as np
 
@@ -76,7 +77,8 @@ def labels_for_slack(alpha: float, slack: float, delta: float = 0.1) -> int:
     z = stats.norm.ppf(1 - delta)
     guess = z * z * a * (1 - a) / slack**2  # the normal approximation
     m = np.arange(min_labels(a), int(10 * guess) + 10 * math.ceil(1 / a) + 100)
-    k = np.ceil((m + 1) * (1 - a))
+    keep = 1 - _exact(a)  # k = ceil((m + 1)(1 - alpha)) in integers, as conformal_rank
+    k = -((-(m + 1) * keep.numerator) // keep.denominator)
     ok = stats.beta.ppf(delta, k, m + 1 - k) >= 1 - a - slack
     bad = np.flatnonzero(~ok)
     return int(m[0] if len(bad) == 0 else m[bad[-1]] + 1)

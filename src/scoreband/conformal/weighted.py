@@ -92,26 +92,40 @@ def _standardize(X_cal, X_test):
     return (X_cal - mu) / sd, (X_test - mu) / sd
 
 
-def likelihood_ratio_weights(X_cal, X_test, C: float = 1.0,
-                             clip: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+def likelihood_ratio_weights(X_cal, X_test, C: float = 1.0, clip: float = 1e-6,
+                             folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Estimated ``dP_test / dP_cal`` at the calibration and the test items, from a logistic
-    domain classifier (scikit-learn) on standardised features."""
+    domain classifier (scikit-learn) on standardised features, cross-fitted (SPEC section
+    9): the items fall into ``folds`` folds by their values
+    (:func:`~scoreband.conformal.randomness.fold_of`, so not by their order), and each
+    item's probability comes from the classifier fitted without its fold, so no item scores
+    itself. With fewer than ``2 * folds`` items on either side the folds shrink (at least
+    2); below 2 items a side, the classifier is fitted in-sample."""
     from sklearn.linear_model import LogisticRegression
+
+    from scoreband.conformal.randomness import array_keys, fold_of
 
     Xc, Xt = (np.asarray(v, dtype=float) for v in (X_cal, X_test))
     if Xc.ndim != 2 or Xt.ndim != 2 or Xc.shape[1] != Xt.shape[1]:
         raise InputError(f"calibration and test embeddings must have the same width, got "
                          f"{Xc.shape} and {Xt.shape}")
     Zc, Zt = _standardize(Xc, Xt)
+    Z = np.vstack([Zc, Zt])
     y = np.r_[np.zeros(len(Zc)), np.ones(len(Zt))]
-    clf = LogisticRegression(C=C, max_iter=2000).fit(np.vstack([Zc, Zt]), y)
-    ratio = len(Zc) / len(Zt)
-
-    def w(Z):
-        p = np.clip(clf.predict_proba(Z)[:, 1], clip, 1 - clip)
-        return p / (1 - p) * ratio
-
-    return w(Zc), w(Zt)
+    k = max(1, min(folds, len(Zc) // 2, len(Zt) // 2))
+    fold = (fold_of(np.r_[array_keys(Xc), array_keys(Xt) ^ np.uint64(1)], k, seed)
+            if k >= 2 else np.zeros(len(Z), dtype=int))
+    p = np.empty(len(Z))
+    for f in range(k):
+        out = fold == f
+        train = ~out if k >= 2 else np.ones(len(Z), dtype=bool)
+        if len(np.unique(y[train])) < 2:  # a fold took a whole side: fit on every item
+            train = np.ones(len(Z), dtype=bool)
+        clf = LogisticRegression(C=C, max_iter=2000).fit(Z[train], y[train])
+        p[out] = clf.predict_proba(Z[out])[:, 1]
+    p = np.clip(p, clip, 1 - clip)
+    w = p / (1 - p) * (len(Zc) / len(Zt))
+    return w[:len(Zc)], w[len(Zc):]
 
 
 def shift_test(X_cal, X_test, folds: int = 5, seed: int = 0) -> dict:
