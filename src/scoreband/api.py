@@ -31,7 +31,9 @@ import numpy as np
 from scoreband.bands import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
 from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
+from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
+from scoreband.conformal.randomness import frame_keys
 from scoreband.engine.rows import run_file, run_rows
 from scoreband.errors import InputError, RowError
 from scoreband.tables import read_table
@@ -98,7 +100,9 @@ class CalibrationConfig:
         return cls(**value)
 
     def factory(self, scale: Scale, has_groups: bool):
-        """A function building a fresh, unfitted calibrator (validated once, here)."""
+        """A function building a fresh, unfitted calibrator (validated once, here); its
+        ``seed`` draws the calibrator's own random choices (the evaluation protocol gives
+        each split its own)."""
         k = self.clusters
         if k != "auto":
             try:
@@ -107,11 +111,11 @@ class CalibrationConfig:
                 raise InputError(f"`clusters` expects an integer or 'auto', got {k!r}") from None
         by = ("given" if has_groups else "difficulty") if self.mondrian else None
 
-        def make():
+        def make(seed: int = 0):
             return make_calibrator(self.method, self.alpha, scale=scale, mondrian=by,
                                    n_clusters=k, small_group=self.small_group, map=self.map,
                                    randomize=self.randomize,
-                                   adjust_boundary=self.adjust_boundary)
+                                   adjust_boundary=self.adjust_boundary, seed=seed)
 
         make()
         return make
@@ -175,6 +179,7 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
     inp = load_inputs(df, spec, n_ratings=n_ratings)
+    inp.pred.keys = frame_keys(df.iloc[inp.rows])  # randomised tie-breaking by row identity
     make = cfg.factory(spec.scale, spec.groups is not None)
     res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
                           groups=inp.groups, split_keys=inp.split_keys,
@@ -236,6 +241,8 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     if cfg.adjust_boundary:
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
     cal = cfg.factory(spec.scale, spec.groups is not None)()
+    if uses_row_draws(cal):
+        inp.pred.keys = frame_keys(df.iloc[inp.rows])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cal.fit(inp.pred, inp.y01, groups=inp.groups)
@@ -246,11 +253,21 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     for w in notes if on_warning is not None else ():
         on_warning(w)
     inputs = {"columns": spec.to_dict(), "adjust_boundary": cfg.adjust_boundary,
-              "n_ratings": float(np.median(inp.n_ratings)), "n_calibration": len(inp.pred),
+              # one rater count for every item, or none (each row then keeps its own grid
+              # at apply, from its ratings)
+              **_rater_record(inp.n_ratings), "n_calibration": len(inp.pred),
               "skipped_rows": len(inp.errors)}
     if notes:  # what changed on the way (snapped targets, a change of representation)
         inputs["notes"] = notes
     return Calibration(cal, inputs, inp.errors, scorer_id or table_fingerprint(df))
+
+
+def _rater_record(n_ratings) -> dict:
+    """What a calibrator records of its items' rater counts: the count they all share, or
+    that they varied."""
+    r = np.unique(np.asarray(n_ratings, dtype=float))
+    return ({"n_ratings": float(r[0]), "ratings_varied": False} if len(r) == 1
+            else {"n_ratings": None, "ratings_varied": True})
 
 
 def _load(calibrator, scorer_id):
@@ -309,14 +326,16 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
     import warnings
 
+    if uses_row_draws(cal):
+        inp.pred.keys = frame_keys(df.iloc[inp.rows])
     with warnings.catch_warnings(record=on_warning is not None) as caught:
         cal.conformalize(inp.pred, inp.y01)
     for w in dict.fromkeys([*(str(w.message) for w in caught or ()), *inp.notes]):
         if on_warning is not None:
             on_warning(w)
     guarantee = coverage_guarantee(m, cal.alpha, delta)
-    new = {**inputs, "columns": {**inputs["columns"], "target": spec.target,
-                                 "ratings": spec.ratings},
+    new = {**inputs, **_rater_record(inp.n_ratings),
+           "columns": {**inputs["columns"], "target": spec.target, "ratings": spec.ratings},
            "recalibration": {"n_labeled": m, "skipped_rows": len(inp.errors),
                              "guarantee": guarantee,
                              "from": str(calibrator) if isinstance(calibrator, (str, Path))

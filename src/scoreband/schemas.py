@@ -76,6 +76,8 @@ class InputsDoc(_Doc):
     columns: ColumnsDoc | None = None
     adjust_boundary: bool = False
     n_ratings: Annotated[float, Field(ge=1, le=10_000, allow_inf_nan=False)] | None = None
+    #: the calibration items' rater counts differed (``n_ratings`` is then None)
+    ratings_varied: bool = False
     n_calibration: Annotated[int, Field(ge=0)] | None = None
     skipped_rows: Annotated[int, Field(ge=0)] | None = None
     head: str | None = None
