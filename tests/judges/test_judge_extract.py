@@ -169,8 +169,10 @@ class _Handler(BaseHTTPRequestHandler):
         kind = next(k for k in ("FLAKY", "DOWN", "SLOW", "NOLOGPROBS", "NOTOKENS", "BADREQ",
                                 "DIRECT", "OK") if k in text)
         n = _Handler.calls[kind] = _Handler.calls.get(kind, 0) + 1
-        if kind == "DOWN" or (kind == "FLAKY" and n == 1):
-            return self._send(500, {"error": {"message": "overloaded"}})
+        if kind == "DOWN":
+            return self._send(500, {"error": {"message": "internal error"}})
+        if kind == "FLAKY" and n == 1:
+            return self._send(503, {"error": {"message": "overloaded"}})
         if kind == "BADREQ":
             return self._send(400, {"error": {"message": "logprobs not allowed"}})
         if kind == "SLOW":
@@ -179,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
                {"token": "4", "logprob": float(np.log(0.1))},
                {"token": " 3", "logprob": float(np.log(0.2))},
                {"token": " The", "logprob": float(np.log(0.05))}]
+        # a full top-20 list: the unlisted labels can hold little (below its last entry)
+        top += [{"token": f" w{i}", "logprob": float(np.log(0.001))} for i in range(16)]
         tokens = ["There", " are", " 3", " dogs", ".", " Score", ":", " 4"]
         if kind == "NOTOKENS":
             top = [{"token": " maybe", "logprob": -0.1}]
@@ -231,20 +235,23 @@ def test_endpoint_judge_failures_cache_and_resume(server, tmp_path):
     np.testing.assert_allclose(res.loc["OK", "judge_missing_mass"], 0.1)
     assert res.loc["OK", "judge_position"] == "generated"
     assert res.loc["DIRECT", "judge_position"] == "first-token"
-    assert res.loc["FLAKY", "judge_error"] == ""          # retried after one 500
-    assert "after 3 attempts (HTTP 500" in res.loc["DOWN", "judge_error"]
-    assert "timed out" in res.loc["SLOW", "judge_error"]
+    assert res.loc["FLAKY", "judge_error"] == ""          # retried after one 503
+    # a 500 repeats for the same request: not retried, said so
+    assert "refused the request (HTTP 500: internal error; not retried" in \
+        res.loc["DOWN", "judge_error"]
+    assert "no answer within 0.5 s" in res.loc["SLOW", "judge_error"]
     assert "returned no log-probs" in res.loc["NOLOGPROBS", "judge_error"]
     assert "none of the score labels" in res.loc["NOTOKENS", "judge_error"]
     assert "refused the request (HTTP 400" in res.loc["BADREQ", "judge_error"]
-    assert _Handler.calls["BADREQ"] == 1 and _Handler.calls["DOWN"] == 3
+    assert _Handler.calls["BADREQ"] == 1 and _Handler.calls["DOWN"] == 1
+    assert _Handler.calls["SLOW"] == 1 and _Handler.calls["FLAKY"] == 2
     for k in ("DOWN", "NOLOGPROBS", "NOTOKENS"):
         assert np.isnan(res.loc[k, "judge_expected"])      # a failure is never a score
     # a rerun is answered from the cache for every success; failures are asked again
     before = dict(_Handler.calls)
     j2, res2, _ = run(None)
     assert _Handler.calls["OK"] == before["OK"] and _Handler.calls["FLAKY"] == before["FLAKY"]
-    assert _Handler.calls["DOWN"] == before["DOWN"] + 3
+    assert _Handler.calls["DOWN"] == before["DOWN"] + 1
     pd.testing.assert_series_equal(res2["judge_expected"], res["judge_expected"])
 
 

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from scoreband.cli._app import app, fail, finish_rows, guard, report_rows, run_study, text_or_file
+from scoreband.cli._app import (
+    app,
+    err,
+    fail,
+    finish_rows,
+    guard,
+    report_rows,
+    run_study,
+    text_or_file,
+)
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
@@ -59,17 +68,35 @@ def judge(
     dtype: Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
     = "float32",
     base_url: BaseUrlOpt = "https://api.openai.com/v1",
-    top_logprobs: Annotated[int, typer.Option("--top-logprobs", min=1, max=100,
-                                              help="openai: top-k.")] = 20,
+    top_logprobs: Annotated[int, typer.Option(
+        "--top-logprobs", min=1, max=100,
+        help="openai: top-k log-probs at the score position; at least twice the number of "
+             "labels (each has two spellings, '4' and ' 4'). Rows where labels outside the "
+             "list may hold over 5 % of the label probability are not scored.")] = 20,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, max=1_000_000,
                                             help="openai: answer length.")]
     = 256,
     timeout: Annotated[float, typer.Option("--timeout", callback=positive,
                                            help="openai: seconds per request.")]
     = 60.0,
-    retries: Annotated[int, typer.Option("--retries", min=0, max=100,
-                                         help="openai: retries on 429/5xx/"
-                                              "time-outs.")] = 4,
+    retries: Annotated[int, typer.Option(
+        "--retries", min=0, max=100,
+        help="openai: retries of what another attempt can fix (HTTP 408, 429, 502, 503, 504, "
+             "a connection reset), with back-off; anything else fails the row at once.")] = 4,
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", min=1, max=256,
+        help="openai: requests in flight at once (over one kept-alive connection pool); "
+             "rows are still written in order and resumable.")] = 1,
+    stop_after: Annotated[int, typer.Option(
+        "--stop-after", min=0, max=1_000_000,
+        help="Stop asking after this many rows in a row fail at the judge (a server down, "
+             "no log-probs, an image it cannot read); the rest are marked not asked and the "
+             "cause is printed. 0: never stop.")] = 10,
+    allow_blind: Annotated[bool, typer.Option(
+        "--allow-blind",
+        help="openai: go on when the model does not see the images (a text-only model: "
+             "same prompt tokens with and without the image); otherwise the run "
+             "stops.")] = False,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="openai: response cache folder (default: OUT.cache/).")] = None,
     **engine_opts,
@@ -83,8 +110,9 @@ def judge(
     the same command resumes: finished rows are kept in OUT.partial.jsonl (and endpoint
     answers in the cache).
 
-    Then calibrate, e.g.: scoreband evaluate OUT --target human --scale 1,5
-    --median judge_expected --features 'logp_*' --method r2ccp
+    Exits 1 when more than half of the rows could not be judged, or when the run stopped
+    asking (--stop-after). Then calibrate, e.g.: scoreband evaluate OUT --target human
+    --scale 1,5 --median judge_expected --features 'logp_*' --method r2ccp
     """
     from scoreband.judges.extract import JudgePrompt  # lazy: loads scipy
 
@@ -97,19 +125,38 @@ def judge(
     _ = prompt.labels  # validates the scale
     options = dict(max_new_tokens=max_new_tokens, device=device, dtype=dtype,
                    base_url=base_url, top_logprobs=top_logprobs, max_tokens=max_tokens,
-                   timeout=timeout, retries=retries,
+                   timeout=timeout, retries=retries, allow_blind=allow_blind,
                    cache_dir=cache if cache is not None else Path(str(out) + ".cache"))
     prov = {"prompt": {"template": prompt.template, "rubric": prompt.rubric,
                        "delimiter": prompt.delimiter, "labels": prompt.labels}}
+    if not out.parent.is_dir():
+        out.parent.mkdir(parents=True, exist_ok=True)
     run, stage = run_stage(table, out, "scoreband.judges.extract:judge_stage", dict(
         judge_spec=judge_spec, prompt=dict(lo=int(sc.lo), hi=int(sc.hi), delimiter=delimiter,
                                            **kw), judge_options=options,
+        concurrency=concurrency, stop_after=stop_after,
         image_col=image_col, instruction_col=instruction_col, response_col=response_col),
         engine_opts, error_column="judge_error", components=prov)
     name = judge_spec if stage is None else stage.judge.name
+    served = stage.judge.run_info().get("model_served") if hasattr(
+        getattr(stage, "judge", None), "run_info") else None
+    if served and served != [name.split(":", 1)[1]]:
+        name += f" (the server reports {', '.join(served)})"
+    summary = run.summary or {}
+    from rich.markup import escape
+
+    if summary.get("blind") and summary.get("blind") != summary.get("stopped"):
+        err.print(f"[yellow]warning (--allow-blind): {escape(summary['blind'])}[/]",
+                  highlight=False)
+    if summary.get("stopped"):
+        err.print(f"[red]stopped: {escape(summary['stopped'])}[/]", highlight=False)
     finish_rows(run.failures, run.rows, "could not be judged",
                 f"wrote {out}: {run.rows - len(run.failures)} of {run.rows} rows judged by "
                 f"{name}" + (f" ({run.reused} resumed from the journal)" if run.reused else ""))
+    if summary.get("stopped") or 2 * len(run.failures) > run.rows:
+        err.print(f"[red]{len(run.failures)} of {run.rows} rows could not be judged: exit "
+                  "status 1[/]")
+        raise typer.Exit(1)
 
 
 # ------------------------------------------------------------------ judge-study

@@ -12,8 +12,13 @@ import numpy as np
 
 from scoreband.errors import InputError
 
-__all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "DEFAULT_TEMPLATE",
-           "DEFAULT_RUBRIC"]
+__all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "JudgeInputError", "JudgeStop",
+           "DEFAULT_TEMPLATE", "DEFAULT_RUBRIC", "MAX_UNSEEN_SHARE"]
+
+#: a row whose labels missing from the top-k list may hold more than this share of the label
+#: distribution is not given a score (its renormalised log-probs would read as a confident
+#: judge): :func:`scoreband.judges.tokens.unseen_label_share`
+MAX_UNSEEN_SHARE = 0.05
 
 DEFAULT_TEMPLATE = (
     "You are an impartial judge of how well a response fits an image.\n"
@@ -27,6 +32,16 @@ DEFAULT_RUBRIC = ("{lo} = the response does not fit the image at all; {hi} = it 
 
 class JudgeError(Exception):
     """One row could not be judged; the message goes into ``judge_error``."""
+
+
+class JudgeInputError(JudgeError):
+    """The row's own input is unusable (no image file, an image scoreband cannot decode):
+    says nothing about the judge, so it does not count towards stopping a run."""
+
+
+class JudgeStop(JudgeError):
+    """No row can be judged as things stand (e.g. the model does not see images): the run
+    stops asking, every remaining row gets this reason."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,9 @@ class JudgeResult:
     position: str                     # generated | forced | first-token
     generated: str = ""               # the judge's text before the score (its reasoning)
     extra: dict = field(default_factory=dict)
+    #: the largest share of the label distribution the labels missing from an endpoint's
+    #: top-k list may hold (0: every label listed, or a full-vocabulary judge)
+    unseen_share: float = 0.0
 
 
 class Judge(Protocol):

@@ -9,11 +9,20 @@ endpoint error, no score in the answer) keeps NaN features and the reason in
 Resume: every finished row is appended (and flushed) to ``OUT.partial.jsonl``; a rerun
 with the same inputs reuses those rows and only asks the judge for the rest, and the
 journal is removed once the table is written.
+
+Concurrency: a judge that may be called from several threads (an endpoint) gets
+``concurrency`` rows in flight at once, inside the engine's batch (records come back in row
+order; the batch is journaled when it is done, and an endpoint's answers are cached as they
+arrive, so a kill loses no request). Stop: after ``stop_after`` rows in a row fail at the
+judge (not for their own input), or at once when the judge says no row can be judged, the
+rest of the rows are not asked; each gets the reason, and the run's summary names it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,14 +31,18 @@ import pandas as pd
 from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
-from scoreband.images import image_digest, load_image
+from scoreband.errors import InputError
+from scoreband.images import image_digest
 from scoreband.judges.base import (  # noqa: F401  (re-exported)
     DEFAULT_RUBRIC,
     DEFAULT_TEMPLATE,
+    MAX_UNSEEN_SHARE,
     Judge,
     JudgeError,
+    JudgeInputError,
     JudgePrompt,
     JudgeResult,
+    JudgeStop,
 )
 from scoreband.judges.registry import JUDGES
 from scoreband.logprobs import entropy, expected_score, max_prob
@@ -44,28 +57,77 @@ def make_judge(spec: str, prompt: JudgePrompt, *, offered: dict | None = None, *
     return JUDGES.create(spec, prompt, offered=offered, **kw)
 
 
-def _judge_row(judge: Judge, img, ins, resp, img_file, cols) -> dict:
+class _Breaker:
+    """Counts rows that fail at the judge one after another (in the order they finish);
+    after ``limit`` of them (0: never), or at once on :class:`JudgeStop`, it opens: no
+    further row is asked. Thread-safe."""
+
+    def __init__(self, limit: int):
+        self.limit = int(limit)
+        self.streak = 0
+        self.cause: str | None = None
+        self._lock = threading.Lock()
+
+    def record(self, error: str, *, stop: bool = False) -> None:
+        with self._lock:
+            if self.cause is not None:
+                return
+            if stop:
+                self.cause = error
+                return
+            self.streak = self.streak + 1 if error else 0
+            if error and self.limit and self.streak >= self.limit:
+                self.cause = (f"{self.streak} rows in a row failed at the judge; the last: "
+                              f"{error}")
+
+
+def _judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: _Breaker | None = None
+               ) -> dict:
     """Judge one row; the journal record (``error`` says why a row failed)."""
     image_col, instruction_col, response_col = cols
-    rec = {"logp": None, "judge_missing_mass": None, "judge_position": "", "error": ""}
+    rec = {"logp": None, "judge_missing_mass": None, "judge_unseen_mass": None,
+           "judge_position": "", "error": ""}
     try:
         for col, v in ((instruction_col, ins), (response_col, resp)):
             if v is None:
-                raise JudgeError(f"{col}: empty cell")
+                raise JudgeInputError(f"{col}: empty cell")
         if img is None:
-            raise JudgeError(f"{image_col}: no image path (empty cell)")
+            raise JudgeInputError(f"{image_col}: no image path (empty cell)")
+        if breaker is not None and breaker.cause is not None:
+            raise JudgeStop(f"not asked: the run stopped ({breaker.cause})")
         try:
-            load_image(img_file, None)  # validates: exists, decodes, not a bomb
-        except ValueError as e:
-            raise JudgeError(f"{image_col}: {e}") from None
-        res = judge.judge(img_file, judge.prompt.render(ins, resp))
+            res = judge.judge(img_file, judge.prompt.render(ins, resp))
+        except JudgeInputError as e:
+            raise JudgeInputError(f"{image_col}: {e}") from None
+        rec.update(judge_missing_mass=res.missing_mass, judge_unseen_mass=res.unseen_share)
         if not np.isfinite(res.logp).any():
             raise JudgeError(f"none of the score labels {judge.prompt.labels} is among the "
                              "judge's tokens at the score position")
+        if res.unseen_share > MAX_UNSEEN_SHARE:
+            seen = [lab for lab, x in zip(judge.prompt.labels, res.logp, strict=True)
+                    if np.isfinite(x)]
+            k = getattr(judge, "top_logprobs", None)
+            raise JudgeError(
+                f"only the labels {seen} are in the judge's top-{k} list; the others may "
+                f"hold up to {res.unseen_share:.0%} of the label probability (the list "
+                f"leaves out {res.missing_mass:.2f} of the mass), so renormalising over the "
+                "listed ones would read as a confident judge. Not scored: ask for more "
+                f"top log-probs (at least {2 * len(judge.prompt.labels)})")
         rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
-                   judge_missing_mass=res.missing_mass, judge_position=res.position)
+                   judge_position=res.position)
+    except JudgeStop as e:
+        rec["error"] = str(e)
+        if breaker is not None:
+            breaker.record(str(e), stop=True)
+    except JudgeInputError as e:
+        rec["error"] = str(e)  # the row's own input: says nothing about the judge
     except JudgeError as e:
         rec["error"] = str(e)
+        if breaker is not None:
+            breaker.record(str(e))
+    else:
+        if breaker is not None:
+            breaker.record("")
     return rec
 
 
@@ -94,22 +156,35 @@ def _feature_columns(raw: np.ndarray, ok: np.ndarray, labels) -> dict[str, np.nd
 
 
 class JudgeStage(Stage):
-    """The judge on the row engine: one row per request (each finished row is journaled
-    at once: a judge call is the expensive part)."""
+    """The judge on the row engine: one row per request, ``concurrency`` requests in
+    flight for a judge that allows it (see the module docstring). With one request at a
+    time each finished row is journaled at once (a judge call is the expensive part); with
+    more, a batch of ``8 * concurrency`` rows at a time."""
 
     error_column = "judge_error"
     batch_size = 1
-    outputs = {"judge_missing_mass": np.nan, "judge_position": "", "judge_error": ""}
+    outputs = {"judge_missing_mass": np.nan, "judge_unseen_mass": np.nan,
+               "judge_position": "", "judge_error": ""}
 
     def __init__(self, judge: Judge, *, image_col: str = "image",
                  instruction_col: str = "instruction", response_col: str = "response",
-                 base_dir=None):
+                 base_dir=None, concurrency: int = 1, stop_after: int = 10):
         super().__init__(base_dir)
         self.judge, self.cols = judge, (image_col, instruction_col, response_col)
         self.inputs = {"image_col": image_col, "instruction_col": instruction_col,
                        "response_col": response_col}
         self.label = f"judging with {judge.name}"
         self._setup = json.dumps(judge.describe(), sort_keys=True)
+        self.concurrency = int(concurrency)
+        if self.concurrency < 1:
+            raise InputError(f"`concurrency` {concurrency}: give 1 or more")
+        if self.concurrency > 1 and not getattr(judge, "concurrent", False):
+            raise InputError(f"`concurrency` {concurrency}: {judge.name} judges one row at a "
+                             "time (a local model); several requests at once are for "
+                             "endpoint judges (openai:)")
+        self.batch_size = 1 if self.concurrency == 1 else 8 * self.concurrency
+        self.breaker = _Breaker(stop_after)
+        self._pool = None
 
     def _cells(self, df, i):
         img, ins, resp = (cell_text(df, c, i) for c in self.cols)
@@ -121,8 +196,25 @@ class JudgeStage(Stage):
         return row_key(self._setup, img, image_digest(f), ins, resp, p.template, p.rubric,
                        p.delimiter)
 
+    def _one(self, cells) -> dict:
+        try:
+            return _judge_row(self.judge, *cells, self.cols, self.breaker)
+        except Exception as e:  # noqa: BLE001 - as the engine does: one row never ends a batch
+            msg = " ".join(str(e).split())[:300]
+            return {"error": f"unexpected {type(e).__name__}: {msg}"}
+
     def process(self, df, positions):
-        return [_judge_row(self.judge, *self._cells(df, i), self.cols) for i in positions]
+        cells = [self._cells(df, i) for i in positions]
+        if self.concurrency == 1 or len(cells) == 1:
+            return [self._one(c) for c in cells]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="scoreband-judge")
+        # each row in a copy of this thread's context (the output policy lives in one)
+        futures = [self._pool.submit(contextvars.copy_context().run, self._one, c)
+                   for c in cells]
+        return [f.result() for f in futures]
 
     def columns(self, records):
         labels = self.judge.prompt.labels
@@ -138,29 +230,48 @@ class JudgeStage(Stage):
         return {"judge_model": self.judge.name}
 
     def components(self):
-        return {"judge": self.judge.describe()}
+        info = self.judge.run_info() if hasattr(self.judge, "run_info") else {}
+        return {"judge": {**self.judge.describe(), **info,
+                          "concurrency": self.concurrency}}
+
+    def summary(self):
+        out = {}
+        if self.breaker.cause is not None:
+            out["stopped"] = self.breaker.cause
+        check = getattr(self.judge, "image_check", None)
+        if check and check.get("image_seen") is False:
+            out["blind"] = check.get("message", "the model does not see the images")
+        return out
 
 
-def judge_stage(judge_spec: str, prompt: dict, judge_options: dict, **cols) -> JudgeStage:
+def judge_stage(judge_spec: str, prompt: dict, judge_options: dict, *,
+                concurrency: int = 1, stop_after: int = 10, **cols) -> JudgeStage:
     """A :class:`JudgeStage` built from plain values (what a Ray actor receives):
     ``prompt`` holds :class:`JudgePrompt`'s arguments."""
-    return JudgeStage(make_judge(judge_spec, JudgePrompt(**prompt), offered=judge_options),
-                      **cols)
+    judge = make_judge(judge_spec, JudgePrompt(**prompt),
+                       offered={**judge_options, "concurrency": concurrency})
+    return JudgeStage(judge, concurrency=concurrency, stop_after=stop_after, **cols)
 
 
 def extract_judge_table(df: pd.DataFrame, judge: Judge, *, image_col: str = "image",
                         instruction_col: str = "instruction", response_col: str = "response",
                         base_dir=None, journal: Path | None = None,
-                        progress=None) -> tuple[pd.DataFrame, int]:
+                        progress=None, concurrency: int = 1,
+                        stop_after: int = 10) -> tuple[pd.DataFrame, int]:
     """Judge every row; returns ``(table with feature columns, number of failed rows)``.
 
     Added columns: ``logp_<label>`` per label (log-softmax over the labels, so they can be
     fed to ``--features 'logp_*'``), ``judge_expected``, ``judge_argmax``, ``judge_entropy``,
-    ``judge_max_prob``, ``judge_missing_mass``, ``judge_position``, ``judge_error``,
-    ``judge_model``.
+    ``judge_max_prob``, ``judge_missing_mass``, ``judge_unseen_mass``, ``judge_position``,
+    ``judge_error``, ``judge_model``. ``concurrency``: rows in flight at once (a judge that
+    allows it); ``stop_after``: rows failing at the judge in a row before the rest are not
+    asked (0: never). ``table.attrs`` holds ``reused_rows`` and the run's ``summary``
+    (``stopped``: why it stopped asking).
     """
     stage = JudgeStage(judge, image_col=image_col, instruction_col=instruction_col,
-                       response_col=response_col, base_dir=base_dir)
+                       response_col=response_col, base_dir=base_dir,
+                       concurrency=concurrency, stop_after=stop_after)
     run = run_rows(df, stage, journal=journal, progress=progress)
     run.table.attrs["reused_rows"] = run.reused
+    run.table.attrs["summary"] = run.summary
     return run.table, len(run.failures)

@@ -17,8 +17,14 @@ import numpy as np
 
 from scoreband.errors import InputError
 from scoreband.files import model_source
-from scoreband.judges.base import JudgeError, JudgePrompt, JudgeResult
-from scoreband.judges.tokens import find_score_position, fold_full_logprobs, label_token_ids
+from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeResult
+from scoreband.judges.tokens import (
+    ambiguous_labels,
+    canonical_token,
+    find_score_position,
+    fold_full_logprobs,
+    label_token_ids,
+)
 from scoreband.provenance import weights_fingerprint
 
 __all__ = ["LocalVLMJudge"]
@@ -58,6 +64,7 @@ class LocalVLMJudge:
         decoded = tok.batch_decode([[i] for i in range(len(tok))])
         self.label_ids = label_token_ids(list(zip(vocab, decoded, strict=True)), prompt.labels,
                                          split=lambda lab: tok.tokenize(lab))
+        _check_prefix_labels(tok, prompt.labels)
         self._fingerprint = weights_fingerprint(model)
 
     def describe(self) -> dict:
@@ -82,7 +89,7 @@ class LocalVLMJudge:
         try:
             image = decode_image(image_path)
         except ValueError as e:
-            raise JudgeError(str(e)) from None
+            raise JudgeInputError(str(e)) from None
         inputs = self.processor(images=image, text=self._prompt_text(text),
                                 return_tensors="pt").to(self.device)
         if "pixel_values" in inputs:
@@ -119,3 +126,20 @@ class LocalVLMJudge:
                              "(overflow in a low-precision dtype? try `dtype` float32)")
         lp, missing = fold_full_logprobs(logp, self.label_ids)
         return JudgeResult(lp, missing, position, reasoning)
+
+
+def _check_prefix_labels(tok, labels) -> None:
+    """Labels that start other labels ("1" and "10") can be read from one next-token
+    distribution only when the tokenizer writes the longer one as one token, bare and after
+    a space; otherwise "1" would hold part of "10"'s probability. Raises InputError."""
+    def single(text: str) -> bool:
+        return len([p for p in tok.tokenize(text) if canonical_token(p)]) == 1
+
+    bad = [(a, b) for a, b in ambiguous_labels(labels) if not (single(b) and single(" " + b))]
+    if bad:
+        a, b = bad[0]
+        raise InputError(
+            f"score label {b!r} starts with label {a!r} and this tokenizer writes it with "
+            f"several tokens ({tok.tokenize(b)} / {tok.tokenize(' ' + b)}): the probability "
+            f"read for {a!r} would hold part of {b!r}'s. Fix: use a scale of single digits "
+            "(0-9 or 1-9) and map it back afterwards")

@@ -26,6 +26,7 @@ __all__ = [
     "label_token_ids",
     "fold_full_logprobs",
     "fold_top_logprobs",
+    "unseen_label_share",
     "find_score_position",
 ]
 
@@ -133,6 +134,43 @@ def fold_top_logprobs(top: Iterable[tuple[str, float]], labels: Sequence[str]):
     out = np.array([logsumexp(a) if a else -np.inf for a in acc])
     missing = float(max(0.0, 1.0 - np.exp(out).sum()))
     return out, missing
+
+
+def unseen_label_share(top: Iterable[tuple[str, float]], labels: Sequence[str], k: int, *,
+                       spellings: int = 2) -> tuple[float, list[str]]:
+    """How much of the label distribution the labels absent from a top-k list may hold.
+
+    Returns ``(share, unseen labels)``. A label absent from the list has each of its
+    spellings below the k-th listed probability ``p_k``, and all of them together below the
+    mass the list leaves out ``m``; with ``spellings`` spellings per label ("4" and " 4"),
+    the unseen labels hold at most ``b = min(m, n_unseen * spellings * p_k)``, so at most
+    ``b / (s + b)`` of the distribution renormalised over the labels (``s``: the listed
+    labels' mass). 0 when every label is listed. A renormalised row with a large share reads
+    as a confident judge it is not (one label listed out of five becomes p = 1).
+
+    >>> share, unseen = unseen_label_share([(" 3", math.log(0.28))], list("12345"), k=1)
+    >>> round(share, 2), unseen
+    (0.72, ['1', '2', '4', '5'])
+    >>> unseen_label_share([(" 3", math.log(0.9)), ("4", math.log(0.05)),
+    ...                     ("1", math.log(0.01)), ("2", math.log(0.01)),
+    ...                     ("5", math.log(0.01))], list("12345"), k=5)
+    (0.0, [])
+    """
+    listed: dict[str, float] = {}
+    for tok, lp in top:
+        listed.setdefault(str(tok), math.exp(float(lp)))
+    seen = {canonical_token(t) for t in listed}
+    unseen = [lab for lab in labels if lab not in seen]
+    if not unseen:
+        return 0.0, []
+    probs = sorted(listed.values(), reverse=True)
+    if not probs:
+        return 1.0, unseen
+    cut = probs[min(int(k), len(probs)) - 1]
+    missing = max(0.0, 1.0 - sum(probs))
+    bound = min(missing, len(unseen) * spellings * cut)
+    held = sum(p for t, p in listed.items() if canonical_token(t) in set(labels))
+    return (bound / (held + bound) if held + bound > 0 else 1.0), unseen
 
 
 def find_score_position(token_texts: Sequence[str], delimiter: str = "Score:") -> int | None:
