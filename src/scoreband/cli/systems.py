@@ -88,6 +88,12 @@ def _print(doc: dict) -> None:
                       f" ({p['pairing']}"
                       + (f", {p['n_labeled_both']} items labeled for both)"
                          if p.get("n_labeled_both") is not None else ")"), soft_wrap=False)
+    unpaired = [p for p in doc["pairs"]
+                 if not p["paired"] and p.get("n_labeled_both") is not None]
+    if unpaired:
+        console.print(f"{len(unpaired)} of {len(doc['pairs'])} pairs compared unpaired: fewer "
+                      "items labeled for both systems than pairing needs (`pairing_reason` "
+                      "and `n_labeled_both` in the JSON)")
     if "plan" in doc:
         console.print(f"labels per system for a {doc['plan']['width']:g}-wide interval:")
         for s, v in doc["plan"]["systems"].items():

@@ -277,13 +277,14 @@ def _labels_needed(var: float, room) -> int:
 
 
 def labels_for_width(width: float, alpha: float, var_y: float, var_resid: float,
-                     lam: float, var_f: float, n_unlabeled: int) -> dict:
+                     lam: float, var_f: float, n_unlabeled: int, tuned: bool = True) -> dict:
     """Labels that give a Student-t interval of ``width`` (full width,
     ``2 t_{n-1} se``): for the labels alone ``var(y) / n <= (width / 2 t)^2``; for PPI++
     with this ``lam`` and ``n_unlabeled`` unlabeled rows
     ``var(y - lam f) / n <= (width / 2 t)^2 - lam^2 var(f) / N`` - None when the unlabeled
     rows' own variance already exceeds the width (more unlabeled rows are needed, not more
-    labels). At least :data:`MIN_LABELS`.
+    labels). ``tuned``: PPI++'s weight is fitted on the labels, so its interval takes
+    ``t_{n-2}`` (:func:`ppi_arrays`). At least :data:`MIN_LABELS`.
 
     >>> labels_for_width(0.2, 0.05, 1.0, 0.25, 0.9, 1.0, 10_000)["classical"]
     387
@@ -294,7 +295,8 @@ def labels_for_width(width: float, alpha: float, var_y: float, var_resid: float,
         return (h / t_crit(alpha, n - 1)) ** 2
 
     def room_ppi(n):
-        return (h / t_crit(alpha, n - 1)) ** 2 - lam ** 2 * var_f / max(n_unlabeled, 1)
+        t = t_crit(alpha, n - 2 if tuned else n - 1)
+        return (h / t) ** 2 - lam ** 2 * var_f / max(n_unlabeled, 1)
 
     classical = _labels_needed(var_y, room_classical) if var_y > 0 else MIN_LABELS
     reachable = (h / t_crit(alpha, 10 ** 7)) ** 2 > lam ** 2 * var_f / max(n_unlabeled, 1)

@@ -335,7 +335,8 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
             per[s]["plan"] = labels_for_width(
                 plan / w, alpha, float(np.var(yl, ddof=1)),
                 float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
-                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu))
+                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu),
+                tuned=lam is None)
 
     pairs = _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
                    notes)
