@@ -17,7 +17,7 @@ import pandas as pd
 
 from scoreband.errors import InputError, RowError
 from scoreband.records import Predictions, Scale
-from scoreband.tables import table_columns
+from scoreband.tables import NA_TEXT, table_columns
 
 __all__ = ["ColumnSpec", "Inputs", "RowIds", "load_inputs", "parse_ratings",
            "expand_columns", "needed_columns"]
@@ -225,17 +225,64 @@ def _row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
     return RowError(row_id, column, reason, position=int(i))
 
 
+#: the words of a boolean column read as text
+_BOOL_TEXT = frozenset({"true", "false"})
+
+
+def _is_text(raw: pd.Series) -> bool:
+    return raw.dtype == object or isinstance(raw.dtype, pd.StringDtype)
+
+
+def _as_floats(raw: pd.Series) -> np.ndarray:
+    """A column as floats, NaN where a cell is not a number: a column read as text
+    (:data:`scoreband.tables.TEXT_CSV`) parsed in one pass where every cell is a number,
+    else cell by cell."""
+    if _is_text(raw):
+        try:
+            return raw.astype(float).to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            pass
+    return pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+
+
+def _missing(raw: pd.Series) -> np.ndarray:
+    """Empty cells: NaN / None, and in a column read as text an empty cell or a spelling of
+    a missing value (``NA``, ``nan``, ``null`` ...: :data:`scoreband.tables.NA_TEXT`)."""
+    isna = raw.isna().to_numpy(dtype=bool)
+    if _is_text(raw):
+        isna = isna | raw.isin(NA_TEXT).to_numpy(dtype=bool)
+    return isna
+
+
+def _is_boolean(raw: pd.Series) -> bool:
+    """A column of True/False values (booleans, or their words read as text)."""
+    if pd.api.types.is_bool_dtype(raw):
+        return True
+    if not _is_text(raw):
+        return False
+    vals = raw[~_missing(raw)]
+    return bool(len(vals)) and bool(vals.map(
+        lambda v: isinstance(v, (bool, np.bool_)) or (isinstance(v, str)
+                                                      and v.strip().lower() in _BOOL_TEXT)
+    ).all())
+
+
 def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
     """Column as floats; non-numeric, missing and infinite cells become row errors. A column
-    of booleans is refused (True/False would silently read as ratings 1/0)."""
+    of booleans is refused (True/False would silently read as ratings 1/0). A column read
+    as text is parsed here (its cells stay text in the output table)."""
     raw = df[col]
-    if pd.api.types.is_bool_dtype(raw) or (
-            raw.dtype == object and len(raw.dropna())
-            and raw.dropna().map(lambda v: isinstance(v, (bool, np.bool_))).all()):
+    num = None if pd.api.types.is_bool_dtype(raw) else _as_floats(raw)
+    # a text column of numbers parses whole; booleans are looked for only otherwise (or
+    # where the first cell is one: Python booleans in a JSON column parse as 1.0 / 0.0)
+    if num is None or ((np.isnan(num).any() or (len(raw) and isinstance(
+            raw.iloc[0], (bool, np.bool_)))) and _is_boolean(raw)):
         raise InputError(f"column {col!r} holds True/False values, not numbers; give a "
                          "numeric column (a boolean is not a rating or a score)")
-    num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    isna = raw.isna().to_numpy()
+    if not np.isfinite(num).all():
+        isna = _missing(raw)
+    else:
+        return num
     for i in np.flatnonzero(~np.isfinite(num)):
         if isna[i]:
             reason = "missing value (empty cell); fill it or drop the row"
@@ -399,7 +446,7 @@ def _groups(df, col, errors: dict, ids):
     if not col:
         return None
     g = df[col]
-    for i in np.flatnonzero(g.isna().to_numpy()):
+    for i in np.flatnonzero(_missing(g)):
         errors.setdefault(i, _row_error(i, ids[i], col, "missing group label"))
     return g.astype(str).to_numpy()
 

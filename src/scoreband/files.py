@@ -29,7 +29,6 @@ import json
 import math
 import os
 import stat
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +39,9 @@ from scoreband.errors import InputError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
            "to_jsonable", "file_sha256", "model_source", "output_policy", "check_output",
-           "record_written", "MANIFEST", "read_json", "json_depth",
-           "check_readable"]
+           "record_written", "remove_output", "written_by_scoreband", "MANIFEST",
+           "read_json", "json_depth", "check_readable", "temp_path", "track_temp",
+           "untrack_temp", "remove_stale_temps", "file_mode"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
 MANIFEST = ".scoreband-files"
@@ -124,7 +124,7 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
     root = _owning_folder(path, pol)
     if root is not None and path.name != MANIFEST:
         rel = path.resolve().relative_to(root).as_posix()
-        if rel not in _manifest(root, pol):
+        if rel not in _manifest(root, pol, rel):
             raise InputError(f"{str(path)!r} exists and was not written by scoreband (it is "
                              f"not in {str(root / MANIFEST)!r}): scoreband does not replace "
                              "files it did not write; move it away or choose another folder")
@@ -143,20 +143,44 @@ def _owning_folder(path: Path, pol: _Policy | None) -> Path | None:
     return best
 
 
-def _manifest(folder: Path, pol: _Policy) -> set[str]:
+def _read_manifest(folder: Path) -> set[str]:
+    try:
+        with open(folder / MANIFEST, encoding="utf-8") as f:
+            _lock(f, shared=True)
+            text = f.read()
+    except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError, NotADirectoryError):
+        text = ""
+    return {line for line in text.splitlines() if line}
+
+
+def _manifest(folder: Path, pol: _Policy, wanted: str | None = None) -> set[str]:
     """The names in ``folder``'s manifest, read once per command run (then kept up to date
-    by :func:`record_written`, so writing n files costs O(n), not O(n^2))."""
+    by :func:`record_written`, so writing n files costs O(n), not O(n^2)). A ``wanted`` name
+    missing from that copy is looked up again on disk: another scoreband run writing into
+    the same folder at the same time may have added it since."""
     if folder not in pol.manifests:
-        try:
-            text = (folder / MANIFEST).read_text(encoding="utf-8")
-        except (FileNotFoundError, UnicodeDecodeError, IsADirectoryError):
-            text = ""
-        pol.manifests[folder] = {line for line in text.splitlines() if line}
-    return pol.manifests[folder]
+        pol.manifests[folder] = _read_manifest(folder)
+    known = pol.manifests[folder]
+    if wanted is not None and wanted not in known:
+        known |= _read_manifest(folder)
+    return known
+
+
+def _lock(f, shared: bool = False) -> None:
+    """An advisory lock on an open manifest (released when it is closed), so that runs
+    writing into one folder at once never interleave a line or lose one."""
+    try:
+        import fcntl
+
+        fcntl.flock(f.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    except (ImportError, OSError):  # no flock (Windows, some network file systems)
+        pass
 
 
 def record_written(path) -> None:
-    """Add ``path`` to the manifest of the folder output that holds it (if any)."""
+    """Add ``path`` to the manifest of the folder output that holds it (if any). Called
+    before the file appears under its name (:func:`atomic_path`), so a concurrent run that
+    sees the file also finds it in the manifest."""
     path = Path(path)
     pol = _POLICY.get()
     root = _owning_folder(path, pol)
@@ -167,8 +191,176 @@ def record_written(path) -> None:
     if rel in known:
         return
     with open(root / MANIFEST, "a", encoding="utf-8") as f:
+        _lock(f)
         f.write(rel + "\n")
     known.add(rel)
+
+
+def written_by_scoreband(path) -> bool:
+    """Whether ``path`` lies in a folder output of the running command and its manifest
+    lists it (False outside any folder output: nothing says who wrote it)."""
+    path = Path(path)
+    pol = _POLICY.get()
+    root = _owning_folder(path, pol)
+    if root is None or path.name == MANIFEST:
+        return False
+    rel = path.resolve().relative_to(root).as_posix()
+    return rel in _manifest(root, pol, rel)
+
+
+def _is_input(path: Path) -> str | None:
+    pol = _POLICY.get()
+    for name, inp in (pol.inputs if pol else []):
+        if _same(path, inp):
+            return name
+    return None
+
+
+def remove_output(path, *, mine: bool = False) -> bool:
+    """Delete a file scoreband wrote, through the output policy; returns whether it was
+    removed. Never removed: an input of the running command (same path, hard link or
+    symlink), anything that is not a regular file, and a file that scoreband did not
+    write: inside a folder output one its manifest does not list (then dropped from the
+    manifest once removed), elsewhere one the caller does not vouch for (``mine``: it
+    created the file in this run, or checked it is its own, such as a resume journal)."""
+    path = Path(path).expanduser()
+    if _is_input(path) is not None:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    pol = _POLICY.get()
+    root = _owning_folder(path, pol)
+    if root is not None:
+        rel = path.resolve().relative_to(root).as_posix()
+        if rel not in _manifest(root, pol, rel):
+            return False
+    elif not mine:
+        return False
+    path.unlink(missing_ok=True)
+    if root is not None:
+        _forget(root, rel, pol)
+    return True
+
+
+def _forget(root: Path, rel: str, pol: _Policy) -> None:
+    """Drop ``rel`` from ``root``'s manifest (a removed file must not leave its name there:
+    a file the user later puts under that name would count as scoreband's)."""
+    try:
+        with open(root / MANIFEST, "r+", encoding="utf-8") as f:
+            _lock(f)
+            lines = [ln for ln in f.read().splitlines() if ln and ln != rel]
+            f.seek(0)
+            f.truncate()
+            f.write("".join(ln + "\n" for ln in lines))
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    pol.manifests.get(root, set()).discard(rel)
+
+
+# ------------------------------------------------------------------ temporary files
+_TEMPS: set[str] = set()
+_HANDLED: dict[int, object] = {}
+
+
+def temp_path(path: Path) -> Path:
+    """The temporary name a writer of ``path`` uses: hidden, beside it, with this process's
+    id (so that a later writer can tell a dead writer's leftover from a live one's) and a
+    random part (several writers in one process)."""
+    import secrets
+
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def track_temp(tmp) -> None:
+    """Remove ``tmp`` if the process ends by SIGTERM, SIGHUP or SIGINT before it is
+    renamed or removed (:func:`untrack_temp`); the handlers are installed on first use,
+    from the main thread only (a signal is delivered there)."""
+    _TEMPS.add(str(tmp))
+    _install_handlers()
+
+
+def untrack_temp(tmp) -> None:
+    _TEMPS.discard(str(tmp))
+
+
+def _install_handlers() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
+        if sig is None or sig in _HANDLED:
+            continue
+        try:
+            prev = signal.getsignal(sig)
+            if prev is signal.SIG_IGN:  # nohup, a shell's background job: keep ignoring
+                continue
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):
+            continue
+        _HANDLED[sig] = prev
+
+
+def _on_signal(signum, frame):
+    """Remove the temporary files, then do what the signal did before: the previous
+    handler (SIGINT: KeyboardInterrupt), or the default action (the process ends by the
+    signal, its exit status says so)."""
+    import signal
+
+    for t in list(_TEMPS):
+        try:
+            os.unlink(t)
+        except OSError:
+            pass
+        _TEMPS.discard(t)
+    prev = _HANDLED.get(signum)
+    if callable(prev):
+        return prev(signum, frame)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Temporary files of writers of ``path`` whose process is gone (killed with SIGKILL
+    mid-write): ``.NAME.PID-XXXX.tmp`` (and the older ``.NAME.PID.tmp``) with a dead PID."""
+    import re
+
+    pat = re.compile(re.escape(f".{path.name}.") + r"(\d+)(?:-[0-9a-f]+)?\.tmp")
+    try:
+        found = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
+    except OSError:
+        return
+    for f in found:
+        m = pat.fullmatch(f.name)
+        if m and not _alive(int(m.group(1))):
+            try:
+                if stat.S_ISREG(os.lstat(f).st_mode):
+                    f.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 @contextmanager
@@ -180,23 +372,43 @@ def atomic_path(path):
     """
     path = check_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs follow the umask
+    remove_stale_temps(path)
+    tmp = str(temp_path(path))
+    track_temp(tmp)
     try:
+        # created with the umask (O_EXCL: never someone else's file under that name)
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         check_output(path)  # again: the path may have changed while the file was written
+        record_written(path)  # listed first: a concurrent run that sees the file finds it
         os.replace(tmp, path)
-        record_written(path)
     finally:
-        if os.path.exists(tmp):
+        try:
             os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        untrack_temp(tmp)
+
+
+def file_mode() -> int:
+    """The mode of a new file under the process's umask (``0o666 & ~umask``), read without
+    changing the umask where the system says it (Linux: /proc/self/status), since
+    changing it even for an instant would give files that other threads create then the
+    wrong mode."""
+    return 0o666 & ~_umask()
 
 
 def _umask() -> int:
-    mask = os.umask(0)
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
 

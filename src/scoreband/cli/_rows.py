@@ -8,9 +8,10 @@ from pathlib import Path
 
 from scoreband.cli._app import err, fail
 from scoreband.cli._options import check_engine
+from scoreband.engine.journal import discard_journal
 from scoreband.engine.ray_engine import stage_ray
 from scoreband.engine.rows import RowRun, build_stage, run_file, run_rows
-from scoreband.engine.stream import STREAMABLE
+from scoreband.engine.stream import STREAMABLE, as_text
 from scoreband.provenance import write_provenance
 from scoreband.tables import read_table, write_table
 
@@ -34,19 +35,21 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
         return _ray(table, out, factory, kw, engine_opts, error_column, components,
                     vectorized), None
     stage = build_stage(factory, {**kw, **(local or {}), "base_dir": Path(table).parent})
-    journal = Path(str(out) + ".partial.jsonl")
+    # a vectorized stage (apply) keeps no journal: it never reads, writes or removes one
+    journal = None if stage.vectorized else Path(str(out) + ".partial.jsonl")
     streamed = (df is None and post is None and Path(table).suffix.lower() in STREAMABLE
                 and out.suffix.lower() in STREAMABLE)
     if streamed:
         run = run_file(table, stage, out, journal=journal, progress=err,
                        chunk_rows=10 * CHUNK_ROWS if stage.vectorized else CHUNK_ROWS)
     else:
-        run = run_rows(read_table(table) if df is None else df, stage, journal=journal,
-                       progress=err)
+        # cells read as text (JSON values as they are): the table comes back as it went in
+        run = run_rows(read_table(table, text=as_text(out)) if df is None else df, stage,
+                       journal=journal, progress=err)
         if post is not None:
             post(run.table)
         write_table(run.table, out)
-        journal.unlink(missing_ok=True)  # the table is complete
+        discard_journal(journal)  # the table is complete (only a journal scoreband wrote)
     comps = {**(components or {}), **(stage.components() if hasattr(stage, "components")
                                       else {})}
     write_provenance(out, comps, files=_files(stage))

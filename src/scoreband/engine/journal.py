@@ -7,9 +7,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from scoreband.files import check_output
+from scoreband.errors import InputError
+from scoreband.files import check_output, record_written, remove_output
 
-__all__ = ["RowJournal", "row_key"]
+__all__ = ["RowJournal", "row_key", "discard_journal"]
 
 
 def row_key(*parts) -> str:
@@ -37,13 +38,9 @@ class RowJournal:
         if path.exists():
             data = path.read_bytes()
             torn = bool(data) and not data.endswith(b"\n")
-            for line in data.decode("utf-8", "replace").splitlines():
-                try:
-                    rec = json.loads(line)
-                    self.done[rec["key"]] = rec
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
+            self.done = _records(data, path)
         self._f = open(path, "a", encoding="utf-8")
+        record_written(path)
         if torn:  # a crash cut the last line: the next record starts on a line of its own
             self._f.write("\n")
             self._f.flush()
@@ -71,3 +68,39 @@ class RowJournal:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _records(data: bytes, path: Path) -> dict[str, dict]:
+    """The records of a journal's bytes by key. A file whose lines are not journal records
+    (a JSON object with a ``key``; a last line torn by a crash is allowed) is not a journal
+    scoreband wrote: refused, so that it is never appended to or deleted."""
+    done: dict[str, dict] = {}
+    lines = data.decode("utf-8", "replace").splitlines()
+    for k, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            done[rec["key"]] = rec
+        except (json.JSONDecodeError, KeyError, TypeError, IndexError):
+            if k < len(lines) - 1 or data.endswith(b"\n"):
+                raise InputError(
+                    f"journal {str(path)!r} exists and is not a scoreband journal (line "
+                    f"{k + 1} is not a journaled row); scoreband keeps a run's finished "
+                    "rows there and deletes it at the end, so it never uses a file of "
+                    "yours: move it away or choose another output path") from None
+    return done
+
+
+def discard_journal(path: Path | None) -> bool:
+    """Remove a finished run's journal through the output policy (never an input of the
+    command, never a file that is not a scoreband journal); returns whether it was."""
+    if path is None:
+        return False
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        _records(data, path)
+    except (OSError, InputError):
+        return False
+    return remove_output(path, mine=True)

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from scoreband.engine.rows import build_stage, run_rows
-from scoreband.engine.stream import ChunkWriter, iter_chunks
+from scoreband.engine.stream import ChunkWriter, as_text, iter_chunks
 from scoreband.errors import InputError
 from scoreband.extras import install_hint
 
@@ -65,7 +65,7 @@ def connect(address: str | None = None, *, actors: int = 2,
                          "`ray_address` / RAY_ADDRESS, or omit it to run a local Ray")
 
 
-def _dataset(table, block_rows: int):
+def _dataset(table, block_rows: int, text: bool = True):
     import ray.data
 
     p = Path(table)
@@ -79,7 +79,7 @@ def _dataset(table, block_rows: int):
     if suf in (".csv", ".tsv", ".jsonl", ".ndjson"):
         # read by scoreband's own chunked reader (same types and guards as the local engine),
         # handed to Ray block by block
-        return ray.data.from_pandas(list(iter_chunks(p, block_rows)))
+        return ray.data.from_pandas(list(iter_chunks(p, block_rows, text=text)))
     raise InputError(f"`engine` ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
 
 
@@ -133,7 +133,8 @@ def stage_ray(table, out, factory: str, kw: dict, *, error_column: str, actors: 
     connect(address, actors=actors)
     if vectorized:
         batch_rows = max(batch_rows, 100_000)
-    ds = _dataset(table, batch_rows if vectorized else 4 * batch_rows)  # a few batches a task
+    ds = _dataset(table, batch_rows if vectorized else 4 * batch_rows,  # a few batches a task
+                  text=as_text(out))
     kw = {**kw, "base_dir": str(Path(table).parent.resolve())}
     return _run(ds, _Stage, (factory, kw), out, actors=actors, num_gpus=num_gpus,
                 batch_rows=batch_rows, on_rows=on_rows, error_column=error_column,

@@ -19,12 +19,13 @@ import numpy as np
 import pandas as pd
 
 from scoreband.columns import _check_columns
-from scoreband.engine.journal import RowJournal
-from scoreband.engine.stream import ChunkWriter, iter_chunks, table_rows
+from scoreband.engine.journal import RowJournal, discard_journal
+from scoreband.engine.stream import ChunkWriter, as_text, iter_chunks, table_rows
 from scoreband.errors import InputError
 from scoreband.progress import row_progress
 
-__all__ = ["Stage", "RowRun", "run_rows", "run_file", "check_columns", "build_stage"]
+__all__ = ["Stage", "RowRun", "run_rows", "run_file", "check_columns", "build_stage",
+           "check_added_columns"]
 
 
 def build_stage(factory: str, kw: dict) -> Stage:
@@ -39,6 +40,23 @@ def build_stage(factory: str, kw: dict) -> Stage:
 def check_columns(df: pd.DataFrame, needed: dict[str, str]) -> None:
     """Every ``{parameter: column}`` must be in the table (the error names both)."""
     _check_columns(df, [(f"`{param}`", col) for param, col in needed.items()])
+
+
+def check_added_columns(columns, added) -> None:
+    """Refuse a table that already has a column the stage adds (``band_lo``,
+    ``band_error`` ...): every input column is kept as it is, so it is never overwritten;
+    the message names the columns and the fix. The same rule for every command (apply,
+    score, judge, roundtrip)."""
+    have = {str(c) for c in columns}
+    clash = [str(c) for c in dict.fromkeys(added) if str(c) in have]
+    if clash:
+        names = ", ".join(map(repr, clash))
+        raise InputError(
+            f"the table already has the column{'s' if len(clash) > 1 else ''} {names}, "
+            f"which this command adds; scoreband keeps every input column as it is and "
+            f"never overwrites one: rename {'them' if len(clash) > 1 else 'it'} in the "
+            f"table (e.g. {clash[0]!r} -> {'my_' + clash[0]!r}) or drop "
+            f"{'them' if len(clash) > 1 else 'it'}, then run again")
 
 
 class Stage:
@@ -79,6 +97,12 @@ class Stage:
     def constants(self) -> dict[str, object]:
         """Columns with one value for every row (model name, fingerprint ...)."""
         return {}
+
+    def added_columns(self) -> list[str]:
+        """The columns the stage is known to add before it runs (its ``outputs``, its error
+        column and its constants); columns derived from the records are checked when they
+        are made."""
+        return [*self.outputs, self.error_column, *self.constants()]
 
     def key(self, df: pd.DataFrame, i: int) -> str:
         """The journal key of row ``i``: a hash of everything that makes its record."""
@@ -188,15 +212,11 @@ def _records(df: pd.DataFrame, stage: Stage, jr: RowJournal, update,
 
 
 def _assemble(df: pd.DataFrame, stage: Stage, columns: dict[str, np.ndarray]) -> pd.DataFrame:
-    """Every input row and column, the stage's columns added (a column of the input with
-    one of their names replaced in place)."""
+    """Every input row and column, the stage's columns added (an input column with one of
+    their names is refused: :func:`check_added_columns`)."""
     add = {**columns, **{c: np.full(len(df), v, dtype=object if isinstance(v, str) else None)
                          for c, v in stage.constants().items()}}
-    if any(c in df.columns for c in add):
-        out = df.copy()
-        for col, v in add.items():
-            out[col] = v
-        return out
+    check_added_columns(df.columns, add)
     # one concatenation rather than a copy and a column insertion per column
     return pd.concat([df, pd.DataFrame(add, index=df.index)], axis=1)
 
@@ -234,6 +254,7 @@ def run_rows(df: pd.DataFrame, stage: Stage, *, journal: Path | None = None,
     row and column kept, the stage's columns added). ``summarize=False`` skips the stage's
     run summary (a Ray actor runs one batch at a time: the summary is the driver's)."""
     check_columns(df, stage.inputs)
+    check_added_columns(df.columns, stage.added_columns())
     with RowJournal(None if stage.vectorized else journal) as jr, \
             row_progress(progress, stage.label, len(df)) as update:
         table, reused = _chunk(df, stage, jr, update)
@@ -251,7 +272,9 @@ def run_file(table, stage: Stage, out, *, journal: Path | None = None, progress=
     writing each chunk's output as it is done (into a temporary file renamed over ``out``
     at the end), so memory stays bounded whatever the table's size. The output equals
     :func:`run_rows` on the whole table written to ``out``. ``on_rows(done)`` hears about
-    progress beside ``progress`` (a console)."""
+    progress beside ``progress`` (a console). Into a text format (CSV / TSV / JSONL) the
+    input's cells are read as text and written back as they were
+    (:func:`scoreband.engine.stream.iter_chunks`)."""
     total = table_rows(table)
     run = RowRun(None, 0, {})
     if stage.vectorized:
@@ -265,9 +288,10 @@ def run_file(table, stage: Stage, out, *, journal: Path | None = None, progress=
             if on_rows is not None:
                 on_rows(done)
 
-        for chunk in iter_chunks(table, chunk_rows):
+        for chunk in iter_chunks(table, chunk_rows, text=as_text(out)):
             if run.rows == 0:
                 check_columns(chunk, stage.inputs)
+                check_added_columns(chunk.columns, stage.added_columns())
             res, reused = _chunk(chunk.reset_index(drop=True), stage, jr, update, run.rows)
             _tally(res, stage, run.rows, run)
             if on_chunk is not None:
@@ -277,7 +301,6 @@ def run_file(table, stage: Stage, out, *, journal: Path | None = None, progress=
             run.reused += reused
         if run.rows == 0:
             raise InputError(f"table {str(table)!r} has no rows")
-    if journal is not None:
-        Path(journal).unlink(missing_ok=True)  # the output is complete
+    discard_journal(journal)  # the output is complete
     run.summary = stage.summary()
     return run

@@ -12,8 +12,17 @@ from pathlib import Path
 import pandas as pd
 
 from scoreband.errors import InputError
-from scoreband.files import check_output, check_readable, record_written
+from scoreband.files import (
+    check_output,
+    check_readable,
+    record_written,
+    remove_stale_temps,
+    temp_path,
+    track_temp,
+    untrack_temp,
+)
 from scoreband.tables import (
+    TEXT_CSV,
     _check_header,
     _csv_quoting,
     _write_json_records,
@@ -22,15 +31,35 @@ from scoreband.tables import (
     jsonl_records,
 )
 
-__all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "table_rows"]
+__all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "TEXT_FORMATS", "as_text",
+           "table_rows"]
 
 #: formats read and written chunk by chunk (JSON arrays and dataset folders are read whole)
 STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
 
+#: the text formats: a table written into one keeps its cells as they were read
+TEXT_FORMATS = (".csv", ".tsv", ".jsonl", ".ndjson", ".json")
 
-def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.DataFrame]:
+
+def as_text(out) -> bool:
+    """Whether a row command writing ``out`` reads its input's cells as text (CSV / TSV)
+    and JSON values as they are: so for a text output, which then holds every input cell
+    byte for byte; a Parquet output keeps the types pandas infers, as columns of numbers
+    are better stored as numbers there."""
+    return Path(out).suffix.lower() in TEXT_FORMATS
+
+
+def iter_chunks(path, chunk_rows: int = 100_000, columns=None, *,
+                text: bool = True) -> Iterator[pd.DataFrame]:
     """The table at ``path`` as DataFrames of at most ``chunk_rows`` rows (``columns``: only
-    those, where the format can skip the others)."""
+    those, where the format can skip the others).
+
+    ``text`` (the row commands' reading): a CSV / TSV cell is kept as the text it is
+    (``00017``, ``NA``, ``FALSE`` and an empty cell stay exactly that, so they are written
+    back byte for byte) and a JSON Lines value as the JSON value it is (an integer column
+    with nulls stays integers, a number keeps its literal); the columns a stage needs are
+    parsed as numbers where it reads them (:mod:`scoreband.columns`). A UTF-8 byte order
+    mark at the start of the file is skipped."""
     p = check_readable(path, "table")
     suf = p.suffix.lower()
     if suf not in STREAMABLE:
@@ -47,11 +76,12 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
                 yield batch.to_pandas()
             return
         if suf in (".jsonl", ".ndjson"):
-            yield from _jsonl_chunks(p, chunk_rows)
+            yield from _jsonl_chunks(p, chunk_rows, text)
             return
         sep = "," if suf == ".csv" else "\t"
         kw = _check_header(p, sep)
-        reader = pd.read_csv(p, sep=sep, chunksize=chunk_rows, usecols=columns, **kw)
+        reader = pd.read_csv(p, sep=sep, chunksize=chunk_rows, usecols=columns, **kw,
+                             **(TEXT_CSV if text else {}))
         with reader:
             yield from reader
     except InputError:
@@ -60,18 +90,18 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None) -> Iterator[pd.Da
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
 
 
-def _jsonl_chunks(p: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+def _jsonl_chunks(p: Path, chunk_rows: int, text: bool = True) -> Iterator[pd.DataFrame]:
     """JSON Lines ``chunk_rows`` lines at a time (scoreband.tables.jsonl_records: a line that is
-    not a JSON object is reported and skipped)."""
+    not a JSON object is reported and skipped; a byte order mark is skipped)."""
     from itertools import islice
 
-    with open(p, encoding="utf-8") as f:
+    with open(p, encoding="utf-8-sig") as f:
         line = 1
         while True:
             lines = list(islice(f, chunk_rows))
             if not lines:
                 return
-            df = jsonl_records(lines, p, first_line=line)
+            df = jsonl_records(lines, p, first_line=line, text=text)
             line += len(lines)
             if len(df):
                 yield df
@@ -92,7 +122,7 @@ def table_rows(path, max_bytes: int = 2 << 30) -> int | None:
             return int(pq.ParquetFile(p).metadata.num_rows)
         if p.stat().st_size > max_bytes:
             return None
-        with open(p, encoding="utf-8", newline="") as f:
+        with open(p, encoding="utf-8-sig", newline="") as f:
             if suf in (".jsonl", ".ndjson"):
                 return sum(1 for line in f if line.strip())
             if suf in (".csv", ".tsv"):
@@ -101,24 +131,6 @@ def table_rows(path, max_bytes: int = 2 << 30) -> int | None:
     except (OSError, ValueError, csv.Error):
         return None
     return None
-
-
-def _remove_stale(path: Path) -> None:
-    """Temporary files of writers of ``path`` whose process is gone (killed mid-write)."""
-    for f in path.parent.glob(f".{path.name}.*.tmp"):
-        pid = f.name[len(path.name) + 2:-4]
-        if pid.isdigit() and not _alive(int(pid)):
-            f.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ChunkWriter:
@@ -133,8 +145,11 @@ class ChunkWriter:
                              f"{', '.join(STREAMABLE)}")
         check_output(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale(self.path)
-        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        remove_stale_temps(self.path)
+        self.tmp = temp_path(self.path)
+        track_temp(self.tmp)  # removed on SIGTERM / SIGINT / SIGHUP too
+        # created now, with the umask (O_EXCL: never someone else's file)
+        os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         self._parquet = None
         self.rows = 0
         self.columns: list | None = None
@@ -182,18 +197,22 @@ class ChunkWriter:
     def close(self) -> Path:
         if self._parquet is not None:
             self._parquet.close()
-        if not self.tmp.exists():
+            self._parquet = None
+        if self.columns is None:  # write() never called
+            self.abort()
             raise InputError("nothing was written: the table has no rows")
-        os.chmod(self.tmp, 0o666 & ~_umask())
         check_output(self.path)
+        record_written(self.path)  # listed first: a concurrent run that sees it finds it
         os.replace(self.tmp, self.path)
-        record_written(self.path)
+        untrack_temp(self.tmp)
         return self.path
 
     def abort(self) -> None:
         if self._parquet is not None:
             self._parquet.close()
+            self._parquet = None
         self.tmp.unlink(missing_ok=True)
+        untrack_temp(self.tmp)
 
     def __enter__(self) -> ChunkWriter:
         return self
@@ -238,8 +257,3 @@ def _cast(table, schema):
             cols.append(pc.cast(col, pa.string()).cast(f.type))
     return pa.table(cols, schema=schema)
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

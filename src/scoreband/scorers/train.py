@@ -34,6 +34,8 @@ from scoreband.files import (
     check_output,
     read_json,
     record_written,
+    remove_output,
+    remove_stale_temps,
 )
 from scoreband.scorers.card import write_model_card as write_card
 from scoreband.scorers.heads import HEAD_KINDS, PointHead, count_crossings
@@ -143,7 +145,9 @@ class _Checkpoint:
     """The stage-1 checkpoint: weights, optimizer and RNG state of the last finished epoch
     (and the best weights so far) in files named by their epoch, listed by ``state.json``,
     which is written last (atomically). A kill at any moment leaves ``state.json`` naming a
-    complete set; files it does not name are removed by the next save."""
+    complete set. The next save removes the files of the epochs before (those the previous
+    ``state.json`` named) and the temporary files of a killed writer of its own files;
+    any other file in the folder is not scoreband's and stays."""
 
     def __init__(self, folder: Path):
         self.dir = Path(folder)
@@ -161,6 +165,7 @@ class _Checkpoint:
 
     def save(self, state: dict, tensors: dict[str, dict], opt, epoch: int) -> dict:
         files = dict(state.get("files", {}))
+        old = {str(v) for v in files.values()}
         for name, sd in tensors.items():
             files[name] = f"{name}-{epoch}.safetensors"
             with atomic_path(self.dir / files[name]) as tmp:
@@ -171,9 +176,11 @@ class _Checkpoint:
         state = {**state, "files": files}
         atomic_write_text(self.state_file, json.dumps(state, indent=2))
         keep = {"state.json", *files.values()}
-        for f in self.dir.iterdir():  # older epochs, and temp files of a killed writer
-            if f.name not in keep and f.is_file():
-                f.unlink(missing_ok=True)
+        for name in set(old) - keep:  # the epochs before: files this checkpoint wrote
+            if _plain_name(name):
+                remove_output(self.dir / name, mine=True)
+        for name in keep:  # temp files of a writer of these names killed mid-write
+            remove_stale_temps(self.dir / name)
         return state
 
     def tensors(self, state: dict, name: str) -> dict:
@@ -181,6 +188,12 @@ class _Checkpoint:
 
     def optimizer(self, state: dict) -> dict:
         return torch.load(self.dir / state["files"]["optimizer"], weights_only=True)
+
+
+def _plain_name(name: str) -> bool:
+    """A file name inside the folder (no path, not hidden): what a checkpoint state may
+    name (a hand-edited state naming ``../x`` removes nothing)."""
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
 
 
 class PointTask:
@@ -554,8 +567,6 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
     mixed with a new one: refused unless ``resume`` (continue from its checkpoint) or
     ``overwrite`` (its files are removed first). An interrupted run (a checkpoint only)
     resumes."""
-    import shutil
-
     out = Path(out)
     if resume and overwrite:
         raise InputError("give `resume` or `overwrite`, not both")
@@ -566,41 +577,67 @@ def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) ->
     if finished and not (resume or overwrite):
         raise InputError(f"{str(out)!r} holds a finished model; pass `overwrite` to replace "
                          "it, `resume` to continue it from its checkpoint, or another `out`")
-    if overwrite and finished:  # only a model's own files; anything else stays
-        for name in (*MODEL_FILES, "checkpoint", "cache"):
-            f = out / name
-            shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
+    if out.is_dir():
+        _adopt_run(out)
+    if overwrite and finished:  # only the files scoreband wrote; anything else stays
+        _remove_run(out)
     if resume and not (out / "checkpoint").is_dir():
         raise InputError(f"`resume`: {str(out)!r} has no checkpoint folder to continue from")
     if out.is_dir():
-        _adopt_run(out)
         # the files a run writes, checked now (not after the training) against the output
         # policy: a foreign config.json is refused before any work
         for name in MODEL_FILES:
             check_output(out / name)
 
 
-def _adopt_run(out: Path) -> None:
-    """The files of a scoreband run already in ``out`` (an interrupted or finished one,
-    perhaps written before folders kept their list of files) may be replaced by this run:
-    its checkpoint (a ``state.json`` scoreband wrote) and the model files its
-    ``SHA256SUMS`` lists. Anything else there stays protected by the output policy."""
+def _run_files(out: Path) -> list[Path]:
+    """The files of a scoreband run in ``out`` that say so themselves: its checkpoint (a
+    ``state.json`` scoreband wrote and the files it names) and the model files its
+    ``SHA256SUMS`` lists (with the card and calibrator written beside them)."""
+    found = []
     ck = out / "checkpoint"
     try:
         state = read_json(ck / "state.json", what="checkpoint state")
     except InputError:
         state = None
     if isinstance(state, dict) and isinstance(state.get("files"), dict):
-        for f in [ck / "state.json", *(ck / str(n) for n in state["files"].values())]:
-            if f.is_file():
-                record_written(f)
+        found += [ck / "state.json", *(ck / str(n) for n in state["files"].values()
+                                       if _plain_name(str(n)))]
     sums = out / SUMS_FILE
     if sums.is_file():
         names = [line.partition("  ")[2].strip() for line in
                  sums.read_text(encoding="utf-8", errors="replace").splitlines()]
-        for n in [*names, SUMS_FILE, "MODEL_CARD.md", "calibrator.json"]:
-            if n and "/" not in n and (out / n).is_file():
-                record_written(out / n)
+        found += [out / n for n in [*names, SUMS_FILE, "MODEL_CARD.md", "calibrator.json"]
+                  if _plain_name(n)]
+    return [f for f in found if f.is_file() and not f.is_symlink()]
+
+
+def _adopt_run(out: Path) -> None:
+    """The files of a scoreband run already in ``out`` (an interrupted or finished one,
+    perhaps written before folders kept their list of files) may be replaced by this run
+    (:func:`_run_files`). Anything else there stays protected by the output policy."""
+    for f in _run_files(out):
+        record_written(f)
+
+
+def _remove_run(out: Path) -> None:
+    """``overwrite``: remove the files of the run in ``out`` (:func:`_run_files`, and under
+    the command's output policy whatever its folder's list says scoreband wrote in
+    ``checkpoint/`` and ``cache/``), through the output policy; any other file stays, and
+    so does a folder that still holds one."""
+    for f in _run_files(out):
+        remove_output(f, mine=True)
+    for name in ("checkpoint", "cache"):
+        d = out / name
+        if not d.is_dir() or d.is_symlink():
+            continue
+        for f in sorted(d.rglob("*"), reverse=True):
+            if f.is_file() and not f.is_symlink():
+                remove_output(f)  # listed in the folder's manifest, else kept
+            elif f.is_dir() and not f.is_symlink() and not any(f.iterdir()):
+                f.rmdir()
+        if not any(d.iterdir()):
+            d.rmdir()
 
 
 def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int = 1000,
