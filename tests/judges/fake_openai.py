@@ -62,11 +62,15 @@ def _default(body: dict):
 class FakeOpenAI:
     """``with FakeOpenAI(respond) as srv: srv.url`` ("http://127.0.0.1:PORT/v1").
     ``respond(body) -> (status, doc[, headers])``, or the string "close" to drop the
-    connection without an answer. ``delay``: seconds each answer takes."""
+    connection without an answer. ``delay``: seconds each answer takes; ``serial``: seconds
+    each answer holds the one model slot (answers one at a time, as llama-cpp-python's
+    server does)."""
 
-    def __init__(self, respond=_default, delay: float = 0.0):
+    def __init__(self, respond=_default, delay: float = 0.0, serial: float = 0.0):
         self.respond = respond
         self.delay = delay
+        self.serial = serial
+        self._slot = threading.Lock()
         self.calls = 0
         self.bodies: list[dict] = []
         self.connections: set = set()
@@ -77,6 +81,9 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body leave in separate writes: without TCP_NODELAY, Nagle's
+            # algorithm and the client's delayed ACK hold every answer ~40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, *a):
                 pass
@@ -92,6 +99,9 @@ class FakeOpenAI:
                 try:
                     if fake.delay:
                         time.sleep(fake.delay)
+                    if fake.serial:
+                        with fake._slot:
+                            time.sleep(fake.serial)
                     out = fake.respond(body)
                 finally:
                     with fake._lock:
@@ -122,3 +132,12 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+if __name__ == "__main__":  # a server of its own (benchmarks): [SERIAL_MS]; prints its URL,
+    # serves until its stdin closes
+    import sys
+
+    with FakeOpenAI(serial=float(sys.argv[1]) / 1000 if len(sys.argv) > 1 else 0.0) as _srv:
+        print(_srv.url, flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
