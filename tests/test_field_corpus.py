@@ -242,6 +242,23 @@ def w(tmp_path_factory):
     (w / "model" / "config.json").write_text('{"mine": true}\n')
     (w / "wdir").mkdir()
     (w / "wdir" / "world.csv").write_text("my own table\n")
+    # a table with a column apply / score adds; a Hugging Face DatasetDict of two splits
+    clash = ex.head(20).copy()
+    clash["band_lo"] = "my own"
+    clash.to_csv(w / "clash.csv", index=False)
+    wclash = pd.read_csv(w / "world" / "world.csv").head(3)
+    wclash["band_error"] = "mine"
+    wclash.to_csv(w / "world" / "clash.csv", index=False)
+    import pyarrow as pa
+
+    for split in ("train", "test"):
+        (w / "dsdict" / split).mkdir(parents=True)
+        t = pa.Table.from_pandas(ex.head(30), preserve_index=False)
+        with pa.OSFile(str(w / "dsdict" / split / "data-00000-of-00001.arrow"), "wb") as f, \
+                pa.ipc.new_stream(f, t.schema) as wr:
+            wr.write_table(t)
+        (w / "dsdict" / split / "dataset_info.json").write_text("{}")
+    (w / "dsdict" / "dataset_dict.json").write_text('{"splits": ["train", "test"]}')
     # judge rows: each response names how the endpoint misbehaves
     Image.new("RGB", (16, 16), "white").save(w / "px.png")
     kinds = ["OK", "REDIRECT_OTHER", "REDIRECT_SAME", "TRICKLE", "CUT", "NONUTF8",
@@ -295,6 +312,19 @@ CASES = [
     _case(["world", OUT, "{w}/wdir", "--n", "3"], 2, "was not written by scoreband"),
     _case(["datasets", "prepare", "composite", "{w}", OUT, "{w}/small.csv"], 2,
           "was not written by scoreband"),
+    # a column of the user's with a name the command adds: refused, named, with the fix
+    _case(["apply", "{w}/clash.csv", "--calibrator", "{w}/cal.json", OUT, "{w}/o.csv"], 2,
+          "already has the column 'band_lo', which this command adds"),
+    _case(["score", "{w}/world/clash.csv", OUT, "{w}/o.csv"], 2,
+          "already has the column 'band_error', which this command adds"),
+    _case(["roundtrip", "{w}/world/clash.csv", OUT, "{w}/rt_clash.csv", "--n-gen", "1"], 0,
+          "3 of 3 rows scored"),  # band_error is apply's and score's, not roundtrip's
+    # a DatasetDict folder is one split at a time, never pooled
+    _case(["apply", "{w}/dsdict", "--calibrator", "{w}/cal.json", OUT, "{w}/o.csv"], 2,
+          "DatasetDict with the splits train, test"),
+    _case(["evaluate", "{w}/dsdict", *EX], 2, "dsdict/train"),
+    _case(["apply", "{w}/dsdict/test", "--calibrator", "{w}/cal.json", OUT,
+           "{w}/dsd_test.csv"], 0, "banded 30 of 30 rows"),
     # ------------------------------------------------------------ unbounded resources
     _case(["apply", "{w}/small.csv", "--calibrator", "{w}/fifo.json", OUT, "{w}/o.csv"], 2,
           "not a regular file"),
@@ -609,3 +639,181 @@ def test_output_policy_in_the_api(tmp_path):
     with output_policy(inputs=[("`table`", d / "user.txt")]), \
             pytest.raises(InputError, match="same file as `table`"):
         atomic_write_text(d / "user.txt", "x")
+
+
+# ------------------------------------------------------------ data loss, found from outside
+def _cli(*args, umask: int | None = None, **kw):
+    """The installed CLI in a process of its own (a real exit, real signals)."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "scoreband.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=(lambda: os.umask(umask)) if umask is not None
+                            else None, **kw)
+
+
+def test_apply_never_deletes_its_input_or_another_commands_journal(w, tmp_path):
+    """``apply T.json.partial.jsonl --out T.json`` (a write that is not streamed) once
+    removed its own input; and an interrupted ``score``'s journal beside that ``--out``
+    must survive an ``apply`` into the same name."""
+    src = tmp_path / "T.json.partial.jsonl"
+    pd.read_csv(w / "small.csv").head(40).to_json(src, orient="records", lines=True)
+    before = src.read_bytes()
+    r = runner.invoke(app, ["apply", str(src), "--calibrator", str(w / "cal.json"), OUT,
+                            str(tmp_path / "T.json")])
+    assert r.exit_code == 0, r.output
+    assert src.read_bytes() == before
+    journal = tmp_path / "S.json.partial.jsonl"
+    journal.write_text('{"key": "abc", "band_median": 3.0, "error": ""}\n')
+    r = runner.invoke(app, ["apply", str(w / "small.csv"), "--calibrator", str(w / "cal.json"),
+                            OUT, str(tmp_path / "S.json")])
+    assert r.exit_code == 0, r.output
+    assert journal.exists(), "apply removed score's journal"
+
+
+def test_a_file_that_is_not_a_journal_is_never_used_or_removed(w, tmp_path):
+    from scoreband.engine.journal import RowJournal, discard_journal
+    from scoreband.errors import InputError
+
+    mine = tmp_path / "scored.csv.partial.jsonl"
+    mine.write_text('{"my": "notes"}\n{"more": 1}\n')
+    with pytest.raises(InputError, match="not a scoreband journal"):
+        RowJournal(mine)
+    assert not discard_journal(mine) and mine.exists()
+
+
+def test_deletion_goes_through_the_output_policy(tmp_path):
+    from scoreband.files import atomic_write_text, output_policy, remove_output
+
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "user.txt").write_text("mine")
+    inp = tmp_path / "in.csv"
+    inp.write_text("a\n1\n")
+    with output_policy(inputs=[("TABLE", inp)], folders=[d]):
+        atomic_write_text(d / "made.txt", "1")
+        assert not remove_output(d / "user.txt", mine=True)  # not in the folder's list
+        assert not remove_output(inp, mine=True)  # an input
+        assert remove_output(d / "made.txt")
+    assert (d / "user.txt").exists() and inp.exists() and not (d / "made.txt").exists()
+    assert "made.txt" not in (d / ".scoreband-files").read_text()  # forgotten too
+    assert not remove_output(tmp_path / "in.csv")  # outside a folder: only when vouched for
+
+
+def test_sigterm_while_apply_writes_json_leaves_no_temporary_file(w, tmp_path):
+    """A SIGTERM (or SIGINT) mid-write removes the hidden temporary file; a writer killed
+    with SIGKILL leaves one, which the next run writing that output removes."""
+    import signal
+
+    big = pd.concat([pd.read_csv(w / "ex.csv")] * 100, ignore_index=True)  # 200,000 rows
+    big.to_csv(tmp_path / "big.csv", index=False)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+        out = tmp_path / f"banded-{sig.name}.json"
+        p = _cli("apply", tmp_path / "big.csv", "--calibrator", w / "cal.json", "--out", out)
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None and not list(
+                tmp_path.glob(f".{out.name}.*.tmp")):
+            time.sleep(0.02)
+        assert p.poll() is None, "the write ended before the signal: make the table larger"
+        time.sleep(0.3)  # into the write
+        p.send_signal(sig)
+        p.communicate(timeout=60)
+        left = list(tmp_path.glob(f".{out.name}.*.tmp"))
+        assert not out.exists()
+        if sig == signal.SIGKILL:
+            assert left and p.returncode == -signal.SIGKILL
+            p = _cli("apply", w / "small.csv", "--calibrator", w / "cal.json", "--out", out)
+            assert p.wait(timeout=120) == 0
+            assert not list(tmp_path.glob(f".{out.name}.*.tmp")), "stale file kept"
+        else:
+            assert not left, f"{sig.name} left {left}"
+            assert p.returncode in (-sig, 1, 2, 130), p.returncode
+
+
+def test_every_file_a_command_writes_follows_the_umask(w, tmp_path):
+    outs = [tmp_path / "a.csv", tmp_path / "a.json", tmp_path / "a.parquet"]
+    for o in outs:
+        p = _cli("apply", w / "small.csv", "--calibrator", w / "cal.json", "--out", o,
+                 umask=0o027)
+        assert p.wait(timeout=120) == 0
+    p = _cli("world", "--out", tmp_path / "wd", "--n", "3", umask=0o077)
+    assert p.wait(timeout=120) == 0
+    for f in outs + [tmp_path / "a.csv.provenance.json"]:
+        assert f.stat().st_mode & 0o777 == 0o640, f
+    for f in (tmp_path / "wd").rglob("*"):
+        if f.is_file():
+            assert f.stat().st_mode & 0o777 == 0o600, f
+
+
+def test_train_removes_only_its_own_checkpoint_files(tmp_path):
+    out = tmp_path / "m"
+    (out / "checkpoint").mkdir(parents=True)
+    (out / "checkpoint" / "notes.txt").write_text("mine")
+    (out / "checkpoint" / "optimizer-7.pt").write_text("mine too, whatever its name")
+    args = ["train", OUT, str(out), "--n-train", "40", "--n-val", "20", "--epochs", "2",
+            "--head-epochs", "1"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    ck = sorted(f.name for f in (out / "checkpoint").iterdir())
+    assert "notes.txt" in ck and "optimizer-7.pt" in ck
+    assert "optimizer-1.pt" not in ck  # the epoch before: scoreband's, removed
+    r = runner.invoke(app, [*args, "--overwrite"])
+    assert r.exit_code == 0, r.output
+    assert (out / "checkpoint" / "notes.txt").read_text() == "mine"
+    assert (out / "checkpoint" / "optimizer-7.pt").exists()
+
+
+def test_concurrent_world_runs_into_one_folder(tmp_path):
+    """Two ``world --out kw`` at once: neither may call the other's files foreign (before
+    the fix, one of two such runs failed in 2 of 3 rounds)."""
+    for k in range(3):
+        procs = [_cli("world", "--out", tmp_path / f"kw{k}", "--n", "40") for _ in range(2)]
+        for p in procs:
+            _, err = p.communicate(timeout=180)
+            assert p.returncode == 0, err
+            assert "not written by scoreband" not in err
+
+
+def test_bom_and_json_values_come_back_as_they_went_in(w, tmp_path):
+    """A UTF-8 byte order mark costs no row (JSON Lines) and no column name (CSV); JSON
+    values keep their type and literal (an integer column with nulls stays integers)."""
+    rows = pd.read_csv(w / "small.csv").head(5)
+    lines = rows.to_json(orient="records", lines=True).splitlines()
+    recs = [json.loads(x) for x in lines]
+    for k, rec in enumerate(recs):
+        rec["count"] = None if k == 1 else k
+        rec["price"] = 1.5
+    text = "\n".join(json.dumps(r).replace('"price": 1.5', '"price": 1.50') for r in recs)
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode() + b"\n")
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + (w / "small.csv").read_bytes())
+    for src, out in (("bom.jsonl", "o.jsonl"), ("bom.csv", "o.csv")):
+        r = runner.invoke(app, ["apply", str(tmp_path / src), "--calibrator",
+                                str(w / "cal.json"), OUT, str(tmp_path / out)])
+        assert r.exit_code == 0, r.output
+    got = (tmp_path / "o.jsonl").read_text().splitlines()
+    assert len(got) == 5 and json.loads(got[0])["id"] == recs[0]["id"]
+    assert [json.loads(x)["count"] for x in got] == [0, None, 2, 3, 4]
+    assert all('"price": 1.50,' in x for x in got)
+    assert pd.read_csv(tmp_path / "o.csv").columns[0] == "id"
+    assert len(pd.read_csv(tmp_path / "o.csv")) == 300
+
+
+def test_the_field_table_comes_back_cell_for_cell(w, tmp_path):
+    """The user's report: 00017, 01234, NA, nan, FALSE came back as 17, 1234, '', '',
+    False."""
+    src = tmp_path / "t.csv"
+    cells = ["00017", "01234", "NA", "nan", "FALSE", "null"]
+    body = "".join(f"r{i},0.{i + 1},{c},{c}\n" for i, c in enumerate(cells))
+    src.write_text("id,median,zip,code\n" + body)
+    for fmt in ("csv", "tsv", "jsonl", "json", "parquet"):
+        out = tmp_path / f"o.{fmt}"
+        r = runner.invoke(app, ["apply", str(src), "--calibrator", str(w / "cal.json"), OUT,
+                                str(out)])
+        assert r.exit_code == 0, r.output
+        if fmt == "csv":
+            lines = out.read_text().splitlines()
+            assert [ln.split(",")[2:4] for ln in lines[1:]] == [[c, c] for c in cells]
+        if fmt in ("jsonl", "json"):
+            df = pd.read_json(out, lines=fmt == "jsonl", dtype=False)
+            assert df["zip"].tolist() == cells

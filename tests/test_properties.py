@@ -276,3 +276,90 @@ def test_the_decoder_on_any_image(file, size, min_edge):
             im.load()
             ref = images.to_rgb(ImageOps.exif_transpose(im))
         assert np.array_equal(np.asarray(ref), out), (fmt, mode)
+
+
+# ------------------------------------------------------------ passthrough round trip
+# cells a careless table holds: leading zeros, every spelling of "missing", booleans,
+# unicode, quotes, embedded newlines and delimiters
+TEXT_CELL = st.one_of(
+    st.sampled_from(["00017", "01234", "007", "0", "-0", "1e5", "1.50", "NA", "nan", "NaN",
+                     "null", "None", "", "N/A", "#N/A", "TRUE", "FALSE", "true", "False",
+                     "é", "日本", '"', 'a "quoted" word', "x,y", "line\nbreak", "tab\there",
+                     " padded ", "2;3;4", "inf", "-inf"]),
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=6),
+    st.text(st.sampled_from('ab,"\n\t 0;'), max_size=6))
+
+
+@pytest.fixture(scope="module")
+def round_trip_cal():
+    import scoreband.api as sb
+
+    d = Path(tempfile.mkdtemp(prefix="sb-roundtrip-"))
+    base = sb.read_table(sb.example_table()).head(200)
+    fit = sb.calibrate(base, dict(ratings="ratings", scale="1,5", median="median",
+                                  pred_scale="0,1"), {"method": "split"})
+    fit.save(d / "cal.json")
+    return d
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(TEXT_CELL, min_size=3, max_size=3), min_size=1, max_size=8),
+       st.lists(st.one_of(st.floats(0, 1).map(repr), st.sampled_from(["", "NA", "x", "0.50",
+                                                                      "1e-1"])),
+                min_size=8, max_size=8),
+       st.sampled_from([".csv", ".tsv", ".jsonl", ".json"]))
+def test_apply_gives_the_table_back_as_it_went_in(round_trip_cal, rows, medians, fmt):
+    """A table through ``apply`` differs only by the added columns: every passthrough cell
+    (CSV / TSV: its text, byte for byte; JSON: its value and number literal) comes back as
+    it was, in every text format; the prediction column is still read as numbers."""
+    import csv
+    import io
+    import json
+
+    d = round_trip_cal
+    names = ["zip", "note", "flag"]
+    med = ["0.5", *medians][:len(rows)]  # one usable row at least
+    src, out = d / f"t{fmt}", d / f"o{fmt}"
+    if fmt in (".csv", ".tsv"):
+        buf = io.StringIO()
+        w = csv.writer(buf, delimiter="," if fmt == ".csv" else "\t", lineterminator="\n")
+        w.writerow(["median", *names])
+        w.writerows([m, *r] for m, r in zip(med, rows, strict=True))
+        src.write_text(buf.getvalue(), encoding="utf-8")
+    else:
+        recs = [{"median": m, **dict(zip(names, r, strict=True))}
+                for m, r in zip(med, rows, strict=True)]
+        lines = [json.dumps(r, ensure_ascii=False) for r in recs]
+        src.write_text("\n".join(lines) + "\n" if fmt == ".jsonl" else
+                       "[" + ",".join(lines) + "]", encoding="utf-8")
+    before = src.read_bytes()
+    r = runner.invoke(app, ["apply", str(src), "--calibrator", str(d / "cal.json"), "--out",
+                            str(out)])
+    assert r.exit_code == 0, r.output
+    assert src.read_bytes() == before
+    if fmt in (".csv", ".tsv"):
+        sep = "," if fmt == ".csv" else "\t"
+        got = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8"), newline=""),
+                              delimiter=sep))
+        k = got[0].index("band_lo")
+        assert got[0][:k] == ["median", *names]
+        buf = io.StringIO()
+        csv.writer(buf, delimiter=sep, lineterminator="\n").writerows(g[:k] for g in got)
+        assert buf.getvalue().encode("utf-8") == before  # byte for byte
+        band = [g[k] for g in got[1:]]
+    else:
+        text = out.read_text(encoding="utf-8")
+        docs = ([json.loads(x) for x in text.splitlines()] if fmt == ".jsonl"
+                else json.loads(text))
+        assert [{c: doc[c] for c in ["median", *names]} for doc in docs] == recs
+        band = [doc["band_lo"] for doc in docs]
+    # the prediction column was read as numbers: a band exactly where it is one
+    for m, b in zip(med, band, strict=True):
+        try:
+            ok = 0 <= float(m) <= 1
+        except ValueError:
+            ok = False
+        ok = ok and m.strip().lower() not in ("nan",)
+        assert (b not in ("", None)) == ok, (m, b)
