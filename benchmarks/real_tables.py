@@ -16,6 +16,9 @@ script only reads a local folder):
   github.com/jungokasai/THumB and ``results/mscoco/<SYS>||<METRIC>.csv`` from
   github.com/jungokasai/billboard (per-caption CLIPScore, RefCLIPScore, CIDEr, ...).
 
+Every calibrator is built from its split's seed (``seed=``), as ``scoreband evaluate`` builds
+them since issue 30: a learned method's training share is drawn anew in each split.
+
 Protocol: as the paper's, repeated random 50/50 calibration/test splits (seed s = 0..seeds-1),
 alpha = 0.1, every band snapped to the achievable targets (means of 3 ratings:
 ``adjust_boundary`` with 3 ratings) and reported on the native 1-5 scale. Every scoreband
@@ -68,9 +71,9 @@ def judge_cell(path: Path, seeds: int, methods=JUDGE_METHODS, decimals: int | No
             warnings.simplefilter("ignore")
             res = evaluate_splits(
                 pred, LIKERT.to01(y),
-                lambda m=method: make_calibrator(
+                lambda seed=0, m=method: make_calibrator(
                     m.removesuffix("-rand"), 0.1, scale=LIKERT, adjust_boundary=True,
-                    randomize=True if m.endswith("-rand") else None),
+                    randomize=True if m.endswith("-rand") else None, seed=seed),
                 seeds=seeds, adjust_boundary=True, n_ratings=np.full(len(y), 3.0))
         a = res["after"]
         out[method] = {"coverage": a["coverage"]["mean"], "width": a["sharpness_native"]["mean"],
@@ -232,21 +235,25 @@ def run_thumb(root: Path, seeds: int) -> dict:
         rec = res["metrics"].setdefault(name, {})
         if raw:  # read on its own min-max range as if it were the target's scale: no map
             lo, hi = np.nanmin(x), np.nanmax(x)
-            rec["no-map"] = ev(lambda: make_calibrator("split", 0.1, scale=scale),
+            rec["no-map"] = ev(lambda seed=0: make_calibrator("split", 0.1, scale=scale,
+                                                              seed=seed),
                                Predictions((x - lo) / (hi - lo)))
         else:
-            rec[kind] = ev(lambda k=kind: make_calibrator("split", 0.1, scale=scale, map=k),
+            rec[kind] = ev(lambda seed=0, k=kind: make_calibrator("split", 0.1, scale=scale,
+                                                                  map=k, seed=seed),
                            Predictions(x))
     feats = df[metrics].to_numpy(float)
     pred = Predictions(df["RefCLIPS"].to_numpy(float), features=feats)
     res["all-metrics auto"] = ev(
-        lambda: make_calibrator("auto", 0.1, scale=scale, map="isotonic"), pred)
-    res["marginal"] = ev(lambda: make_calibrator("marginal", 0.1, scale=scale), pred)
+        lambda seed=0: make_calibrator("auto", 0.1, scale=scale, map="isotonic", seed=seed),
+        pred)
+    res["marginal"] = ev(lambda seed=0: make_calibrator("marginal", 0.1, scale=scale,
+                                                        seed=seed), pred)
     # the learned methods on every metric's column at once (features alone)
     feat = Predictions(np.full(len(df), np.nan), features=feats)
     for method in ("fitted", "chr", "cqr", "auto"):
         res[f"features {method}"] = ev(
-            lambda m=method: make_calibrator(m, 0.1, scale=scale), feat)
+            lambda seed=0, m=method: make_calibrator(m, 0.1, scale=scale, seed=seed), feat)
     return res
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from scoreband import metrics as M
 from scoreband.conformal import n_conformal
 from scoreband.conformal._core import split_at
-from scoreband.conformal.base import Calibrator
+from scoreband.conformal.base import Calibrator, guarantee_of
 from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.errors import InputError
 from scoreband.records import Predictions
@@ -128,6 +128,7 @@ class _Record:
         per group are counted for the groups' intervals)."""
         self.methods[band.method] = self.methods.get(band.method, 0) + 1
         self.alpha = cal_obj.alpha
+        self.guarantee = guarantee_of(cal_obj)
         if pt.lo is not None:
             for k, v in M.interval_metrics(pt.median, pt.lo, pt.hi, yt).items():
                 self.before[k].append(v)
@@ -229,6 +230,8 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         # share of the calibration half first)
         "theoretical_coverage": M.theoretical_coverage(int(np.mean(rec.extra["n_conformal"])),
                                                        rec.alpha),
+        # what that band rests on: marginal / per group / covariate shift only / none
+        "guarantee": rec.guarantee,
         "n_cal": int(np.mean(rec.extra["n_cal"])),
         "after": {k: summarize(v) for k, v in rec.after.items()},
     }

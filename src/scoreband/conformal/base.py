@@ -44,7 +44,7 @@ from scoreband.registry import Registry
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",
            "METHODS", "INPUTS", "has_inputs", "calibrator_class", "auto_candidates",
-           "needs_whole_table", "uses_row_draws"]
+           "needs_whole_table", "uses_row_draws", "guarantee_of"]
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,17 @@ def needs_whole_table(cal) -> bool:
         inner = getattr(cal, "base", None) or getattr(cal, "winner_", None)
         if not isinstance(inner, Calibrator):
             return False
+        cal = inner
+
+
+def guarantee_of(cal) -> str:
+    """What a (possibly wrapped) calibrator guarantees: its own ``guarantee``, else that of
+    the method it wraps."""
+    while True:
+        own = any("guarantee" in c.__dict__ for c in type(cal).__mro__ if c is not Calibrator)
+        inner = getattr(cal, "base", None) or getattr(cal, "winner_", None)
+        if own or not isinstance(inner, Calibrator):
+            return cal.guarantee
         cal = inner
 
 
@@ -195,6 +206,10 @@ class Calibrator(ABC):
     whole_table: ClassVar[bool] = False
     #: builds its own groups (the cluster rules): never wrapped in Mondrian
     grouped: ClassVar[bool] = False
+    #: what the method guarantees, in words (``evaluate`` prints it beside the theoretical
+    #: band; a method without a guarantee says so)
+    guarantee: ClassVar[str] = ("marginal: E[coverage] >= 1 - alpha over calibration and "
+                                "test rows drawn exchangeably; not per group or per item")
 
     @classmethod
     def build(cls, alpha: float, *, scale=None, preset: dict | None = None,

@@ -219,6 +219,13 @@ class CRC(Calibrator):
     }
     needs = (("median", "interval"),)
     auto_rank = 2
+
+    @property
+    def guarantee(self) -> str:  # the "same" rule has none at small n
+        if self.selection == "same":
+            return ("none at small n: omega and beta are chosen on the same items (the "
+                    "source's rule), slightly optimistic")
+        return Calibrator.guarantee
     auto_config = {"selection": "same"}  # omega on auto's selection share, beta on its own
     param_ranges = {"omega": (0.0, True), "beta": (None, False)}
 

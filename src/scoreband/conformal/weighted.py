@@ -13,6 +13,13 @@ perfectly, a few calibration items carry all the weight, the effective sample si
 ``(sum w)^2 / sum w^2`` collapses and the band becomes the whole scale. The calibrator reports
 that effective sample size and says so when it is small.
 
+What is guaranteed: coverage ``>= 1 - alpha`` for test items drawn from the shifted
+distribution *under covariate shift only* (the inputs' distribution changes, the target
+given the input does not) and *with the true likelihood ratio*; the ratio here is estimated
+(cross-fitted, so no item scores itself), so the guarantee is approximate, and it says
+nothing about a shift in the target given the input (a new rater pool, a new task): there,
+recalibrate on labeled rows of the new domain (:mod:`scoreband.conformal.recalibrate`).
+
 Written here because neither MAPIE nor crepes ships weighted conformal prediction for
 regression under covariate shift.
 """
@@ -182,6 +189,8 @@ class WeightedSplit(Calibrator):
                                 "`embedding`)", {})}
     needs = (("median", "embedding"),)
     whole_table = True
+    guarantee = ("under covariate shift only (the inputs' distribution changes, not the "
+                 "target given the input), approximately: the likelihood ratio is estimated")
 
     @classmethod
     def check_params(cls, params: dict, where: str, number) -> None:
