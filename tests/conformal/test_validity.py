@@ -53,7 +53,7 @@ def world(n, rng, *, raters=(1,), shift=0.0, ends=0.0):
     lat[at_end] = rng.integers(0, 2, at_end.sum())
     r = rng.choice(np.asarray(raters), n)
     ratings = [np.clip(np.round(1 + 4 * lt + rng.normal(0, 0.7, k)), 1, 5)
-               for lt, k in zip(lat, r)]
+               for lt, k in zip(lat, r, strict=True)]
     y01 = LIKERT.to01(np.array([x.mean() for x in ratings]))
     m = np.clip(lat + rng.normal(0, 0.1, n), 0, 1)
     half = 0.05 + 0.15 * np.abs(rng.normal(size=n))
@@ -136,7 +136,7 @@ def test_chr_covers_targets_the_training_share_never_had():
         for rep in range(400):
             rng = np.random.default_rng([rep, 23])
 
-            def draw(n):
+            def draw(n, rng=rng):
                 y = rng.uniform(0, 1, n).round(1)
                 e = rng.uniform(size=n)
                 y[e < 0.07], y[e > 0.93] = 0.0, 1.0
@@ -253,7 +253,7 @@ def test_a_row_gets_the_same_band_alone_in_chunks_or_shuffled(name):
             if ref is None:
                 ref = (lo, hi, med)
                 continue
-            for a, b_, what in zip(ref, (lo, hi, med), ("lo", "hi", "median")):
+            for a, b_, what in zip(ref, (lo, hi, med), ("lo", "hi", "median"), strict=True):
                 assert np.array_equal(a, b_), f"{name}: {what} differs {label}"
 
 
