@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scoreband.bands import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
-from scoreband.columns import ColumnSpec, load_inputs
+from scoreband.columns import ColumnSpec, expand_columns, load_inputs
 from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
 from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.randomness import frame_keys
+from scoreband.domain import check_mostly_inside, fit_domain
 from scoreband.engine.rows import run_file, run_rows
 from scoreband.errors import InputError, RowError
 from scoreband.tables import read_table
@@ -252,7 +253,13 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     notes = list(dict.fromkeys([*fit_notes, *inp.notes]))
     for w in notes if on_warning is not None else ():
         on_warning(w)
+    names = {"median": spec.median, "lo": spec.lo, "hi": spec.hi,
+             **{f"features[{j}]": c for j, c in enumerate(expand_columns(spec.features,
+                                                                          df.columns))}}
     inputs = {"columns": spec.to_dict(), "adjust_boundary": cfg.adjust_boundary,
+              # the range of every prediction input and the group labels, as read: apply
+              # flags rows outside it and refuses a table mostly outside
+              "domain": fit_domain(inp.pred, inp.groups, names),
               # one rater count for every item, or none (each row then keeps its own grid
               # at apply, from its ratings)
               **_rater_record(inp.n_ratings), "n_calibration": len(inp.pred),
@@ -328,6 +335,9 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
 
     if uses_row_draws(cal):
         inp.pred.keys = frame_keys(df.iloc[inp.rows])
+    _, note = check_mostly_inside(inputs.get("domain"), inp.pred, "recalibrate")
+    if note and on_warning is not None:
+        on_warning(note)
     with warnings.catch_warnings(record=on_warning is not None) as caught:
         cal.conformalize(inp.pred, inp.y01)
     for w in dict.fromkeys([*(str(w.message) for w in caught or ()), *inp.notes]):

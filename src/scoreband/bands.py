@@ -24,6 +24,7 @@ from scoreband.conformal import adjust_band, load_calibrator
 from scoreband.conformal.base import needs_whole_table, uses_row_draws
 from scoreband.conformal.persist import check_scorer
 from scoreband.conformal.randomness import frame_keys
+from scoreband.domain import check_mostly_inside, same_labels
 from scoreband.engine.rows import Stage
 from scoreband.errors import InputError, RowError
 from scoreband.records import Band
@@ -183,21 +184,40 @@ class ApplyStage(Stage):
             return band_columns(None, inp, len(df))
         if self.row_draws:  # randomised tie-breaking: each row's draw from its own cells
             inp.pred.keys = frame_keys(df.iloc[inp.rows])
+        domain = self.recorded.get("domain")
+        ood, note = check_mostly_inside(domain, inp.pred, "apply",
+                                        _off_scale(inp.errors, self._roles(df)))
+        groups = same_labels(inp.groups, (domain or {}).get("groups"))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            band = self.cal.predict(inp.pred, groups=inp.groups)
-        for w in dict.fromkeys(str(w.message) for w in caught):
-            if w not in self.warnings:
-                self.warnings.append(w)
-                if self.on_warning is not None:
-                    self.on_warning(w)
+            band = self.cal.predict(inp.pred, groups=groups)
+        for w in dict.fromkeys([*(str(w.message) for w in caught), *([note] if note else [])]):
+            self._warn(w)
         if self.recorded.get("adjust_boundary"):
             counts = self._rater_counts(df, inp)
             if counts is not None:
                 band = adjust_band(band, counts)
         self.band, self.banded = band, self.banded + len(inp.rows)
         self.method = self.method or band.method
-        return band_columns(band, inp, len(df))
+        out = band_columns(band, inp, len(df))
+        if ood.any():
+            flags = out["band_flag"]
+            at = inp.rows[ood]
+            flags[at] = [f"{f},out_of_domain" if f else "out_of_domain" for f in flags[at]]
+        return out
+
+    def _roles(self, df: pd.DataFrame) -> dict[str, str]:
+        """The prediction inputs' columns in this table, by role (as domain.fit_domain)."""
+        spec = self._spec(df)
+        return {c: role for role, c in (("median", spec.median), ("lo", spec.lo),
+                                        ("hi", spec.hi)) if c}
+
+    def _warn(self, message: str) -> None:
+        """Say a warning once per run (to ``on_warning``, and in ``warnings``)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+            if self.on_warning is not None:
+                self.on_warning(message)
 
     def _rater_counts(self, df: pd.DataFrame, inp: Inputs) -> np.ndarray | None:
         """Each banded row's own rater count, for snapping its band onto its own grid: the
@@ -224,13 +244,9 @@ class ApplyStage(Stage):
         r = self.recorded.get("n_ratings")
         if r is not None and not self.recorded.get("ratings_varied") and float(r).is_integer():
             return np.full(n, float(r))
-        note = ("boundary adjustment skipped: the calibration items had different rater "
-                "counts and this table gives none per row (its ratings column, or "
-                "`n_ratings`), so no row's achievable targets are known")
-        if note not in self.warnings:
-            self.warnings.append(note)
-            if self.on_warning is not None:
-                self.on_warning(note)
+        self._warn("boundary adjustment skipped: the calibration items had different rater "
+                   "counts and this table gives none per row (its ratings column, or "
+                   "`n_ratings`), so no row's achievable targets are known")
         return None
 
     def components(self) -> dict:
@@ -240,6 +256,15 @@ class ApplyStage(Stage):
     def summary(self) -> dict:
         return {"method": self.method or self.cal.method, "alpha": self.alpha,
                 "banded": self.banded, "shift": self.shift}
+
+
+def _off_scale(errors, roles: dict[str, str]) -> dict[str, int]:
+    """Rows refused because a prediction lay outside its scale, by input role."""
+    out: dict[str, int] = {}
+    for e in errors:
+        if e.column in roles and "outside the prediction scale" in e.reason:
+            out[roles[e.column]] = out.get(roles[e.column], 0) + 1
+    return out
 
 
 def apply_stage(calibrator: str, calibrator_text: str | None = None,

@@ -85,6 +85,8 @@ class InputsDoc(_Doc):
     calibration_set: CalibrationSetDoc | None = None
     recalibration: dict[str, Any] | None = None
     notes: list[str] | None = None  #: what was done to the data (rounded targets snapped)
+    #: the range of each prediction input and the group labels (:mod:`scoreband.domain`)
+    domain: dict[str, Any] | None = None
 
 
 class CalibratorStateDoc(BaseModel):
