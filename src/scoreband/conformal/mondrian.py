@@ -1,6 +1,19 @@
 """Group-conditional calibration: Mondrian wrapper and the cluster-conservative rule.
 
 Both reuse any base calibrator's conformal step (``fit_conformal`` / ``apply_params``) per group.
+
+Two rules keep the per-group guarantee exact (SPEC section 4):
+
+* groups built from the data (Easy / Medium / Hard tertiles of the base width, k-means
+  clusters of the embeddings) are fitted on a share of the calibration items that the
+  conformal step never sees (the base method's training share when it has one, otherwise a
+  held-out split drawn from the calibrator's seed), then applied to calibration and test
+  items alike from their own predictions. Groups fitted on the very items then calibrated
+  make a test item never the extreme of its group: coverage (k - 1) / n_g, not k / (n_g + 1).
+* a group with too few calibration items for alpha is not given the marginal band (the rare
+  groups are a selected, often harder, subpopulation: 0.34 coverage at alpha 0.2 was seen);
+  the small groups are pooled into one group calibrated on their own items
+  (:func:`pool_plan`), or given the whole scale.
 """
 
 from __future__ import annotations
@@ -10,7 +23,7 @@ import warnings
 import numpy as np
 
 from scoreband.clustering import assign_clusters, choose_k, fit_kmeans
-from scoreband.conformal._core import min_calibration_size
+from scoreband.conformal._core import min_calibration_size, split_at, whole_scale
 from scoreband.conformal.base import (
     Calibrator,
     _jsonable,
@@ -22,14 +35,38 @@ from scoreband.conformal.base import (
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
-__all__ = ["Mondrian", "ClusterConservative", "SmallGroupWarning", "DIFFICULTY_LABELS"]
+__all__ = ["Mondrian", "ClusterConservative", "SmallGroupWarning", "DIFFICULTY_LABELS",
+           "SMALL_GROUP_POLICIES", "pool_plan", "group_share_size"]
 
 DIFFICULTY_LABELS = ("easy", "medium", "hard")
-SMALL_GROUP_POLICIES = ("marginal", "full", "error")
+#: what a group too small for alpha gets: ``"pool"`` (pooled with the other small groups),
+#: ``"full"`` (the whole scale) or ``"error"``
+SMALL_GROUP_POLICIES = ("pool", "full", "error")
+#: former names of the policies, still accepted (saved files, ``--small-group marginal``):
+#: ``"marginal"`` gave the small groups the marginal band, which under-covers them; it now
+#: means the valid pooled rule
+SMALL_GROUP_ALIASES = {"marginal": "pool"}
+#: prefix of the group label of an item calibrated in the pooled group
+POOLED = "pooled:"
+#: share of the calibration items held out to fit data-built groups (when the base has no
+#: training share), its floor and its cap
+GROUP_FRAC = 0.2
+MIN_GROUP_SHARE = 3
+MAX_GROUP_SHARE = 2000
+_SHARE_STREAM = 17  # the held-out split draws from default_rng([seed, 17])
 
 
 class SmallGroupWarning(UserWarning):
     """A group has too few calibration items for alpha, or was unseen at calibration."""
+
+
+def _policy(small_group: str) -> str:
+    name = SMALL_GROUP_ALIASES.get(small_group, small_group)
+    if name not in SMALL_GROUP_POLICIES:
+        raise InputError(
+            f"small_group must be one of {', '.join(SMALL_GROUP_POLICIES)} (or the former "
+            f"name 'marginal' for 'pool'), got {small_group!r}")
+    return name
 
 
 def _labels(groups, n: int) -> np.ndarray:
@@ -39,6 +76,62 @@ def _labels(groups, n: int) -> np.ndarray:
     if g.shape != (n,):
         raise InputError(f"expected {n} group labels, got shape {g.shape}")
     return g
+
+
+def _names(groups, at_most: int = 20) -> str:
+    groups = list(groups)
+    more = len(groups) - at_most
+    return ", ".join(groups[:at_most]) + (f" and {more} more" if more > 0 else "")
+
+
+def pool_plan(counts: dict[str, int], need: int) -> tuple[list[str], list[str]]:
+    """Which groups are too small to be calibrated alone, and which groups' items form the
+    pooled group they are calibrated in.
+
+    A group with fewer than ``need`` (``ceil(1/alpha) - 1``) calibration items is small. The
+    pooled group holds the items of every group with at most ``need`` items: counting the
+    test item, a small group's test item sees its own group at ``<= need`` items, and a group
+    of exactly ``need`` calibration items is at ``need`` for another group's test item but at
+    ``need + 1`` (enough to be calibrated alone) for its own. So which items are pooled is a
+    function of the calibration items and the test item together - the Mondrian condition
+    for exact coverage of the pooled group, ``>= 1 - alpha``. (Pooling only the groups
+    below ``need`` would leave out items a test item of a borderline group is exchangeable
+    with.) The guarantee is for the pooled group as a whole: each pooled group on its own
+    is covered at ``1 - alpha`` only when the pooled groups are alike.
+
+    Parameters
+    ----------
+    counts : calibration items per group (0 for a known group without items)
+    need : :func:`~scoreband.conformal._core.min_calibration_size` of alpha
+
+    Returns
+    -------
+    (small, pool) : sorted group names
+
+    >>> pool_plan({"a": 100, "b": 9, "c": 3, "d": 0}, 9)
+    (['c', 'd'], ['b', 'c', 'd'])
+    >>> pool_plan({"a": 100, "b": 9}, 9)
+    ([], ['b'])
+    """
+    small = sorted(g for g, n in counts.items() if n < need)
+    pool = sorted(g for g, n in counts.items() if n <= need)
+    return small, pool
+
+
+def group_share_size(n: int, frac: float = GROUP_FRAC, floor: int = MIN_GROUP_SHARE) -> int:
+    """Items held out to fit data-built groups: ``round(frac * n)``, at least ``floor`` and
+    at most :data:`MAX_GROUP_SHARE`; at least one item must remain for the conformal step.
+
+    >>> group_share_size(13), group_share_size(1000), group_share_size(10**6)
+    (3, 200, 2000)
+    """
+    s = min(max(int(round(frac * n)), floor), max(MAX_GROUP_SHARE, floor))
+    if n - s < 1:
+        raise InputError(
+            f"groups built from the data need {s} calibration items to fit the groups on "
+            f"and at least one more to calibrate; got {n}: use more calibration items, or "
+            "give a group label per item (`groups`)")
+    return s
 
 
 def _base_state(base: Calibrator) -> dict:
@@ -51,16 +144,18 @@ def _base_from(state: dict, scale: Scale) -> Calibrator:
 
 
 class _Grouped(Calibrator):
-    """Shared machinery: fit the base's params per group, apply per group."""
+    """Shared machinery: fit the base's params per group (pooling the small groups), apply
+    per group."""
 
-    def __init__(self, base: Calibrator, *, small_group: str = "marginal"):
+    def __init__(self, base: Calibrator, *, small_group: str = "pool",
+                 group_frac: float = GROUP_FRAC, seed: int | None = None):
         super().__init__(base.alpha, scale=base.scale, clip=base.clip)
-        if small_group not in SMALL_GROUP_POLICIES:
-            raise InputError(
-                f"small_group must be one of {', '.join(SMALL_GROUP_POLICIES)}, got {small_group!r}"
-            )
+        self.small_group = _policy(small_group)
+        if not 0 < group_frac < 1:
+            raise InputError(f"group_frac must be in (0, 1), got {group_frac}")
         self.base = base
-        self.small_group = small_group
+        self.group_frac = float(group_frac)
+        self.seed = getattr(base, "seed", 0) if seed is None else seed
 
     def check_pred(self, pred):
         self.base.check_pred(pred)
@@ -77,6 +172,10 @@ class _Grouped(Calibrator):
     def apply_params(self, pred, params):  # pragma: no cover
         raise NotImplementedError
 
+    def get_config(self) -> dict:
+        return {"small_group": self.small_group, "group_frac": self.group_frac,
+                "seed": self.seed}
+
     def get_state(self) -> dict:
         """The wrapper's config and params, with the base calibrator nested."""
         self._require_fitted()
@@ -87,79 +186,153 @@ class _Grouped(Calibrator):
     def _from_state(cls, state: dict, scale: Scale):
         obj = cls(_base_from(state["base"], scale), **state["config"])
         obj.params_ = _unjson(state["params"])
+        if "pool" not in obj.params_:
+            obj._load_legacy()
         return obj
 
-    def _prepare(self, pred: Predictions, y01, groups=None):
-        """Validate and fit the base's learned part once (on its own share of the items);
-        returns the predictions, targets and group labels left for the conformal step."""
+    def _load_legacy(self) -> None:
+        """A file saved before the pooled rule: its too-small groups had no parameters and
+        got the marginal band, which under-covers them; they now get the whole scale."""
+        p = self.params_
+        p["pool"], p["pool_groups"] = None, []
+        small = sorted(g for g, v in (p.get("groups") or {}).items() if v is None)
+        p["small"] = small
+        if small and self.small_group == "pool":
+            warnings.warn(
+                f"this calibrator was saved by an older scoreband, which gave its groups too "
+                f"small for alpha={self.alpha} ({_names(small)}) the marginal band: that "
+                "under-covers them, so their items now get the whole scale (flagged); "
+                "recalibrate to calibrate them as one pooled group", SmallGroupWarning,
+                stacklevel=4)
+
+    # --- fitting --------------------------------------------------------------------------
+    def _prepare(self, pred: Predictions, y01, groups=None, *, share_floor: int | None = None):
+        """Validate and fit the base's learned part once (on its own share of the items).
+
+        Returns the predictions, targets and group labels left for the conformal step, and,
+        when ``share_floor`` is given (groups built from the data), the predictions of the
+        items to fit the groups on and a record of that share: the base's training share
+        when it has one, else a held-out split of :func:`group_share_size` items drawn from
+        ``default_rng([seed, 17])`` (never by row position); the conformal step never sees
+        them.
+        """
         self.check_pred(pred)
         y = check_targets(y01, len(pred))
+        if len(pred) == 0:
+            raise InputError("cannot calibrate on an empty set of predictions")
         idx = self.base.fit_model_part(pred, y)
-        g = None if groups is None else np.asarray(groups)[idx]
-        return pred.take(idx), y[idx], g
-
-    def _fit_by_labels(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
-        """Marginal params, params per group, and the group sizes."""
-        return {"marginal": self.base.fit_conformal(pred, y),
-                "groups": self._fit_groups(pred, y, labels),
-                "counts": {str(g): int(np.sum(labels == g)) for g in np.unique(labels)}}
-
-    def _fit_groups(self, pred: Predictions, y: np.ndarray, labels: np.ndarray) -> dict:
-        """Params per group; None for a group too small for alpha (policy decides)."""
-        need = min_calibration_size(self.alpha)
-        out: dict[str, dict | None] = {}
-        small = []
-        for g in np.unique(labels):
-            idx = np.flatnonzero(labels == g)
-            if len(idx) < need:
-                small.append(f"{g} (n={len(idx)})")
-                out[str(g)] = None
+        share = info = None
+        if share_floor is not None:
+            if self.base.learned:
+                share = np.setdiff1d(np.arange(len(y)), idx)
+                info = {"from": "training", "n": int(len(share))}
             else:
-                out[str(g)] = self.base.fit_conformal(pred.take(idx), y[idx])
-        if small:
-            msg = (f"groups too small for alpha={self.alpha} (at least {need} calibration items "
-                   f"needed): {', '.join(small)}")
-            if self.small_group == "error":
-                raise InputError(msg + "; merge them, or use small_group='marginal' or 'full'")
-            action = ("the marginal band is used for them" if self.small_group == "marginal"
-                      else "their items get the whole scale as band")
-            warnings.warn(f"{msg}; {action}", SmallGroupWarning, stacklevel=3)
+                s = group_share_size(len(idx), self.group_frac, share_floor)
+                perm = np.random.default_rng([self.seed, _SHARE_STREAM]).permutation(len(idx))
+                a, b = split_at(perm, s)
+                share, idx = idx[a], idx[b]
+                info = {"from": "held-out", "n": int(s), "frac": self.group_frac,
+                        "seed": self.seed}
+        g = None if groups is None else np.asarray(groups)[idx]
+        return (pred.take(idx), y[idx], g,
+                None if share is None else pred.take(share), info)
+
+    def _fit_by_labels(self, pred: Predictions, y: np.ndarray, labels: np.ndarray,
+                       known=(), pool: bool = True) -> dict:
+        """Marginal params, params per group (None for a group too small for alpha), the
+        group sizes (``known`` groups without items count 0) and, with ``pool`` and the
+        ``"pool"`` policy, the pooled group's params (None when it is too small itself)."""
+        need = min_calibration_size(self.alpha)
+        counts = dict.fromkeys((str(g) for g in known), 0)
+        uniq, cnt = np.unique(labels, return_counts=True)
+        counts.update({str(g): int(c) for g, c in zip(uniq, cnt, strict=True)})
+        small, pool_groups = pool_plan(counts, need)
+        per_group: dict[str, dict | None] = {}
+        for g, n_g in counts.items():
+            per_group[g] = (None if n_g < need else
+                            self.base.fit_conformal(*self._subset(pred, y, labels == g)))
+        out = {"marginal": self.base.fit_conformal(pred, y), "groups": per_group,
+               "counts": counts, "need": need, "small": small, "pool": None,
+               "pool_groups": [], "pool_n": 0}
+        if not small:
+            return out
+        msg = (f"groups too small for alpha={self.alpha} (at least {need} calibration items "
+               f"needed): {_names(f'{g} (n={counts[g]})' for g in small)}")
+        if self.small_group == "error":
+            raise InputError(msg + "; merge them, or use small_group='pool' or 'full'")
+        if not pool:
+            warnings.warn(f"{msg}; they are left out of the choice", SmallGroupWarning,
+                          stacklevel=4)
+            return out
+        if self.small_group == "full":
+            warnings.warn(f"{msg}; their items get the whole scale as band",
+                          SmallGroupWarning, stacklevel=4)
+            return out
+        in_pool = np.isin(labels, pool_groups)
+        n_pool = int(in_pool.sum())
+        out.update(pool_groups=pool_groups, pool_n=n_pool)
+        if n_pool >= need:
+            out["pool"] = self.base.fit_conformal(*self._subset(pred, y, in_pool))
+            action = (f"they are calibrated together as one pooled group of {n_pool} items "
+                      f"(the groups with at most {need}: {_names(pool_groups)}); its coverage "
+                      "holds for the pooled groups together, not for each")
+        else:
+            action = (f"pooled (groups with at most {need} items: {_names(pool_groups)}) they "
+                      f"have {n_pool} items, too few as well: their items get the whole scale")
+        warnings.warn(f"{msg}; {action}", SmallGroupWarning, stacklevel=4)
         return out
 
-    def _apply_groups(self, pred: Predictions, labels: np.ndarray, per_group: dict,
-                      fallback_params: dict):
+    @staticmethod
+    def _subset(pred: Predictions, y: np.ndarray, mask: np.ndarray):
+        idx = np.flatnonzero(mask)
+        return pred.take(idx), y[idx]
+
+    # --- applying -------------------------------------------------------------------------
+    def _apply_groups(self, pred: Predictions, labels: np.ndarray, params: dict):
+        """Bands per group: a group's own params, else (small or unseen at calibration) the
+        pooled group's params (``"pool"`` policy, when the pool was large enough), else the
+        whole scale. Returns ``(lo, hi, full_range, fallback, sets, band_group)``; an item
+        calibrated in the pooled group has the label ``"pooled:<its group>"``."""
+        per_group = params["groups"]
+        pool = params.get("pool") if self.small_group == "pool" else None
         n = len(pred)
         lo, hi = np.empty(n), np.empty(n)
         full = np.zeros(n, dtype=bool)
         fb = np.zeros(n, dtype=bool)
+        out_label = labels.astype(object)
         sets: list | None = [None] * n
-        unseen = set()
+        unseen = sorted(str(g) for g in np.unique(labels) if str(g) not in per_group)
+        if unseen and self.small_group == "error":
+            raise InputError(f"groups not seen at calibration: {_names(unseen)}; they have no "
+                             "calibration items (small_group='error'): calibrate with them, "
+                             "or use small_group='pool' or 'full'")
+        if unseen:
+            action = ("they get the pooled small-group band" if pool is not None else
+                      "they get the whole scale (no pooled small-group band to give them)")
+            warnings.warn(f"groups not seen at calibration: {_names(unseen)}; {action}, "
+                          "flagged as fallback", SmallGroupWarning, stacklevel=3)
         for g in np.unique(labels):
             idx = np.flatnonzero(labels == g)
-            params = per_group.get(str(g))
-            sub = pred.take(idx)
-            if params is None:
-                if str(g) not in per_group:
-                    unseen.add(str(g))
+            p = per_group.get(str(g))
+            if p is None:
                 fb[idx] = True
-                if self.small_group == "full":
-                    lo[idx], hi[idx], full[idx] = 0.0, 1.0, True
+                if pool is None:
+                    lo[idx], hi[idx], full[idx] = whole_scale(len(idx))
                     if sets is not None:
                         for i in idx:
                             sets[i] = [(0.0, 1.0)]
                     continue
-                params = fallback_params
-            lo[idx], hi[idx], full[idx] = self.base.apply_params(sub, params)
-            s = self.base.apply_sets(sub, params) if sets is not None else None
+                p = pool
+                out_label[idx] = POOLED + str(g)
+            sub = pred.take(idx)
+            lo[idx], hi[idx], full[idx] = self.base.apply_params(sub, p)
+            s = self.base.apply_sets(sub, p) if sets is not None else None
             if s is None:
                 sets = None
             else:
                 for i, v in zip(idx, s, strict=True):
                     sets[i] = v
-        if unseen:
-            warnings.warn(f"groups not seen at calibration: {', '.join(sorted(unseen))}; "
-                          "their items are flagged as fallback", SmallGroupWarning, stacklevel=3)
-        return lo, hi, full, fb, sets
+        return lo, hi, full, fb, sets, out_label.astype(str)
 
 
 @register
@@ -170,19 +343,66 @@ class Mondrian(_Grouped):
     ----------
     base : the calibrator whose conformal step is run per group
     by : ``"given"`` (a group label per item, e.g. the task) or ``"difficulty"``: Easy /
-        Medium / Hard by tertiles of the base's uncalibrated width (thresholds fitted on the
-        calibration items, applied to test items from their own predictions)
-    small_group : a group with fewer than ``ceil(1/alpha) - 1`` calibration items gets the
-        ``"marginal"`` band (flagged ``fallback``), the ``"full"`` scale, or raises (``"error"``)
+        Medium / Hard by tertiles of the base's uncalibrated width. The tertiles are fitted
+        on items the conformal step never sees - the base's training share when it is a
+        learned method, else a held-out ``group_frac`` share of the calibration items
+        (:func:`group_share_size`, drawn from ``seed``) - and applied to calibration and test
+        items alike from their own predictions; the share is recorded in
+        ``params_["group_share"]``.
+    small_group : what a group with fewer than ``ceil(1/alpha) - 1`` calibration items (and a
+        group unseen at calibration) gets:
+
+        * ``"pool"`` (default; ``"marginal"`` is its former name, still accepted): the small
+          groups are calibrated together, as one pooled group, on their own items
+          (:func:`pool_plan`); if the pool is too small as well, or at apply no pool was
+          fitted, the whole scale. Flagged ``fallback``; a pooled item's ``band.group`` is
+          ``"pooled:<group>"``. (The former ``"marginal"`` rule gave them the marginal band,
+          which under-covers them: they are a selected, often harder, subpopulation.)
+        * ``"full"``: the whole scale, flagged ``full_range`` and ``fallback``;
+        * ``"error"``: an :class:`~scoreband.errors.InputError` at fit (and at apply for a
+          group unseen at calibration).
+    group_frac : the held-out share for difficulty groups (no effect with ``by="given"`` or
+        a learned base)
+    seed : seed of that share's split; None: the base's ``seed`` (0 if it has none)
+
+    Examples
+    --------
+    >>> from scoreband.conformal import SplitConformal
+    >>> rng = np.random.default_rng(0)
+    >>> g = np.repeat(["a", "b", "c"], [300, 4, 6])
+    >>> m = rng.uniform(0.2, 0.8, 310); y = np.clip(m + rng.normal(0, 0.05, 310), 0, 1)
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     cal = Mondrian(SplitConformal(0.1)).fit(Predictions(m), y, g)
+    >>> print(w[0].message)  # doctest: +ELLIPSIS
+    groups too small for alpha=0.1 (at least 9 calibration items needed): b (n=4), c (n=6); \
+they are calibrated together as one pooled group of 10 items ...
+    >>> band = cal.predict(Predictions([0.5, 0.5, 0.5]), ["a", "b", "c"])
+    >>> band.group.tolist(), band.fallback.tolist()
+    (['a', 'pooled:b', 'pooled:c'], [False, True, True])
     """
 
     method = "mondrian"
 
-    def __init__(self, base: Calibrator, *, by: str = "given", small_group: str = "marginal"):
-        super().__init__(base, small_group=small_group)
+    def __init__(self, base: Calibrator, *, by: str = "given", small_group: str = "pool",
+                 group_frac: float = GROUP_FRAC, seed: int | None = None):
+        super().__init__(base, small_group=small_group, group_frac=group_frac, seed=seed)
         if by not in ("given", "difficulty"):
             raise InputError(f"by must be 'given' or 'difficulty', got {by!r}")
         self.by = by
+
+    @classmethod
+    def _from_state(cls, state: dict, scale: Scale):
+        obj = super()._from_state(state, scale)
+        p = obj.params_
+        if obj.by == "difficulty" and "group_share" not in p:
+            p["group_share"] = None
+            warnings.warn(
+                "this difficulty-group calibrator was saved by an older scoreband, which "
+                "fitted the Easy / Medium / Hard thresholds on the very items it then "
+                "calibrated: its group coverage can fall short of 1 - alpha at small n "
+                "(0.74 at 13 items, alpha 0.2); recalibrate", SmallGroupWarning, stacklevel=3)
+        return obj
 
     @staticmethod
     def _difficulty_labels(difficulty, thresholds) -> np.ndarray:
@@ -190,19 +410,27 @@ class Mondrian(_Grouped):
         return np.asarray(DIFFICULTY_LABELS)[idx]
 
     def fit(self, pred: Predictions, y01, groups=None) -> Mondrian:
-        pred, y, groups = self._prepare(pred, y01, groups)
-        thresholds = None
+        thresholds = info = None
         if self.by == "difficulty":
-            d = self.base.difficulty(pred)
-            thresholds = np.quantile(d, [1 / 3, 2 / 3]).tolist()
-            labels = self._difficulty_labels(d, thresholds)
+            pred, y, _, share, info = self._prepare(pred, y01, None,
+                                                    share_floor=MIN_GROUP_SHARE)
+            # "weibull" (position p (n + 1)): each group holds a third of the items in
+            # expectation even from a small share (the default interpolation gives the
+            # middle group a sixth from three items)
+            thresholds = np.quantile(self.base.difficulty(share), [1 / 3, 2 / 3],
+                                     method="weibull").tolist()
+            labels = self._difficulty_labels(self.base.difficulty(pred), thresholds)
+            known = DIFFICULTY_LABELS
         else:
-            labels = _labels(groups, len(pred))
-        self.params_ = {**self._fit_by_labels(pred, y, labels), "thresholds": thresholds}
+            pred, y, groups, _, _ = self._prepare(pred, y01, groups)
+            labels, known = _labels(groups, len(pred)), ()
+        self.params_ = {**self._fit_by_labels(pred, y, labels, known),
+                        "thresholds": thresholds, "group_share": info}
         return self
 
     def group_labels(self, pred: Predictions, groups=None) -> np.ndarray:
-        """The group each item is calibrated in."""
+        """The group each item belongs to (its difficulty group, or its given label) - before
+        pooling: ``predict``'s ``band.group`` says which items were calibrated pooled."""
         self._require_fitted()
         if self.by == "difficulty":
             return self._difficulty_labels(self.base.difficulty(pred),
@@ -213,19 +441,19 @@ class Mondrian(_Grouped):
         self._require_fitted()
         self.check_pred(pred)
         labels = self.group_labels(pred, groups)
-        lo, hi, full, fb, sets = self._apply_groups(pred, labels, self.params_["groups"],
-                                                    self.params_["marginal"])
-        band = self._band(pred, lo, hi, full, group=labels, fallback=fb)
+        lo, hi, full, fb, sets, group = self._apply_groups(pred, labels, self.params_)
+        band = self._band(pred, lo, hi, full, group=group, fallback=fb)
         band.method = f"mondrian({self.base.method},{self.by})"
         band.sets01 = sets
         return band
 
     def get_config(self) -> dict:
-        return {"by": self.by, "small_group": self.small_group}
+        return {"by": self.by, **super().get_config()}
 
     def __repr__(self) -> str:
         state = ("unfitted" if self.params_ is None
-                 else f"groups={len(self.params_['groups'])}")
+                 else f"groups={len(self.params_['groups'])}, "
+                      f"pooled={len(self.params_.get('small') or [])}")
         return f"Mondrian(base={self.base.method}, by={self.by}, alpha={self.alpha}, {state})"
 
 
@@ -237,13 +465,19 @@ class ClusterConservative(_Grouped):
     label); the base method is fitted in every cluster; each cluster's parameters are
     evaluated on the whole calibration set and the pair with the largest mean width is
     applied to every test item (``rule="conservative"``). With ``rule="mondrian"`` each test
-    item gets its own cluster's parameters instead (group-conditional coverage).
+    item gets its own cluster's parameters instead (group-conditional coverage): there the
+    k-means clusters (and an ``"auto"`` k) are fitted on a share the conformal step never
+    sees, as :class:`Mondrian` fits its difficulty groups, and clusters too small for alpha
+    are handled by ``small_group`` as in :class:`Mondrian` (pooled by default).
 
     Parameters
     ----------
     base : usually :class:`~scoreband.conformal.crc.CRC`
     n_clusters : k, or ``"auto"`` (elbow + silhouette over 2..10); 1 is the unclustered rule
     rule : ``"conservative"`` or ``"mondrian"``
+    small_group, group_frac : as for :class:`Mondrian` (the share has at least ``2 k``
+        items for a given k)
+    seed : seed of k-means and of the held-out share
     """
 
     method = "cluster"
@@ -258,7 +492,7 @@ class ClusterConservative(_Grouped):
 
     @classmethod
     def build(cls, alpha, *, scale=None, preset=None, wrap=lambda c: c, n_clusters="auto",
-              small_group="marginal", seed=0, **_):
+              small_group="pool", seed=0, **_):
         """CRC (mapped by ``wrap`` when asked) per cluster of the image embeddings."""
         from scoreband.conformal.crc import CRC
 
@@ -266,8 +500,9 @@ class ClusterConservative(_Grouped):
                    small_group=small_group, seed=seed, **(preset or {}))
 
     def __init__(self, base: Calibrator, *, n_clusters: int | str = "auto",
-                 rule: str = "conservative", small_group: str = "marginal", seed: int = 0):
-        super().__init__(base, small_group=small_group)
+                 rule: str = "conservative", small_group: str = "pool",
+                 group_frac: float = GROUP_FRAC, seed: int = 0):
+        super().__init__(base, small_group=small_group, group_frac=group_frac, seed=seed)
         if rule not in ("conservative", "mondrian"):
             raise InputError(f"rule must be 'conservative' or 'mondrian', got {rule!r}")
         if not (n_clusters == "auto" or (isinstance(n_clusters, int) and n_clusters >= 1)):
@@ -275,27 +510,57 @@ class ClusterConservative(_Grouped):
                              f"{n_clusters!r}")
         self.n_clusters = n_clusters
         self.rule = rule
-        self.seed = seed
 
-    def _cluster_labels(self, pred: Predictions, groups) -> tuple[np.ndarray, list | None]:
-        if groups is not None:
-            return _labels(groups, len(pred)), None
-        if pred.embedding is None:
-            raise InputError("the cluster rule needs image embeddings (pred.embedding) or a "
-                             "group label per item (`groups`)")
+    @classmethod
+    def _from_state(cls, state: dict, scale: Scale):
+        obj = super()._from_state(state, scale)
+        p = obj.params_
+        if (obj.rule == "mondrian" and p.get("centers") is not None
+                and "group_share" not in p):
+            p["group_share"] = None
+            warnings.warn(
+                "this cluster-Mondrian calibrator was saved by an older scoreband, which "
+                "fitted its k-means clusters on the very items it then calibrated: its "
+                "cluster coverage can fall short of 1 - alpha at small n; recalibrate",
+                SmallGroupWarning, stacklevel=3)
+        return obj
+
+    def _kmeans(self, emb: np.ndarray, where: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """``(k, labels, centers)`` of k-means on ``emb`` (k chosen when ``"auto"``)."""
         k = self.n_clusters
         if k == "auto":
-            k = choose_k(pred.embedding, seed=self.seed).k
-        elif int(k) > len(pred):
-            raise InputError(f"`n_clusters` = {k} is more than the {len(pred)} calibration "
-                             "items; give fewer clusters or 'auto'")
-        labels, centers = fit_kmeans(pred.embedding, int(k), seed=self.seed)
-        return labels.astype(str), centers.tolist()
+            k = choose_k(emb, seed=self.seed).k
+        elif int(k) > len(emb):
+            raise InputError(f"`n_clusters` = {k} is more than the {len(emb)} {where}; give "
+                             "fewer clusters or 'auto'")
+        labels, centers = fit_kmeans(emb, int(k), seed=self.seed)
+        return int(k), labels, centers
 
     def fit(self, pred: Predictions, y01, groups=None) -> ClusterConservative:
-        pred, y, groups = self._prepare(pred, y01, groups)
-        labels, centers = self._cluster_labels(pred, groups)
-        fitted = self._fit_by_labels(pred, y, labels)
+        centers, info, known = None, None, ()
+        held_out = self.rule == "mondrian" and groups is None
+        if held_out and pred.embedding is None:
+            raise InputError("the cluster rule needs image embeddings (pred.embedding) or a "
+                             "group label per item (`groups`)")
+        floor = (MIN_GROUP_SHARE if self.n_clusters == "auto"
+                 else max(MIN_GROUP_SHARE, 2 * int(self.n_clusters)))
+        pred, y, groups, share, info = self._prepare(pred, y01, groups,
+                                                     share_floor=floor if held_out else None)
+        if groups is not None:
+            labels = _labels(groups, len(pred))
+        elif held_out:
+            # clusters fitted on the share, applied to the conformal items like test items
+            k, _, c = self._kmeans(share.embedding, "items held out to fit the clusters")
+            centers = c.tolist()
+            labels = assign_clusters(pred.embedding, centers).astype(str)
+            known = [str(i) for i in range(k)]
+        else:
+            if pred.embedding is None:
+                raise InputError("the cluster rule needs image embeddings (pred.embedding) "
+                                 "or a group label per item (`groups`)")
+            _, lab, c = self._kmeans(pred.embedding, "calibration items")
+            labels, centers = lab.astype(str), c.tolist()
+        fitted = self._fit_by_labels(pred, y, labels, known, pool=self.rule == "mondrian")
         per_group = fitted["groups"]
         # Evaluate every cluster's parameters on the whole calibration set; keep the widest.
         widths = {}
@@ -308,7 +573,7 @@ class ClusterConservative(_Grouped):
         self.params_ = {
             **fitted, "chosen_cluster": chosen,
             "conservative": per_group[chosen] if chosen is not None else fitted["marginal"],
-            "widths": widths, "centers": centers, "k": len(per_group),
+            "widths": widths, "centers": centers, "k": len(per_group), "group_share": info,
         }
         return self
 
@@ -328,19 +593,16 @@ class ClusterConservative(_Grouped):
                 labels = assign_clusters(pred.embedding, p["centers"]).astype(str)
             else:
                 raise InputError("clusters were given as groups at fit: pass groups to predict")
-            lo, hi, full, fb, _ = self._apply_groups(pred, labels, p["groups"], p["marginal"])
-            band = self._band(pred, lo, hi, full, group=labels, fallback=fb)
+            lo, hi, full, fb, _, group = self._apply_groups(pred, labels, p)
+            band = self._band(pred, lo, hi, full, group=group, fallback=fb)
         band.method = f"cluster-{self.rule}({self.base.method},k={p['k']})"
         return band
 
     def get_config(self) -> dict:
-        return {"n_clusters": self.n_clusters, "rule": self.rule,
-                "small_group": self.small_group, "seed": self.seed}
+        return {"n_clusters": self.n_clusters, "rule": self.rule, **super().get_config()}
 
     def __repr__(self) -> str:
         if self.params_ is None:
             return f"ClusterConservative(base={self.base!r}, unfitted)"
         return (f"ClusterConservative(base={self.base.method}, rule={self.rule}, "
                 f"k={self.params_['k']}, chosen={self.params_['chosen_cluster']})")
-
-

@@ -1,0 +1,410 @@
+"""Mondrian (group-conditional) calibration: data-built groups fitted on a share the conformal
+step never sees, and small groups pooled instead of given the marginal band (SPEC section 4).
+
+The statistical tests check the Mondrian guarantee over many seeded resplits: coverage of
+every calibration group (the band's own group: a group calibrated alone, the pooled group,
+the whole-scale fallback) and marginal coverage >= 1 - alpha - 2.5 SE, with SE <= 0.006."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from scoreband.conformal import (
+    CQR,
+    CRC,
+    ClusterConservative,
+    Mondrian,
+    SplitConformal,
+    load_calibrator,
+    make_calibrator,
+    save_calibrator,
+)
+from scoreband.conformal.mondrian import (
+    DIFFICULTY_LABELS,
+    SmallGroupWarning,
+    group_share_size,
+    pool_plan,
+)
+from scoreband.conformal.persist import content_checksum
+from scoreband.errors import InputError
+from scoreband.metrics import covered
+from scoreband.records import Predictions, Scale
+
+TOL_SE = 2.5
+MAX_SE = 0.006
+
+
+class _Tally:
+    """Covered / total per calibration group and per resplit; coverage of a group is the
+    ratio over all resplits (the probability the guarantee is about), its SE the
+    resplit-clustered SE of that ratio."""
+
+    def __init__(self):
+        self.per: dict[str, list[tuple[int, int]]] = {}
+        self.marginal: list[float] = []
+        self.reps = 0
+
+    def add(self, cov: np.ndarray, band_groups: np.ndarray) -> None:
+        self.reps += 1
+        self.marginal.append(float(cov.mean()))
+        for g in np.unique(band_groups):
+            sel = band_groups == g
+            self.per.setdefault(str(g), []).append((int(cov[sel].sum()), int(sel.sum())))
+
+    def group(self, g: str) -> tuple[float, float]:
+        c, n = np.array(self.per[g], dtype=float).T
+        p = c.sum() / n.sum()
+        # reps without the group add (0, 0): they count in the cluster variance's df
+        r = self.reps
+        se = np.sqrt(np.sum((c - p * n) ** 2) * r / (r - 1)) / n.sum()
+        return float(p), float(se)
+
+    def marginal_cov(self) -> tuple[float, float]:
+        m = np.array(self.marginal)
+        return float(m.mean()), float(m.std(ddof=1) / np.sqrt(len(m)))
+
+    def check(self, alpha: float, groups) -> dict:
+        out = {}
+        for g in ["marginal", *groups]:
+            p, se = self.marginal_cov() if g == "marginal" else self.group(g)
+            out[g] = (round(p, 4), round(se, 4))
+            assert se <= MAX_SE, f"{g}: SE {se:.4f} too large for the test to have power"
+            assert p >= 1 - alpha - TOL_SE * se, (
+                f"{g}: coverage {p:.4f} < 1 - alpha - {TOL_SE} SE = "
+                f"{1 - alpha - TOL_SE * se:.4f} ({out})")
+        return out
+
+
+def _calibration_group(band) -> np.ndarray:
+    """The group an item's band was calibrated in: its own, the pooled group, or none (the
+    whole scale)."""
+    g = np.asarray(band.group).astype(str)
+    g = np.where(np.char.startswith(g, "pooled:"), "pooled", g)
+    return np.where(band.full_range, "whole-scale", g)
+
+
+# ------------------------------------------------------------------------- pure pieces
+def test_pool_plan_pools_the_small_groups_with_the_borderline_ones():
+    small, pool = pool_plan({"big": 50, "edge": 9, "one": 1, "two": 2, "none": 0}, 9)
+    assert small == ["none", "one", "two"]
+    assert pool == ["edge", "none", "one", "two"]
+    assert pool_plan({"a": 10, "b": 20}, 9) == ([], [])
+
+
+def test_group_share_size():
+    assert group_share_size(13) == 3 and group_share_size(100) == 20
+    assert group_share_size(10, floor=6) == 6
+    assert group_share_size(10**7) == 2000
+    with pytest.raises(InputError, match="at least one more"):
+        group_share_size(3)
+
+
+def test_marginal_is_the_former_name_of_pool():
+    assert Mondrian(SplitConformal(0.1), small_group="marginal").small_group == "pool"
+    assert make_calibrator("split", 0.1, mondrian="given").small_group == "pool"
+    with pytest.raises(InputError, match="pool, full, error"):
+        Mondrian(SplitConformal(0.1), small_group="nope")
+
+
+# ------------------------------------------------------------------------- statistical
+def _difficulty_data(rng, n):
+    """Residuals growing with the base width (exponential widths)."""
+    w = rng.exponential(0.08, n)
+    m = rng.uniform(0.3, 0.7, n)
+    y = np.clip(m + rng.normal(0, 1, n) * w / 2, 0, 1)
+    return Predictions(m, lo=m - w / 2, hi=m + w / 2), y
+
+
+@pytest.mark.statistical
+def test_difficulty_groups_cover_every_group_at_13_items():
+    """Split, alpha 0.2, 13 calibration items. With the tertiles fitted on the calibrated
+    items themselves Medium covered 0.766 (marginal 0.792). The calibration rows are sorted
+    by target: a share taken by row position would be a biased one."""
+    alpha, n, n_test, reps = 0.2, 13, 60, 4000
+    rng = np.random.default_rng(20)
+    t = _Tally()
+    for r in range(reps):
+        p, y = _difficulty_data(rng, n + n_test)
+        order = np.argsort(y[:n])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cal = make_calibrator("split", alpha, mondrian="difficulty", seed=r)
+            cal.fit(p.take(order), y[order])
+            b = cal.predict(p.take(np.arange(n, n + n_test)))
+        t.add(covered(b.lo01, b.hi01, y[n:]), _calibration_group(b))
+    t.check(alpha, [*DIFFICULTY_LABELS, "pooled"])
+    assert cal.params_["group_share"] == {"from": "held-out", "n": 3, "frac": 0.2,
+                                          "seed": reps - 1}
+
+
+def _rare_groups_data(rng, n):
+    """One easy group with 75 % of the items, five hard groups of 5 % each."""
+    names = np.array(["easy", "r1", "r2", "r3", "r4", "r5"])
+    gi = rng.choice(6, n, p=[0.75] + [0.05] * 5)
+    m = rng.uniform(0.3, 0.7, n)
+    y = np.clip(m + rng.normal(0, 1, n) * np.where(gi == 0, 0.03, 0.15), 0, 1)
+    return Predictions(m), y, names[gi]
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("alpha", [0.1, 0.2])
+def test_rare_hard_groups_are_pooled_not_given_the_marginal_band(alpha):
+    """40 calibration items: the five hard groups have 0-6 items each (2 on average). The
+    marginal band on them covered 0.625 / 0.418 and marginal coverage fell to 0.842 / 0.718
+    (alpha 0.1 / 0.2). The hard groups are alike, so each of them is covered in the pool."""
+    n, n_test, reps = 40, 200, 2000
+    rng = np.random.default_rng(30 + int(alpha * 10))
+    by_band, by_own = _Tally(), _Tally()
+    pooled_any, easy_fallback = 0, False
+    for r in range(reps):
+        p, y, g = _rare_groups_data(rng, n + n_test)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cal = make_calibrator("split", alpha, mondrian="given", seed=r)
+            cal.fit(p.take(np.arange(n)), y[:n], g[:n])
+            b = cal.predict(p.take(np.arange(n, n + n_test)), g[n:])
+        cov = covered(b.lo01, b.hi01, y[n:])
+        by_band.add(cov, _calibration_group(b))
+        by_own.add(cov, g[n:])
+        pooled_any += cal.params_.get("pool") is not None
+        easy_fallback |= bool(b.fallback[g[n:] == "easy"].any())
+    by_own.check(alpha, ["easy", "r1", "r2", "r3", "r4", "r5"])
+    by_band.check(alpha, ["easy", "pooled"])
+    assert pooled_any > reps / 2 and not easy_fallback
+
+
+@pytest.mark.statistical
+def test_cluster_mondrian_at_30_items():
+    """crc-cluster-mondrian, alpha 0.1, 30 calibration items, three clusters of 60 / 25 /
+    15 % with growing residuals: marginal coverage was 0.872 (the small clusters got the
+    marginal band: 0.750); the clusters are now fitted on a held-out share and the small ones
+    pooled."""
+    import sklearn.cluster  # noqa: F401 - loaded first: the limit below applies to loaded libraries
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+
+    alpha, n, n_test, reps = 0.1, 30, 300, 500
+    rng = np.random.default_rng(40)
+    t = _Tally()
+    # one thread: k-means on a few points is 25x slower with the OpenMP pool
+    with threadpool_limits(1):
+        cal = _cluster_resplits(rng, t, alpha, n, n_test, reps)
+    t.check(alpha, ["alone", "pooled"])
+    assert cal.params_["group_share"]["from"] == "held-out"
+
+
+def _cluster_resplits(rng, t, alpha, n, n_test, reps):
+    for r in range(reps):
+        N = n + n_test
+        ci = rng.choice(3, N, p=[0.6, 0.25, 0.15])
+        emb = np.eye(3)[ci] * 2 + rng.normal(0, 0.7, (N, 3))
+        m = rng.uniform(0.2, 0.8, N)
+        y = np.clip(m + rng.normal(0, 1, N) * np.array([0.03, 0.1, 0.2])[ci], 0, 1)
+        p = Predictions(m, lo=m - 0.05, hi=m + 0.05, embedding=emb)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cal = make_calibrator("crc-cluster-mondrian", alpha, n_clusters=3, seed=r)
+            cal.fit(p.take(np.arange(n)), y[:n])
+            b = cal.predict(p.take(np.arange(n, N)))
+        g = _calibration_group(b)
+        # the cluster numbering differs between resplits: a cluster calibrated alone
+        t.add(covered(b.lo01, b.hi01, y[n:]), np.where(np.isin(g, ["pooled", "whole-scale"]),
+                                                       g, "alone"))
+    return cal
+
+
+# ------------------------------------------------------------------------- small / unseen
+def _tiny_groups(rng, sizes):
+    g = np.repeat([f"g{i}" for i in range(len(sizes))], sizes)
+    n = len(g)
+    m = rng.uniform(0.2, 0.8, n)
+    y = np.clip(m + rng.normal(0, 0.05, n), 0, 1)
+    return Predictions(m), y, g
+
+
+def test_groups_of_one_to_three_items_are_pooled_and_flagged():
+    rng = np.random.default_rng(1)
+    p, y, g = _tiny_groups(rng, [200, 1, 2, 3, 3])  # need 9 at alpha 0.1: a pool of 9
+    with pytest.warns(SmallGroupWarning, match=r"g1 \(n=1\), g2 \(n=2\), g3 \(n=3\), g4 "
+                                               r"\(n=3\); they are calibrated together as "
+                                               r"one pooled group of 9 items"):
+        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+    assert cal.params_["small"] == ["g1", "g2", "g3", "g4"] and cal.params_["pool_n"] == 9
+    b = cal.predict(p, g)
+    small = g != "g0"
+    assert b.fallback[small].all() and not b.fallback[~small].any()
+    assert not b.full_range.any()
+    assert list(np.unique(b.group[small])) == ["pooled:g1", "pooled:g2", "pooled:g3",
+                                               "pooled:g4"]
+    # the pooled band is the conformal quantile of the pooled items' own residuals: all 9
+    # (rank ceil(10 * 0.9) = 9) here
+    r = np.abs(y[small] - p.median[small])
+    np.testing.assert_allclose(b.hi01[small] - p.median[small],
+                               np.minimum(r.max(), 1 - p.median[small]), atol=1e-12)
+
+
+def test_a_pool_too_small_gets_the_whole_scale():
+    rng = np.random.default_rng(2)
+    p, y, g = _tiny_groups(rng, [200, 1, 2, 3])  # a pool of 6 < 9
+    with pytest.warns(SmallGroupWarning, match="they have 6 items, too few as well"):
+        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+    b = cal.predict(p, g)
+    small = g != "g0"
+    assert b.full_range[small].all() and b.fallback[small].all()
+    assert (b.lo01[small] == 0).all() and (b.hi01[small] == 1).all()
+    assert list(np.unique(b.group[small])) == ["g1", "g2", "g3"]
+
+
+def test_unseen_group_at_apply():
+    rng = np.random.default_rng(3)
+    p, y, g = _tiny_groups(rng, [200, 4, 6])
+    with pytest.warns(SmallGroupWarning):
+        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+    pt = Predictions([0.5, 0.5, 0.5])
+    with pytest.warns(SmallGroupWarning, match=r"not seen at calibration: new; they get "
+                                               "the pooled small-group band"):
+        b = cal.predict(pt, ["g0", "new", "g1"])
+    assert b.fallback.tolist() == [False, True, True]
+    assert b.group.tolist() == ["g0", "pooled:new", "pooled:g1"]
+    assert b.hi01[1] == b.hi01[2] and not b.full_range.any()
+    # no pool (no small group at calibration): the whole scale
+    full = Mondrian(SplitConformal(0.1)).fit(p.take(np.arange(200)), y[:200], g[:200])
+    with pytest.warns(SmallGroupWarning, match="whole scale"):
+        b = full.predict(pt, ["g0", "new", "g0"])
+    assert b.full_range.tolist() == [False, True, False] and b.fallback[1]
+    with pytest.warns(SmallGroupWarning, match="not seen"):
+        b = Mondrian(SplitConformal(0.1), small_group="full").fit(
+            p.take(np.arange(200)), y[:200], g[:200]).predict(pt, ["new"] * 3)
+    assert b.full_range.all()
+    with pytest.raises(InputError, match="not seen at calibration: new"):
+        Mondrian(SplitConformal(0.1), small_group="error").fit(
+            p.take(np.arange(200)), y[:200], g[:200]).predict(pt, ["new"] * 3)
+
+
+def test_a_borderline_group_is_calibrated_alone_and_lends_its_items_to_the_pool():
+    rng = np.random.default_rng(4)
+    p, y, g = _tiny_groups(rng, [200, 9, 2])
+    with pytest.warns(SmallGroupWarning, match="pooled group of 11 items"):
+        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+    b = cal.predict(p, g)
+    assert not b.fallback[g == "g1"].any() and b.fallback[g == "g2"].all()
+    assert cal.params_["pool_groups"] == ["g1", "g2"]
+
+
+def test_cluster_conservative_is_unchanged_by_the_small_group_rule():
+    rng = np.random.default_rng(5)
+    n = 300
+    emb = rng.normal(size=(n, 2))
+    m = rng.uniform(0.2, 0.8, n)
+    y = np.clip(m + rng.normal(0, 0.05, n), 0, 1)
+    p = Predictions(m, lo=m - 0.05, hi=m + 0.05, embedding=emb)
+    cal = ClusterConservative(CRC(0.1), n_clusters=3).fit(p, y)
+    assert cal.params_["group_share"] is None and cal.params_["pool"] is None
+    mond = ClusterConservative(CRC(0.1), n_clusters=3, rule="mondrian", seed=2).fit(p, y)
+    share = mond.params_["group_share"]
+    assert share == {"from": "held-out", "n": 60, "frac": 0.2, "seed": 2}
+    assert sum(mond.params_["counts"].values()) == n - 60
+
+
+# ------------------------------------------------------------------------- shares
+def test_difficulty_thresholds_never_see_the_conformal_items():
+    rng = np.random.default_rng(6)
+    p, y = _difficulty_data(rng, 300)
+    cal = Mondrian(SplitConformal(0.1), by="difficulty", seed=7).fit(p, y)
+    share = cal.params_["group_share"]
+    assert share == {"from": "held-out", "n": 60, "frac": 0.2, "seed": 7}
+    assert cal.params_["marginal"]["n"] == 240 == sum(cal.params_["counts"].values())
+    # drawn from the seed: another seed holds out other items
+    other = Mondrian(SplitConformal(0.1), by="difficulty", seed=8).fit(p, y)
+    assert other.params_["thresholds"] != cal.params_["thresholds"]
+    # the base's seed by default (make_calibrator's seed)
+    assert make_calibrator("split", 0.1, mondrian="difficulty", seed=5).seed == 5
+
+
+def test_a_learned_base_fits_the_thresholds_on_its_training_share():
+    rng = np.random.default_rng(7)
+    n = 400
+    x = rng.uniform(0, 1, n)
+    y = np.clip(0.2 + 0.6 * x + rng.normal(0, 0.05 + 0.1 * x, n), 0, 1)
+    p = Predictions(x, features=np.c_[x, rng.normal(size=n)])
+    cal = Mondrian(CQR(0.1, seed=0), by="difficulty").fit(p, y)
+    assert cal.params_["group_share"] == {"from": "training", "n": 200}
+    assert cal.params_["marginal"]["n"] == 200
+
+
+# ------------------------------------------------------------------------- persistence
+@pytest.mark.parametrize("make, given", [
+    (lambda: Mondrian(SplitConformal(0.1, scale=Scale(1, 5)), by="given"), True),
+    (lambda: Mondrian(SplitConformal(0.1, scale=Scale(1, 5)), by="difficulty"), False),
+    (lambda: ClusterConservative(CRC(0.1, scale=Scale(1, 5)), n_clusters=3, rule="mondrian"),
+     False),
+])
+def test_save_load_round_trip(tmp_path, make, given):
+    rng = np.random.default_rng(8)
+    n = 240
+    g = np.where(np.arange(n) < 225, "big", np.where(np.arange(n) < 232, "s1", "s2"))
+    w = rng.uniform(0.05, 0.3, n)
+    m = rng.uniform(0.2, 0.8, n)
+    y = np.clip(m + rng.normal(0, 1, n) * w / 3, 0, 1)
+    p = Predictions(m, lo=m - w / 2, hi=m + w / 2, embedding=rng.normal(size=(n, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = make().fit(p, y, g if given else None)
+    if given:
+        assert cal.params_["pool"] is not None  # s1 (7) and s2 (8) pooled
+    path = save_calibrator(tmp_path / "c.json", cal)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a file of this version loads without a warning
+        back, _ = load_calibrator(path)
+    assert back.params_["group_share"] == cal.params_["group_share"]
+    assert back.get_config() == cal.get_config() and back.small_group == "pool"
+    gt = np.array(["big", "s1", "s2", "unseen"] * 10) if given else None
+    pt = p.take(np.arange(200, 240))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b1, b2 = cal.predict(pt, gt), back.predict(pt, gt)
+    np.testing.assert_array_equal(b1.lo01, b2.lo01)
+    np.testing.assert_array_equal(b1.hi01, b2.hi01)
+    np.testing.assert_array_equal(b1.fallback, b2.fallback)
+    np.testing.assert_array_equal(b1.group, b2.group)
+    if given:
+        np.testing.assert_array_equal(b1.fallback, gt != "big")
+        assert all(x.startswith("pooled:") for x in b1.group[gt != "big"])
+
+
+def test_a_file_saved_before_the_pooled_rule_still_loads(tmp_path):
+    """Files of the former version: no pool, no share, small groups without parameters and
+    ``small_group: marginal``. They load; their small groups now get the whole scale (the
+    marginal band under-covered them), with a warning, as do difficulty thresholds fitted on
+    the calibrated items."""
+    rng = np.random.default_rng(9)
+    p, y, g = _tiny_groups(rng, [200, 4, 6])
+    with pytest.warns(SmallGroupWarning):
+        cal = Mondrian(SplitConformal(0.1), by="given").fit(p, y, g)
+    path = save_calibrator(tmp_path / "c.json", cal)
+    doc = json.loads(path.read_text())
+    st = doc["calibrator"]
+    st["config"] = {"by": "given", "small_group": "marginal"}
+    st["params"] = {k: st["params"][k] for k in ("marginal", "groups", "counts", "thresholds")}
+    doc["checksum"] = content_checksum(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.warns(SmallGroupWarning, match=r"older scoreband.*g1, g2.*whole scale"):
+        old, _ = load_calibrator(path)
+    b = old.predict(p, g)
+    small = g != "g0"
+    assert b.full_range[small].all() and not b.full_range[~small].any()
+    np.testing.assert_array_equal(b.hi01[~small], cal.predict(p, g).hi01[~small])
+
+    pd_, yd = _difficulty_data(rng, 300)
+    dcal = Mondrian(SplitConformal(0.1), by="difficulty").fit(pd_, yd)
+    path = save_calibrator(tmp_path / "d.json", dcal)
+    doc = json.loads(path.read_text())
+    st = doc["calibrator"]
+    st["config"] = {"by": "difficulty", "small_group": "marginal"}
+    st["params"] = {k: st["params"][k] for k in ("marginal", "groups", "counts", "thresholds")}
+    doc["checksum"] = content_checksum(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.warns(SmallGroupWarning, match="thresholds on the very items"):
+        old, _ = load_calibrator(path)
+    np.testing.assert_array_equal(old.predict(pd_).hi01, dcal.predict(pd_).hi01)
