@@ -71,6 +71,20 @@ def test_one_client_keeps_alive_and_concurrency_keeps_row_order(tmp_path):
     pd.testing.assert_frame_equal(one, four)
 
 
+def test_concurrent_rows_are_journaled_and_resumed(tmp_path):
+    df = _table(tmp_path, [f"row {i} text" for i in range(20)])
+    journal = tmp_path / "out.partial.jsonl"
+    with FakeOpenAI(_row_score) as srv:
+        extract_judge_table(df.iloc[:10], _judge(srv.url, concurrency=3), base_dir=tmp_path,
+                            journal=journal, concurrency=3)     # as if killed after 10 rows
+        calls = srv.calls
+        res, bad = extract_judge_table(df, _judge(srv.url, concurrency=3), base_dir=tmp_path,
+                                       journal=journal, concurrency=3)
+        assert srv.calls == calls + 10                # only the 10 others are asked
+    assert bad == 0 and res.attrs["reused_rows"] == 10
+    np.testing.assert_array_equal(res["judge_argmax"], [1 + i % 5 for i in range(20)])
+
+
 def test_concurrency_refused_for_a_local_style_judge():
     from scoreband.judges.extract import JudgeStage
 
