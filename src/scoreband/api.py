@@ -136,7 +136,7 @@ def _columns(value) -> ColumnSpec:
     d["scale"] = d["scale"] if isinstance(d["scale"], Scale) else Scale.parse(d["scale"])
     ps = d.get("pred_scale")
     if ps is not None and not isinstance(ps, Scale):
-        d["pred_scale"] = Scale.parse(ps, integer=False)
+        d["pred_scale"] = Scale.parse(ps, integer=False, name="pred_scale")
     return ColumnSpec(**d)
 
 

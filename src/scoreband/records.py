@@ -56,11 +56,18 @@ class Scale:
                 f"scale must be two finite numbers A < B, got A={self.lo}, B={self.hi}; "
                 "pass e.g. `scale` 1,5"
             )
+        if not math.isfinite(self.hi - self.lo) or (self.hi - self.lo) < 1e-12 * max(
+                abs(self.lo), abs(self.hi), 1.0):
+            # [-1e308, 1e308] overflows its own width (every band then looked exact), and a
+            # width below float resolution makes every normalised value 0 or inf
+            raise InputError(f"scale [{self.lo:g}, {self.hi:g}] is too wide or too narrow "
+                             "to compute on (its width must be a finite number well above the "
+                             "float resolution of its ends); pass the rating scale, e.g. 1,5")
         if self.integer and (self.lo != int(self.lo) or self.hi != int(self.hi)):
             raise InputError(f"an integer scale needs integer ends, got [{self.lo}, {self.hi}]")
 
     @classmethod
-    def parse(cls, text: str, integer: bool | None = None) -> Scale:
+    def parse(cls, text: str, integer: bool | None = None, name: str = "scale") -> Scale:
         """Parse ``"A,B"``; integer ratings are assumed when both ends are integers.
 
         >>> Scale.parse("1,5")
@@ -74,17 +81,25 @@ class Scale:
             text = ",".join(str(v) for v in text)
         parts = [p.strip() for p in str(text).split(",")]
         if len(parts) != 2:
-            raise InputError(f"`scale` expects 'A,B' (e.g. 1,5 or 0,1), got {text!r}")
+            raise InputError(f"`{name}` expects 'A,B' (e.g. 1,5 or 0,1), got {text!r}")
         try:
             lo, hi = float(parts[0]), float(parts[1])
         except ValueError:
-            raise InputError(f"`scale` expects two numbers 'A,B', got {text!r}") from None
+            raise InputError(f"`{name}` expects two numbers 'A,B', got {text!r}") from None
         if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise InputError(f"`scale` expects two finite numbers 'A,B' (e.g. 1,5), got {text!r}")
+            raise InputError(f"`{name}` expects two finite numbers 'A,B' (e.g. 1,5), got "
+                             f"{text!r}")
+        if hi <= lo:
+            raise InputError(f"`{name}` expects A < B (the low end first, e.g. 1,5), got "
+                             f"{text!r}")
         if integer is None:
             # A [0, 1] scale is taken as continuous; other integer-ended scales as Likert.
             integer = lo == int(lo) and hi == int(hi) and (hi - lo) >= 2
-        return cls(lo, hi, integer)
+        try:
+            return cls(lo, hi, integer)
+        except InputError as e:
+            raise InputError(str(e).replace("`scale`", f"`{name}`").replace(
+                "scale [", f"{name} [", 1)) from None
 
     @property
     def width(self) -> float:
