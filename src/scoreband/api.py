@@ -433,10 +433,12 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
             item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
             plan: float | None = None, strict: bool = False, seed: int = 0) -> SystemsResult:
     """Which system is better, and by how much in human terms: each system's mean human
-    score with a valid ``1 - alpha`` interval from its few labeled rows and many scored
-    ones (PPI++; ``method`` ``ppi`` or ``classical`` for the labels alone), every pair's
-    difference (paired on ``item_col`` when given), Holm-adjusted p-values and simultaneous
-    rank sets. ``table``: a DataFrame or a path; rows with an empty ``target`` are
+    score with a ``1 - alpha`` Student-t interval from its few labeled rows and many scored
+    ones, assuming the labeled rows are a random sample of each system's rows (PPI++;
+    ``method`` ``ppi`` or ``classical`` for the labels alone; at least 5 labels per
+    system), every pair's difference (paired on the items labeled for both when
+    ``item_col`` is given and enough are, else unpaired, said per pair), Holm-adjusted
+    p-values and simultaneous rank sets. ``table``: a DataFrame or a path; rows with an empty ``target`` are
     unlabeled; ``score``: one column name or several (combined in one cross-fitted map).
     Returns a :class:`scoreband.inference.systems.SystemsResult` (``.doc``, ``.table()``,
     ``.write(out, html=None)``); the same as ``scoreband systems``.
