@@ -71,24 +71,27 @@ class RowJournal:
 
 
 def _records(data: bytes, path: Path) -> dict[str, dict]:
-    """The records of a journal's bytes by key. A file whose lines are not journal records
-    (a JSON object with a ``key``; a last line torn by a crash is allowed) is not a journal
-    scoreband wrote: refused, so that it is never appended to or deleted."""
+    """The records of a journal's bytes by key. Every line of a journal scoreband wrote is a
+    record (a JSON object with a ``key``) or one torn by a crash (the start of a JSON
+    object that does not parse; a resumed run goes on on the next line). A file with any
+    other line is not a journal: refused, so that it is never appended to or deleted."""
     done: dict[str, dict] = {}
-    lines = data.decode("utf-8", "replace").splitlines()
-    for k, line in enumerate(lines):
+    for k, line in enumerate(data.decode("utf-8", "replace").splitlines()):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-            done[rec["key"]] = rec
-        except (json.JSONDecodeError, KeyError, TypeError, IndexError):
-            if k < len(lines) - 1 or data.endswith(b"\n"):
-                raise InputError(
-                    f"journal {str(path)!r} exists and is not a scoreband journal (line "
-                    f"{k + 1} is not a journaled row); scoreband keeps a run's finished "
-                    "rows there and deletes it at the end, so it never uses a file of "
-                    "yours: move it away or choose another output path") from None
+        except (json.JSONDecodeError, RecursionError):
+            if line.startswith('{"'):
+                continue  # torn by a crash: that row is done again
+            rec = None
+        if not isinstance(rec, dict) or "key" not in rec:
+            raise InputError(
+                f"journal {str(path)!r} exists and is not a scoreband journal (line "
+                f"{k + 1} is not a journaled row); scoreband keeps a run's finished "
+                "rows there and deletes it at the end, so it never uses a file of "
+                "yours: move it away or choose another output path")
+        done[str(rec["key"])] = rec
     return done
 
 
