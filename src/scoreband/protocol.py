@@ -106,6 +106,30 @@ def summarize(values) -> dict:
     return {"mean": float(ok.mean()), "std": float(ok.std())}
 
 
+def median_source(cal: Calibrator, pred: Predictions) -> str:
+    """Which median a band's agreement metrics (Pearson, tau-c, UPS) describe, read from
+    the calibrator's structure (through its wrappers): a learned method's own point, the
+    given median mapped by ``--map``, or the given median."""
+    from scoreband.conformal.mapping import Mapped
+
+    mapped, c = False, cal
+    while True:
+        mapped = mapped or isinstance(c, Mapped)
+        inner = getattr(c, "base", None) or getattr(c, "winner_", None)
+        if not isinstance(inner, Calibrator):
+            break
+        c = inner
+    if c.method == "marginal":
+        return "the training share's median target (marginal: the same for every item)"
+    if c.learned:
+        return f"the median {c.method} learned from the features (not a given median column)"
+    if not np.isfinite(np.asarray(pred.median, dtype=float)).any():
+        return "none given"
+    if mapped:
+        return "the given median, mapped onto the target's scale (--map)"
+    return "the given median"
+
+
 class _Record:
     """What the splits measured, appended split by split."""
 
@@ -117,7 +141,7 @@ class _Record:
             "worst_group_coverage", "set_coverage", "set_length")}
         self.per_group: dict[str, dict[str, list]] = {}
         self.group_items: dict[str, set] = {}  # distinct test items per group, all splits
-        self.learned_median = False  # the band's median is not the given one
+        self.median_source = "the given median"
         self.methods: dict[str, int] = {}
         self.warnings: list[str] = []
         self.widths: list[np.ndarray] = []  # native-scale widths, pooled over the splits
@@ -134,9 +158,7 @@ class _Record:
                 self.before[k].append(v)
         for k, v in M.interval_metrics(band.median01, band.lo01, band.hi01, yt).items():
             self.after[k].append(v)
-        given = np.asarray(pt.median, dtype=float)
-        if np.isfinite(given).all() and not np.allclose(band.median01, given, atol=1e-9):
-            self.learned_median = True
+        self.median_source = median_source(cal_obj, pt)
         self.widths.append(np.asarray(band.hi - band.lo, dtype=float))
         ex = self.extra
         ex["full_range_rate"].append(float(np.mean(band.full_range)))
@@ -239,9 +261,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         out["before"] = {k: summarize(v) for k, v in rec.before.items()}
     _summarize_extra(out, rec, make_calibrator().scale.width, g_all is not None)
     # which median the agreement metrics (pearson, tau-c, UPS) of "after" were computed on
-    out["after"]["median_source"] = (
-        f"the median {rec.method()} learned from the features (not the given median column)"
-        if rec.learned_median else "the given median")
+    out["after"]["median_source"] = rec.median_source
     if rec.warnings:
         out["warnings"] = sorted(set(rec.warnings))
     return out
