@@ -44,9 +44,15 @@ from scoreband.inference.ppi import (
     rank_sets,
     worst_case_mean,
 )
+from scoreband.inference.active import (
+    active_mean,
+    predicted_variance_ratio,
+    stratified,
+)
 from scoreband.records import Scale
 
-__all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS", "MIN_PAIRED_FRACTION"]
+__all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS", "MIN_PAIRED_FRACTION",
+           "MIN_STRATUM_LABELS", "ACTIVE_PAYS"]
 
 #: the estimators ``method`` names: power-tuned PPI, plain PPI (lam = 1), labels alone
 METHODS = {"ppi++": None, "ppi": 1.0, "classical": 0.0}
@@ -58,6 +64,11 @@ METHODS = {"ppi++": None, "ppi": 1.0, "classical": 0.0}
 #: ``n_both > n (1 - rho)``, rho the within-item correlation of the two systems' labels:
 #: one half is the break-even at rho = 0.5.
 MIN_PAIRED_FRACTION = 0.5
+#: a stratum of a system (or pair) with fewer labels is pooled with the other small ones
+#: (PPI++ fits its weight from 3 labels on); the choice reads the counts only
+MIN_STRATUM_LABELS = 3
+#: the predicted width ratio active / uniform below which ``plan`` says active labeling pays
+ACTIVE_PAYS = 0.95
 
 
 @dataclass
@@ -142,6 +153,28 @@ def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
     return sysv.astype(str).to_numpy(), X, y, items
 
 
+def _design(df, inclusion_prob, strata, labeled, errors: dict):
+    """Inclusion probability (NaN where not given) and stratum (None: no strata) of every
+    row; a labeled row needs a probability in (0, 1] (bad rows into ``errors``)."""
+    ids = _row_ids(df, None)
+    pi = None
+    if inclusion_prob is not None:
+        raw = df[inclusion_prob]
+        pi = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
+        bad = labeled & ~((pi > 0) & (pi <= 1))
+        for i in np.flatnonzero(bad):
+            errors.setdefault(i, _row_error(
+                i, ids[i], inclusion_prob, f"a labeled row needs the probability it had of "
+                f"being labeled, in (0, 1]; got {raw.iloc[i]!r} (the `inclusion_prob` column "
+                "that `propose_labels` wrote)"))
+    st = None
+    if strata is not None:
+        st = df[strata].astype(str).to_numpy()
+        for i in np.flatnonzero(df[strata].isna().to_numpy()):
+            errors.setdefault(i, _row_error(i, ids[i], strata, "no stratum (empty cell)"))
+    return pi, st
+
+
 def _folds(n_lab: int, items, k: int, seed: int) -> np.ndarray:
     """Fold of each labeled row; rows of one item share a fold (an image's difficulty must
     not leak from the map's training folds into the rows it rectifies)."""
@@ -224,10 +257,84 @@ def _estimate(yl, fl, fu, alpha, lam, name, notes) -> tuple[MeanEstimate, MeanEs
     return e, cl, None
 
 
+def _pooled_strata(st, labeled) -> tuple[np.ndarray, list[str]]:
+    """Strata with fewer than :data:`MIN_STRATUM_LABELS` labels pooled into one; a pool still
+    too small joins the stratum with the most labels. Reads the counts only."""
+    st = np.asarray(st, dtype=object).copy()
+    names = np.unique(st)
+    counts = {k: int(labeled[st == k].sum()) for k in names}
+    small = [k for k in names if counts[k] < MIN_STRATUM_LABELS]
+    if not small:
+        return st, []
+    pool = "(pooled: " + ", ".join(map(str, small)) + ")"
+    st[np.isin(st, small)] = pool
+    if sum(counts[k] for k in small) < MIN_STRATUM_LABELS:
+        big = [k for k in names if k not in small]
+        if big:
+            target = max(big, key=lambda k: counts[k])
+            st[st == pool] = target
+            pool = f"{target} (with {', '.join(map(str, small))})"
+            st[st == target] = pool
+    return st, [str(k) for k in small]
+
+
+def _weighted(y, f, pi, labeled, st, alpha, lam, name, notes) -> tuple:
+    """One system's (or paired difference's) estimate from labels drawn with probabilities
+    ``pi`` (inverse-probability-weighted, self-normalised PPI++; :mod:`.active`), stratified
+    by ``st`` when given; its labels-alone counterpart (``lam = 0``, same weights); why it is
+    degenerate (None) and the per-stratum records."""
+    why = None
+    yl = y[labeled]
+    if np.ptp(yl) == 0:
+        why = (f"{name}: its {len(yl)} labels are all equal (no spread in the labels): the "
+               "interval uses the largest variance a target on the scale can have instead")
+        notes.append(why)
+    if st is None:
+        parts = [(None, np.ones(len(y), bool))]
+    else:
+        st, small = _pooled_strata(st, labeled)
+        if small:
+            notes.append(f"{name}: strata {', '.join(small)} have fewer than "
+                         f"{MIN_STRATUM_LABELS} labels each and are pooled")
+        parts = [(k, st == k) for k in np.unique(st)]
+    est, cls, recs = [], [], {}
+    for k, m in parts:
+        e = (active_mean(y[m], f[m], pi[m], labeled[m], alpha, lam)
+             if lam != 0.0 and why is None else None)
+        cl = active_mean(y[m], f[m], pi[m], labeled[m], alpha, 0.0)
+        if e is not None and e.lam > 0 and np.ptp((y - e.lam * f)[m & labeled]) < 1e-12:
+            why = (f"{name}: the mapped score predicts every label exactly (no spread in the "
+                   "residuals): the labels alone are used")
+            notes.append(why)
+            e = None
+        est.append((int(m.sum()), e if e is not None else cl))
+        cls.append((int(m.sum()), cl))
+        if k is not None:
+            recs[str(k)] = {"n_rows": int(m.sum()), "n_labeled": int(labeled[m].sum()),
+                            "estimate": est[-1][1].estimate, "lambda": est[-1][1].lam}
+    if st is None:
+        return est[0][1], cls[0][1], why, None
+    return stratified(est, alpha), stratified(cls, alpha), why, recs
+
+
+def _active_plan(y, f, pi, labeled, lam) -> float:
+    """Predicted variance ratio of the design ``pi`` over a uniform one at equal expected
+    labels, from the labeled rows weighted by ``1 / pi`` (estimates of population means)."""
+    w = 1.0 / pi[labeled]
+    r = (y - lam * f)[labeled]
+    r2 = (r - np.sum(w * r) / np.sum(w)) ** 2
+    # population means by weighting: E[r2 / p] and E[r2], p the design's probabilities
+    p = pi / np.mean(pi)
+    num = np.sum(w * r2 / p[labeled]) / np.sum(w)
+    den = np.sum(w * r2) / np.sum(w)
+    return float(num / den) if den > 0 else 1.0
+
+
 def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, scale,
                   item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
                   plan: float | None = None, strict: bool = False, folds: int = 5,
-                  seed: int = 0) -> SystemsResult:
+                  seed: int = 0, inclusion_prob: str | None = None,
+                  strata: str | None = None) -> SystemsResult:
     """Every system's mean human score with a ``1 - alpha`` interval, every pair's
     difference, Holm-adjusted p-values and rank sets (see the module docstring for what
     the coverage assumes: labeled rows a random sample of each system's rows).
@@ -239,6 +346,15 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     :data:`MIN_PAIRED_FRACTION`; each pair says which and why), unpaired otherwise.
     ``plan``: a full interval width on the native scale; the labels per system that reach
     it are added.
+
+    ``inclusion_prob``: the column of each row's probability of having been labeled (as
+    :func:`scoreband.inference.propose.propose_labels` writes it): the means and differences
+    are then the inverse-probability-weighted, self-normalised PPI++ estimates, valid for any
+    probabilities fixed before the labels were seen (:mod:`scoreband.inference.active`); a
+    pair is paired when, on every item both scored, the two rows had the same probability (an
+    item labeled for every system at once) or one of them was certain. ``strata``: a column
+    (task, dimension); each system's mean is then the size-weighted mean of per-stratum PPI++
+    estimates, each with its own weight (stratified PPI++).
     """
     from scoreband.conformal._core import check_alpha  # lazy: loads pydantic
 
@@ -258,18 +374,23 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
                          "`score`: give the column naming the item (prompt, image) of each row")
     scale = scale if isinstance(scale, Scale) else Scale.parse(scale)
     _check_columns(df, [("`system_col`", system_col), *(("`score`", c) for c in scores),
-                        ("`target`", target), ("`item_col`", item_col)])
+                        ("`target`", target), ("`item_col`", item_col),
+                        ("`inclusion_prob`", inclusion_prob), ("`strata`", strata)])
     if plan is not None and not plan > 0:
         raise InputError(f"`plan` is an interval width on the target's scale (> 0), got {plan}")
     errors: dict[int, RowError] = {}
     notes: list[str] = []
     names, X, y, items = _rows(df, system_col, scores, target, scale, item_col, errors)
+    weighted = inclusion_prob is not None or strata is not None
+    pi_all, st_all = _design(df, inclusion_prob, strata, np.isfinite(y), errors)
     keep = np.array(sorted(set(range(len(df))) - set(errors)), dtype=int)
     if len(keep) == 0:
         raise InputError("no usable rows: " + "; ".join(str(e) for e in
                                                         list(errors.values())[:5]))
     names, X, y = names[keep], X[keep] if len(scores) else np.zeros((len(keep), 0)), y[keep]
     items = None if items is None else items[keep]
+    pi_all = None if pi_all is None else pi_all[keep]
+    st_all = None if st_all is None else st_all[keep]
     labeled = np.isfinite(y)
 
     # systems with too few labels
@@ -291,6 +412,8 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     use = np.isin(names, systems)
     names, X, y, labeled = names[use], X[use], y[use], labeled[use]
     items = None if items is None else items[use]
+    pi_all = None if pi_all is None else pi_all[use]
+    st_all = None if st_all is None else st_all[use]
     y01 = np.where(labeled, (y - scale.lo) / (scale.hi - scale.lo), np.nan)
 
     lam = METHODS[method]
@@ -319,16 +442,28 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     per: dict[str, dict] = {}
     est01: dict[str, MeanEstimate] = {}
     cl01: dict[str, MeanEstimate] = {}
+    if weighted:
+        pi_use = (pi_all if pi_all is not None else
+                  np.array([labeled[names == s].mean() for s in names]))
+        y0 = np.nan_to_num(y01)
     for s in systems:
         m = names == s
         yl, fl, fu = y01[m & labeled], f01[m & labeled], f01[m & ~labeled]
-        e, cl, why = _estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
+        st_info = None
+        if weighted:
+            e, cl, why, st_info = _weighted(y0[m], f01[m], pi_use[m], labeled[m],
+                                            None if st_all is None else st_all[m], alpha, lam,
+                                            f"system {s!r}", notes)
+        else:
+            e, cl, why = _estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
         est01[s], cl01[s] = e, cl
         eff = len(yl) * (cl.se / e.se) ** 2 if e.se > 0 else float("inf")
         per[s] = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)),
                   **_native(e, scale), "lambda": e.lam, "df": e.df,
                   "classical": _native(cl, scale), "effective_labels": float(eff),
                   "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0, "degenerate": why}
+        if st_info is not None:
+            per[s]["strata"] = st_info
         if plan is not None:
             w = scale.hi - scale.lo
             lam_s = e.lam
@@ -337,9 +472,16 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
                 float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
                 float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu),
                 tuned=lam is None)
+            if inclusion_prob is not None:
+                ratio = _active_plan(y0[m], f01[m], pi_use[m], labeled[m], lam_s)
+                per[s]["plan"]["design_variance_ratio"] = ratio
+                per[s]["plan"]["predicted_width_ratio"] = float(np.sqrt(ratio))
 
+    design = None
+    if weighted:
+        design = {"pi": pi_use, "strata": st_all}
     pairs = _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
-                   notes)
+                   notes, design)
     adj = holm([p["p_value"] for p in pairs]) if pairs else []
     for p, a in zip(pairs, adj, strict=True):
         p["p_adjusted"] = float(a)
@@ -351,7 +493,10 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     doc = {"study": "systems", "alpha": alpha, "method": method,
            "scale": {"lo": scale.lo, "hi": scale.hi}, "target": target, "scores": scores,
            "system_col": system_col, "item_col": item_col, "map": map_info,
-           "min_labels": MIN_LABELS, "systems": per, "pairs": pairs, "ranking": ranking,
+           "min_labels": MIN_LABELS, "inclusion_prob": inclusion_prob, "strata": strata,
+           "estimator": ("inverse-probability-weighted (Hajek) PPI" if inclusion_prob else
+                         "PPI") + (", stratified" if strata else ""),
+           "systems": per, "pairs": pairs, "ranking": ranking,
            "n_rows": int(len(df)), "skipped_rows": [str(e) for e in errors.values()],
            "warnings": notes}
     if plan is not None:
@@ -373,15 +518,25 @@ def _pair_mode(n_both: int, n_a: int, n_b: int) -> tuple[bool, str]:
 
 
 def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
-           notes) -> list[dict]:
+           notes, design=None) -> list[dict]:
     """Every pair's difference ``a - b``: paired on the items labeled for both when there
     are enough of them (the labeled part; the items scored for both and not labeled for both
-    are the unlabeled part), unpaired otherwise. Each record says which and why."""
+    are the unlabeled part), unpaired otherwise. Each record says which and why. ``design``
+    (``pi``, ``strata`` per row): labels drawn with known probabilities; an item's
+    probability of being labeled for both is the smaller of its two rows' when they are
+    equal or one is 1 (an item drawn for every system at once, or a certain row); any other
+    pair of probabilities leaves the joint one unknown, and the pair is compared unpaired."""
     out = []
     if items is not None:
         frame = pd.DataFrame({"s": names, "item": items, "y": y01, "f": f01})
         Y = frame.pivot(index="item", columns="s", values="y")
         F = frame.pivot(index="item", columns="s", values="f")
+        if design is not None:
+            frame["pi"] = design["pi"]
+            P = frame.pivot(index="item", columns="s", values="pi")
+            if design["strata"] is not None:
+                frame["st"] = design["strata"]
+                S = frame.pivot(index="item", columns="s", values="st")
     for a, b in itertools.combinations(systems, 2):
         paired, n_both, n_scored = False, None, None
         if items is None:
@@ -391,7 +546,30 @@ def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, sc
             lab = both & Y[a].notna() & Y[b].notna()
             n_both, n_scored = int(lab.sum()), int(both.sum())
             paired, why = _pair_mode(n_both, est01[a].n, est01[b].n)
-        if paired:
+            if paired and design is not None:
+                pa, pb = P[a][both].to_numpy(), P[b][both].to_numpy()
+                joint_known = np.isclose(pa, pb, rtol=0, atol=1e-9) | (pa >= 1) | (pb >= 1)
+                if not joint_known.all():
+                    paired = False
+                    why = (f"{int((~joint_known).sum())} items scored for both systems had "
+                           "different probabilities of being labeled for each (rows drawn "
+                           "one by one), so the probability of an item being labeled for "
+                           "both is unknown: unpaired (the two means with their variances "
+                           "added)")
+        if paired and design is not None:
+            pj = np.minimum(P[a][both], P[b][both]).to_numpy()
+            st = None if design["strata"] is None else S[a][both].to_numpy()
+            yd = np.nan_to_num((Y[a] - Y[b])[both].to_numpy())
+            fd = (F[a] - F[b])[both].to_numpy()
+            e, cl, degenerate, _ = _weighted(yd, fd, pj, lab[both].to_numpy(), st, alpha,
+                                             lam, f"pair {a!r} - {b!r}", [])
+            if degenerate is not None:
+                paired = False
+                why = (f"{n_both} items labeled for both systems, but their label "
+                       "differences are all equal or predicted exactly by the score (no "
+                       "spread): compared unpaired instead")
+                notes.append(f"pair {a!r} - {b!r}: {why}")
+        elif paired:
             yd = (Y[a] - Y[b])[lab].to_numpy()
             fd = (F[a] - F[b])[lab].to_numpy()
             fu = (F[a] - F[b])[both & ~lab].to_numpy()
