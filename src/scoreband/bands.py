@@ -114,6 +114,9 @@ class ApplyStage(Stage):
     label = "applying"
     error_column = ERROR_COLUMN["apply"]
     vectorized = True
+    #: the columns every run adds (a table that has one already is refused before any
+    #: chunk is computed); band_sets and band_group are added where a method makes them
+    outputs = {**dict.fromkeys(BAND_COLUMNS, np.nan), "band_flag": ""}
 
     def __init__(self, calibrator, *, columns: dict | None = None,
                  scorer_id: str | None = None, n_ratings: int | None = None,
