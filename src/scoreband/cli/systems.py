@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.table import Table
 
 from scoreband import api
 from scoreband.cli._app import app, console, guard, report_rows, warn
 from scoreband.cli._options import HtmlOpt, Table_, open_unit, positive
+from scoreband.errors import InputError
 from scoreband.inference import MIN_LABELS
+from scoreband.tables import read_table, write_table
 
 
 @app.command()
@@ -20,10 +23,13 @@ def systems(
     table: Table_,
     system_col: Annotated[str, typer.Option("--system-col",
                                             help="Column naming the system of each row.")],
-    target: Annotated[str, typer.Option(
-        "--target", help="Column of the human score; empty cells are unlabeled rows.")],
     scale: Annotated[str, typer.Option("--scale", help="Scale of the human score, 'A,B'.")],
-    out: Annotated[Path, typer.Option("--out", help="Results JSON.")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Results JSON (with --propose-labels: the table with inclusion_prob "
+                      "and propose_label, format by extension).")],
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Column of the human score; empty cells are unlabeled rows (with "
+                         "--propose-labels it may be absent: no labels yet).")] = None,
     score: Annotated[list[str] | None, typer.Option(
         "--score", help="Metric or judge column (repeat for several: they are combined in "
                         "one map onto the human scale).")] = None,
@@ -41,6 +47,29 @@ def systems(
         "--strict", help=f"Exit 2 when a system has fewer than {MIN_LABELS} labeled rows "
                          "(default: excluded with a warning).")] = False,
     html: HtmlOpt = None,
+    propose_labels: Annotated[float | None, typer.Option(
+        "--propose-labels", callback=positive, metavar="N",
+        help="Choose the rows to send to humans instead: N expected new labels per system, "
+             "each row (each item with --item-col) drawn with probability proportional to "
+             "its uncertainty mixed with uniform; writes the table to --out with "
+             "inclusion_prob and propose_label.")] = None,
+    calibrator: Annotated[Path | None, typer.Option(
+        "--calibrator", help="With --propose-labels: a calibrator whose band width is each "
+                             "row's uncertainty (else a residual model on the labeled rows, "
+                             "from 20 of them, else uniform).")] = None,
+    mix: Annotated[float, typer.Option(
+        "--mix", help="With --propose-labels: weight of the uniform design (also the floor: no "
+                      "row below mix x the uniform probability).")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draw and the folds.")] = 0,
+    inclusion_prob: Annotated[str | None, typer.Option(
+        "--inclusion-prob", metavar="COL",
+        help="Column of each row's probability of being labeled (what --propose-labels "
+             "wrote): inverse-probability-weighted PPI++ means, differences and ranks.")] = None,
+    strata: Annotated[str | None, typer.Option(
+        "--strata", metavar="COL",
+        help="Column of the stratum (task, dimension): stratified PPI++, strata weighted by "
+             "size, each with its own weight; with --propose-labels the residual model's "
+             "cells.")] = None,
 ):
     """Each system's mean human score with a 95 % interval from a few labeled rows and many
     scored ones (prediction-powered inference, PPI++, Student t), every pair's difference
@@ -49,12 +78,34 @@ def systems(
     are paired on the items labeled for both systems when enough are (--item-col), unpaired
     otherwise; the JSON says which and why (pairing, n_labeled_both).
 
+    Which items to label (active labeling, Zrnic and Candes 2024): --propose-labels N writes
+    the table with each row's inclusion_prob and propose_label (drawn with --seed); label the
+    proposed rows, then run systems with --inclusion-prob inclusion_prob. --plan WIDTH then
+    also says how many labels active sampling needs against uniform, and whether it pays.
+
     Example: scoreband systems outputs.csv --system-col system --item-col image
     --score clip_score --target human --scale 1,5 --out systems.json --html systems.html
     """
-    res = api.systems(table, system_col=system_col, score=score or [], target=target,
-                      scale=scale, item_col=item_col, alpha=alpha, method=method, plan=plan,
-                      strict=strict)
+    if propose_labels is not None:
+        _propose(table, system_col, score or [], target, scale, out, item_col, propose_labels,
+                 calibrator, strata, mix, seed, alpha, plan)
+        return
+    if target is None:
+        raise InputError("--target: give the column of the human score (only "
+                         "--propose-labels runs without labels)")
+    if calibrator is not None:
+        raise InputError("--calibrator is read by --propose-labels only")
+    if inclusion_prob is None and strata is None:
+        res = api.systems(table, system_col=system_col, score=score or [], target=target,
+                          scale=scale, item_col=item_col, alpha=alpha, method=method,
+                          plan=plan, strict=strict, seed=seed)
+    else:  # api.systems gains inclusion_prob / strata: see the issue 35 report
+        from scoreband.inference.systems import systems_study  # lazy: loads scipy
+
+        res = systems_study(read_table(table), system_col=system_col, scores=score or [],
+                            target=target, scale=scale, item_col=item_col, alpha=alpha,
+                            method=method, plan=plan, strict=strict, seed=seed,
+                            inclusion_prob=inclusion_prob, strata=strata)
     report_rows(res.errors, res.doc["n_rows"])
     for w in res.warnings:
         warn(w)
@@ -98,4 +149,47 @@ def _print(doc: dict) -> None:
         console.print(f"labels per system for a {doc['plan']['width']:g}-wide interval:")
         for s, v in doc["plan"]["systems"].items():
             ppi = v["ppi++"] if v["ppi++"] is not None else "unreachable (too few unlabeled rows)"
-            console.print(f"  {s}: {ppi} with PPI++, {v['classical']} alone")
+            extra = ""
+            if "predicted_width_ratio" in v and v["ppi++"] is not None:
+                r = v["design_variance_ratio"]
+                extra = (f"; this design vs uniform: {v['predicted_width_ratio']:.2f}x the "
+                         f"width (uniform needs ~{int(np.ceil(v['ppi++'] / r))})")
+            console.print(f"  {s}: {ppi} with PPI++, {v['classical']} alone{extra}")
+
+
+def _propose(table, system_col, scores, target, scale, out, item_col, n, calibrator, strata,
+             mix, seed, alpha, plan) -> None:
+    from scoreband.inference.propose import propose_labels  # lazy: loads scipy
+
+    prop = propose_labels(read_table(table), system_col=system_col, scores=scores,
+                          target=target, scale=scale, item_col=item_col, n_labels=n,
+                          calibrator=calibrator, strata=strata, mix=mix, seed=seed,
+                          alpha=alpha, plan=plan)
+    report_rows(prop.errors, prop.doc["n_rows"])
+    for w in prop.warnings:
+        warn(w)
+    write_table(prop.table, out)
+    d = prop.doc
+    t = Table(title=f"rows to label ({n:g} expected new labels per system"
+                    + (", by item" if d["by_item"] else "") + ")")
+    for c in ("system", "rows", "labeled", "expected", "proposed"):
+        t.add_column(c, justify="left" if c == "system" else "right")
+    for s, v in d["systems"].items():
+        t.add_row(s, str(v["n_rows"]), str(v["n_labeled"]), f"{v['expected_new_labels']:.1f}",
+                  str(v["proposed"]))
+    console.print(t)
+    console.print(f"uncertainty: {d['uncertainty']}; smallest inclusion probability "
+                  f"{d['min_inclusion_prob']:.3g}")
+    console.print(f"predicted width, active / uniform: {d['predicted_width_ratio']:.2f} (from "
+                  f"{d['predicted_from']}): {d['advice']}")
+    if "plan" in d:
+        console.print(f"labels per system for a {plan:g}-wide interval:")
+        for s, v in d["plan"]["systems"].items():
+            if v["ppi++"] is None:
+                console.print(f"  {s}: unknown (fewer than {MIN_LABELS} labels and no "
+                              "calibrator)")
+            else:
+                console.print(f"  {s}: {v['ppi++']} uniform, {v['active']} active (PPI++; "
+                              f"from {v['from']})")
+    console.print(f"wrote {out}: label the rows with propose_label true, then run systems "
+                  "with --inclusion-prob inclusion_prob")
