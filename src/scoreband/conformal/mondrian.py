@@ -274,8 +274,8 @@ class _Grouped(Calibrator):
         if n_pool >= need:
             out["pool"] = self.base.fit_conformal(*self._subset(pred, y, in_pool))
             action = (f"they are calibrated together as one pooled group of {n_pool} items "
-                      f"(the groups with at most {need}: {_names(pool_groups)}); its coverage "
-                      "holds for the pooled groups together, not for each")
+                      f"(the groups with at most {need} items: {_names(pool_groups)}); its "
+                      "coverage holds for the pooled groups together, not for each")
         else:
             action = (f"pooled (groups with at most {need} items: {_names(pool_groups)}) they "
                       f"have {n_pool} items, too few as well: their items get the whole scale")
