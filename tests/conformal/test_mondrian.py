@@ -383,12 +383,7 @@ def test_a_file_saved_before_the_pooled_rule_still_loads(tmp_path):
     with pytest.warns(SmallGroupWarning):
         cal = Mondrian(SplitConformal(0.1), by="given").fit(p, y, g)
     path = save_calibrator(tmp_path / "c.json", cal)
-    doc = json.loads(path.read_text())
-    st = doc["calibrator"]
-    st["config"] = {"by": "given", "small_group": "marginal"}
-    st["params"] = {k: st["params"][k] for k in ("marginal", "groups", "counts", "thresholds")}
-    doc["checksum"] = content_checksum(doc)
-    path.write_text(json.dumps(doc))
+    _as_former_file(path, {"by": "given", "small_group": "marginal"})
     with pytest.warns(SmallGroupWarning, match=r"older scoreband.*g1, g2.*whole scale"):
         old, _ = load_calibrator(path)
     b = old.predict(p, g)
@@ -399,12 +394,42 @@ def test_a_file_saved_before_the_pooled_rule_still_loads(tmp_path):
     pd_, yd = _difficulty_data(rng, 300)
     dcal = Mondrian(SplitConformal(0.1), by="difficulty").fit(pd_, yd)
     path = save_calibrator(tmp_path / "d.json", dcal)
-    doc = json.loads(path.read_text())
-    st = doc["calibrator"]
-    st["config"] = {"by": "difficulty", "small_group": "marginal"}
-    st["params"] = {k: st["params"][k] for k in ("marginal", "groups", "counts", "thresholds")}
-    doc["checksum"] = content_checksum(doc)
-    path.write_text(json.dumps(doc))
+    _as_former_file(path, {"by": "difficulty", "small_group": "marginal"})
     with pytest.warns(SmallGroupWarning, match="thresholds on the very items"):
         old, _ = load_calibrator(path)
     np.testing.assert_array_equal(old.predict(pd_).hi01, dcal.predict(pd_).hi01)
+
+
+def _as_former_file(path, config):
+    """Rewrite a saved calibrator as the former version wrote it: no pool, no share."""
+    doc = json.loads(path.read_text())
+    st = doc["calibrator"]
+    st["config"] = config
+    drop = ("need", "small", "pool", "pool_groups", "pool_n", "group_share")
+    st["params"] = {k: v for k, v in st["params"].items() if k not in drop}
+    doc["checksum"] = content_checksum(doc)
+    path.write_text(json.dumps(doc))
+
+
+def test_former_cluster_files_still_load(tmp_path):
+    rng = np.random.default_rng(10)
+    n = 300
+    m = rng.uniform(0.2, 0.8, n)
+    y = np.clip(m + rng.normal(0, 0.05, n), 0, 1)
+    p = Predictions(m, lo=m - 0.05, hi=m + 0.05, embedding=rng.normal(size=(n, 2)))
+    cons = ClusterConservative(CRC(0.1), n_clusters=3).fit(p, y)
+    path = save_calibrator(tmp_path / "c.json", cons)
+    _as_former_file(path, {"n_clusters": 3, "rule": "conservative",
+                           "small_group": "marginal", "seed": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing changed for the conservative rule
+        old, _ = load_calibrator(path)
+    np.testing.assert_array_equal(old.predict(p).hi01, cons.predict(p).hi01)
+
+    mond = ClusterConservative(CRC(0.1), n_clusters=3, rule="mondrian").fit(p, y)
+    path = save_calibrator(tmp_path / "m.json", mond)
+    _as_former_file(path, {"n_clusters": 3, "rule": "mondrian", "small_group": "marginal",
+                           "seed": 0})
+    with pytest.warns(SmallGroupWarning, match="clusters on the very items"):
+        old, _ = load_calibrator(path)
+    np.testing.assert_array_equal(old.predict(p).hi01, mond.predict(p).hi01)

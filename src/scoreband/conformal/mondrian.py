@@ -190,6 +190,9 @@ class _Grouped(Calibrator):
             obj._load_legacy()
         return obj
 
+    #: each item gets its own group's parameters (False: the conservative cluster rule)
+    _applies_groups = True
+
     def _load_legacy(self) -> None:
         """A file saved before the pooled rule: its too-small groups had no parameters and
         got the marginal band, which under-covers them; they now get the whole scale."""
@@ -197,7 +200,7 @@ class _Grouped(Calibrator):
         p["pool"], p["pool_groups"] = None, []
         small = sorted(g for g, v in (p.get("groups") or {}).items() if v is None)
         p["small"] = small
-        if small and self.small_group == "pool":
+        if small and self.small_group == "pool" and self._applies_groups:
             warnings.warn(
                 f"this calibrator was saved by an older scoreband, which gave its groups too "
                 f"small for alpha={self.alpha} ({_names(small)}) the marginal band: that "
@@ -510,6 +513,7 @@ class ClusterConservative(_Grouped):
                              f"{n_clusters!r}")
         self.n_clusters = n_clusters
         self.rule = rule
+        self._applies_groups = rule == "mondrian"
 
     @classmethod
     def _from_state(cls, state: dict, scale: Scale):
