@@ -88,6 +88,15 @@ class FakeOpenAI:
             def log_message(self, *a):
                 pass
 
+            def do_GET(self):  # noqa: N802 - GET /models: the one model it "runs"
+                data = json.dumps({"object": "list", "data": [
+                    {"id": "fake-model.gguf", "object": "model"}]}).encode()
+                self.send_response(200 if self.path.endswith("/models") else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake._lock:

@@ -349,6 +349,7 @@ def test_command_out_folder_provenance_served_model_and_exit_status(tmp_path):
         judge = prov["components"]["judge"]
         assert judge["model_requested"] == "tiny"
         assert judge["model_served"] == ["/models/tiny-q4.gguf"]
+        assert judge["endpoint_models"] == ["fake-model.gguf"]     # its GET /models
         assert judge["concurrency"] == 2
         df.loc[1:2, "response"] = ["row 1 OK", "row 2 OK"]
         df.to_csv(tmp_path / "t2.csv", index=False)

@@ -138,10 +138,12 @@ def judge(
         image_col=image_col, instruction_col=instruction_col, response_col=response_col),
         engine_opts, error_column="judge_error", components=prov)
     name = judge_spec if stage is None else stage.judge.name
-    served = stage.judge.run_info().get("model_served") if hasattr(
-        getattr(stage, "judge", None), "run_info") else None
-    if served and served != [name.split(":", 1)[1]]:
-        name += f" (the server reports {', '.join(served)})"
+    info = stage.judge.run_info() if hasattr(getattr(stage, "judge", None), "run_info") else {}
+    asked = [name.split(":", 1)[1]]
+    if info.get("model_served") and info["model_served"] != asked:
+        name += f" (the server reports {', '.join(info['model_served'])})"
+    elif len(info.get("endpoint_models") or []) == 1 and info["endpoint_models"] != asked:
+        name += f" (the server runs {info['endpoint_models'][0]})"
     summary = run.summary or {}
     from rich.markup import escape
 

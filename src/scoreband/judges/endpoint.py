@@ -145,6 +145,10 @@ class OpenAIJudge(EndpointClient):
         self.served_models: set[str] = set()
         #: the image check: None until the first answer from the endpoint
         self.image_check: dict | None = None
+        #: the ids the endpoint's GET /models lists (asked once, with the image check; kept
+        #: when it lists few: a local server's loaded model, which some servers, e.g.
+        #: llama-cpp-python's, do not put in their answers, echoing the name asked for)
+        self.endpoint_models: list[str] | None = None
         self._stop: str | None = None
         self._probe_lock = threading.Lock()
 
@@ -166,6 +170,8 @@ class OpenAIJudge(EndpointClient):
         info: dict = {"model_requested": self.model,
                       "model_served": sorted(self.served_models),
                       "requests": self.requests_made}
+        if self.endpoint_models:
+            info["endpoint_models"] = list(self.endpoint_models)
         if self.image_check is not None:
             info["image_check"] = dict(self.image_check)
         return info
@@ -222,6 +228,7 @@ class OpenAIJudge(EndpointClient):
         if self.image_check is None:
             with self._probe_lock:
                 if self.image_check is None:
+                    self.endpoint_models = self._list_models()
                     self.image_check = self._probe(text, resp)
                     if self.image_check.get("image_seen") is False:
                         msg = (f"the model {self.model!r} at {public_url(self.base_url)} does "
@@ -238,6 +245,22 @@ class OpenAIJudge(EndpointClient):
                             self._stop = msg
         if self._stop is not None:
             raise JudgeStop(self._stop)
+
+    def _list_models(self, most: int = 10) -> list[str] | None:
+        """The model ids GET {base_url}/models lists, when it answers with at most ``most``
+        (best effort: None on any failure, or for a service listing its whole catalogue)."""
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            r = self._client().get(f"{self.base_url}/models", headers=headers,
+                                   timeout=min(self.timeout, 10.0))
+            data = r.json().get("data") if r.status_code == 200 and len(r.content) < 1 << 20 \
+                else None
+            ids = [str(m["id"]) for m in data] if isinstance(data, list) else None
+        except (httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        return ids if ids and len(ids) <= most else None
 
     def _probe(self, text: str, resp: dict) -> dict:
         with_image = _prompt_tokens(resp)
