@@ -1,0 +1,213 @@
+"""Learn-then-Test for trust-or-escalate (SPEC section 12): binomial p-values over a grid of
+uncertainty thresholds and fixed-sequence testing.
+
+Pure functions on arrays. Items are accepted when their uncertainty ``u <= lambda``; the loss
+of an item is 1 when its mapped score is off by more than the tolerance. For a grid
+``lambda_1 < ... < lambda_J`` the null ``H_j: R(lambda_j) > alpha`` is tested with the exact
+binomial p-value ``p_j = BinomCDF(k_j; n_j, alpha)`` (``n_j`` accepted items, ``k_j`` of them
+wrong); testing ``H_start, H_start+1, ...`` in that fixed order at level ``delta`` and
+stopping at the first one not rejected controls the family-wise error, so the last rejected
+threshold has ``P(R(lambda_hat) <= alpha) >= 1 - delta`` over the calibration draw
+(Angelopoulos et al. 2021, Learn then Test, section 4; Jung et al. 2024, Trust or Escalate).
+The start is a fixed choice as long as it never looks at the calibration rows.
+
+>>> import numpy as np
+>>> u = np.linspace(0, 1, 400); loss = (np.arange(400) % 10 == 0) & (u > 0.5)
+>>> res = ltt_threshold(u, loss, grid=np.linspace(0.1, 1, 10), alpha=0.1, delta=0.1)
+>>> float(res["threshold"])
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["binomial_pvalues", "accepted_counts", "fixed_sequence", "ltt_threshold",
+           "min_rejectable", "rejection_probability", "predicted_rejection", "choose_start",
+           "threshold_grid"]
+
+
+def accepted_counts(u, loss, grid) -> tuple[np.ndarray, np.ndarray]:
+    """``(n_j, k_j)``: items with ``u <= grid[j]`` and the wrong ones among them.
+
+    ``u``, ``loss``: (n,) or (B, n) arrays (B resplits at once); ``grid``: (J,) ascending.
+    Returns arrays of shape (J,) or (B, J).
+    """
+    u = np.asarray(u, dtype=float)
+    loss = np.asarray(loss, dtype=float)
+    grid = np.asarray(grid, dtype=float)
+    if u.ndim == 1:
+        n, k = accepted_counts(u[None], loss[None], grid)
+        return n[0], k[0]
+    order = np.argsort(u, axis=1, kind="stable")
+    us = np.take_along_axis(u, order, axis=1)
+    cum = np.concatenate([np.zeros((len(u), 1)),
+                          np.cumsum(np.take_along_axis(loss, order, axis=1), axis=1)], axis=1)
+    n = np.stack([np.searchsorted(row, grid, side="right") for row in us])
+    k = np.take_along_axis(cum, n, axis=1)
+    return n.astype(float), k
+
+
+def binomial_pvalues(k, n, alpha: float) -> np.ndarray:
+    """Exact binomial p-values of ``H: risk > alpha`` with ``k`` losses among ``n`` accepted
+    items: ``P(Binom(n, alpha) <= k)``; 1 where ``n == 0`` (nothing accepted, nothing shown).
+
+    >>> float(binomial_pvalues(0, 22, 0.1)) < 0.1 < float(binomial_pvalues(0, 21, 0.1))
+    True
+    """
+    from scipy.stats import binom
+
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    p = binom.cdf(k, n, alpha)
+    return np.where(n > 0, p, 1.0)
+
+
+def fixed_sequence(p, delta: float, start=0) -> int | np.ndarray:
+    """Index of the last hypothesis rejected by fixed-sequence testing from ``start``
+    upward (``p[start] <= delta``, ``p[start + 1] <= delta``, ... stop at the first above);
+    -1 where ``p[start]`` is not rejected. ``p``: (J,) or (B, J); ``start``: int or (B,).
+
+    >>> fixed_sequence(np.array([0.5, 0.01, 0.02, 0.2, 0.01]), 0.05, start=1)
+    2
+    >>> fixed_sequence(np.array([0.5, 0.01]), 0.05)
+    -1
+    """
+    p = np.asarray(p, dtype=float)
+    one = p.ndim == 1
+    p = np.atleast_2d(p)
+    B, J = p.shape
+    start = np.broadcast_to(np.asarray(start, dtype=int), (B,))
+    cols = np.arange(J)[None, :]
+    fail = (p > delta) & (cols >= start[:, None])
+    # the first failure at or after the start; J when every later test rejects
+    first = np.where(fail.any(axis=1), np.argmax(fail, axis=1), J)
+    out = np.where(first > start, first - 1, -1)
+    return int(out[0]) if one else out
+
+
+def min_rejectable(alpha: float, delta: float) -> int:
+    """The fewest accepted items that can reject ``H: risk > alpha`` at level ``delta``
+    (all of them right: ``(1 - alpha)^n <= delta``); a group with fewer calibration items
+    cannot accept anything.
+
+    >>> min_rejectable(0.1, 0.1), min_rejectable(0.2, 0.1)
+    (22, 11)
+    """
+    return int(math.ceil(math.log(delta) / math.log1p(-alpha) - 1e-12))
+
+
+def critical_losses(n, alpha: float, delta: float) -> np.ndarray:
+    """The most losses among ``n`` accepted items that still reject (p-value <= delta);
+    -1 where none does."""
+    from scipy.stats import binom
+
+    n = np.asarray(n, dtype=float)
+    k = binom.ppf(delta, n, alpha)
+    k = np.where(binom.cdf(k, n, alpha) <= delta, k, k - 1)
+    return np.where(n > 0, k, -1)
+
+
+def rejection_probability(n, risk, alpha: float, delta: float) -> np.ndarray:
+    """Probability that ``n`` accepted items whose true risk is ``risk`` reject
+    ``H: risk > alpha`` at level ``delta``: ``P(Binom(n, risk) <= k*(n))``."""
+    from scipy.stats import binom
+
+    kc = critical_losses(n, alpha, delta)
+    return np.where(kc >= 0, binom.cdf(kc, np.asarray(n, float), np.clip(risk, 0, 1)), 0.0)
+
+
+def predicted_rejection(share, n_train, k_train, n_cal: int, alpha: float,
+                        delta: float, draws: int = 8) -> np.ndarray:
+    """Probability that the test at each threshold rejects on ``n_cal`` calibration items,
+    predicted from a training share where ``n_train[j]`` items were accepted (a share
+    ``share[j]`` of them) and ``k_train[j]`` of those were wrong. Both draws count: the
+    accepted count is ``Binom(n_cal, share)`` and the risk is uncertain around the training
+    one (its Jeffreys posterior, at ``draws`` quantiles), so a threshold that trains on a
+    handful of items is not taken for a sure thing.
+
+    >>> p = predicted_rejection([0.05, 0.5], [25, 250], [0, 10], 500, 0.1, 0.1)
+    >>> bool(p[1] > 0.9 > p[0] > 0.3)
+    True
+    """
+    from scipy.special import betainc
+    from scipy.stats import beta, binom
+
+    share = np.clip(np.asarray(share, float), 0, 1)
+    nt, kt = np.asarray(n_train, float), np.asarray(k_train, float)
+    mean, sd = n_cal * share, np.sqrt(n_cal * share * (1 - share))
+    lo = np.maximum(0, np.floor(mean - 5 * sd - 1))
+    width = int(np.max(np.minimum(n_cal, np.ceil(mean + 5 * sd + 1)) - lo)) + 1
+    N = lo[:, None] + np.arange(width)[None, :]  # (J, W) accepted counts
+    valid = N <= n_cal
+    w = np.where(valid, binom.pmf(np.minimum(N, n_cal), n_cal, share[:, None]), 0.0)
+    kc = critical_losses(np.arange(n_cal + 1), alpha, delta)[np.minimum(N, n_cal).astype(int)]
+    q = (np.arange(draws) + 0.5) / draws
+    r = beta.ppf(q[None, :], kt[:, None] + 0.5, nt[:, None] - kt[:, None] + 0.5)  # (J, Q)
+    # P(Binom(N, r) <= kc) = I_{1 - r}(N - kc, kc + 1), where 0 <= kc < N
+    ok = (kc >= 0) & (kc < N)
+    a = np.where(ok, N - kc, 1.0)[:, :, None]
+    b = np.where(ok, kc + 1, 1.0)[:, :, None]
+    pr = betainc(a, b, 1 - r[:, None, :]).mean(axis=2)
+    pr = np.where(ok, pr, np.where((kc >= N) & (N > 0), 1.0, 0.0))
+    return np.sum(w * pr, axis=1)
+
+
+def choose_start(share, n_train, k_train, n_cal: int, alpha: float, delta: float, *,
+                 rule: str = "likely") -> int:
+    """Where the fixed sequence starts, from a risk curve measured on rows the test never
+    sees (at threshold j of the training share: ``share[j]`` accepted, ``n_train[j]``
+    items, ``k_train[j]`` wrong). ``rule``:
+
+    * ``"likely"``: the threshold whose test is predicted most likely to reject
+      (:func:`predicted_rejection`; among those within 0.01 of the best, the largest);
+    * ``"expected"``: the threshold with the largest predicted accepted share if the
+      sequence stopped there (``share * P(reject)``);
+    * ``"first"``: the first threshold where enough items are accepted for a test to reject
+      (``n_cal * share >= min_rejectable``).
+
+    A start at the most confident 1 % decides nothing: too few items to reject.
+    """
+    share = np.asarray(share, float)
+    if rule == "first":
+        ok = np.flatnonzero(np.round(n_cal * share) >= min_rejectable(alpha, delta))
+        return int(ok[0]) if len(ok) else len(share) - 1
+    if rule not in ("likely", "expected"):
+        raise ValueError(f"start rule {rule!r}: choose likely, expected or first")
+    pr = predicted_rejection(share, n_train, k_train, n_cal, alpha, delta)
+    if pr.max() <= 0:
+        return len(share) - 1
+    if rule == "expected":
+        return int(np.argmax(share * pr))
+    return int(np.flatnonzero(pr >= pr.max() - 0.01)[-1])
+
+
+def threshold_grid(u_train, size: int = 200) -> np.ndarray:
+    """The thresholds tested: up to ``size`` distinct quantiles of the uncertainties of the
+    training share (never of the calibration rows), ascending, the last one +inf (accept
+    every item)."""
+    u = np.asarray(u_train, dtype=float)
+    u = u[np.isfinite(u)]
+    q = np.unique(np.quantile(u, np.linspace(0, 1, size + 1)[1:], method="inverted_cdf")) \
+        if len(u) else np.array([])
+    return np.append(q[:-1] if len(q) else q, np.inf)
+
+
+def ltt_threshold(u, loss, grid, alpha: float, delta: float, start: int = 0) -> dict:
+    """The trust-or-escalate threshold on calibration items ``(u, loss)``: fixed-sequence
+    testing of ``H_j: R(grid[j]) > alpha`` from ``start`` upward at level ``delta``.
+
+    Returns a dict: ``index`` (of the chosen threshold in ``grid``, -1 when nothing can be
+    accepted), ``threshold`` (-inf then), ``n`` / ``k`` / ``p`` (per threshold) and
+    ``accepted`` / ``risk`` (on these calibration items at the chosen threshold).
+    """
+    u, loss = np.asarray(u, dtype=float), np.asarray(loss, dtype=float)
+    n, k = accepted_counts(u, loss, grid)
+    p = binomial_pvalues(k, n, alpha)
+    j = int(fixed_sequence(p, delta, start))
+    thr = float(grid[j]) if j >= 0 else -math.inf
+    acc = u <= thr
+    return {"index": j, "threshold": thr, "n": n, "k": k, "p": p, "start": int(start),
+            "accepted": float(acc.mean()) if len(u) else 0.0,
+            "risk": float(loss[acc].mean()) if acc.any() else 0.0}

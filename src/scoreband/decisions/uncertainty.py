@@ -1,0 +1,239 @@
+"""How unsure each item's score is: the uncertainty that trust-or-escalate thresholds.
+
+Every estimator reads a :class:`Signals` (the score, optional feature columns, an optional
+uncertainty column, optional calibrator band widths) and returns one number per item, larger
+= less sure. The learned ones are fitted on the training share of the labeled rows (their
+losses and absolute residuals under the map) and save as plain JSON (:meth:`to_dict`).
+
+========================  ==============================================================
+``knn-miss``              k-NN estimate of ``P(|y - m| > tol)`` given the score
+``knn-abs``               k-NN estimate of ``E|y - m|`` given the score
+``knn-miss-features``     k-NN ``P(|y - m| > tol)`` given the score and ``features``
+                          (breaks the large blocks of tied scores a judge writes)
+``fitted-abs``            ``E|y - m|`` given the score, a binned fit (20 score quantiles)
+``judge-confidence``      1 - the judge's own top probability (softmax of log-prob features)
+``band-width``            the width of a calibrator's band (``--calibrator``)
+``column``                a column of the table, as it is (``--uncertainty``)
+========================  ==============================================================
+
+Which one to use is chosen on the training share (:func:`choose_uncertainty`); the
+guarantee never depends on the choice, only on the calibration rows not being seen by it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scoreband.errors import InputError
+
+__all__ = ["Signals", "UNCERTAINTIES", "available", "make_uncertainty", "uncertainty_from_dict",
+           "choose_uncertainty"]
+
+UNCERTAINTIES = ("knn-miss", "knn-abs", "knn-miss-features", "fitted-abs", "judge-confidence",
+                 "band-width", "column")
+
+
+@dataclass
+class Signals:
+    """What an uncertainty may read, per item: ``score`` (n,), ``features`` (n, d) or None,
+    ``column`` (n,) or None, ``band`` (n,) band widths or None."""
+
+    score: np.ndarray
+    features: np.ndarray | None = None
+    column: np.ndarray | None = None
+    band: np.ndarray | None = None
+
+    def take(self, idx) -> Signals:
+        def t(a):
+            return None if a is None else a[idx]
+
+        return Signals(self.score[idx], t(self.features), t(self.column), t(self.band))
+
+
+def _is_logprob(features) -> bool:
+    return features is not None and features.shape[1] >= 2 and bool(np.all(features <= 1e-9))
+
+
+def available(sig: Signals) -> list[str]:
+    """The uncertainties these signals allow."""
+    out = ["knn-miss", "knn-abs", "fitted-abs"]
+    if sig.features is not None:
+        out.append("knn-miss-features")
+    if _is_logprob(sig.features):
+        out.append("judge-confidence")
+    if sig.band is not None:
+        out.append("band-width")
+    if sig.column is not None:
+        out.append("column")
+    return out
+
+
+class _Fixed:
+    """An uncertainty read off the signals, nothing fitted."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def fit(self, sig, loss, absres):
+        return self
+
+    def predict(self, sig: Signals) -> np.ndarray:
+        if self.name == "column":
+            return np.asarray(sig.column, float)
+        if self.name == "band-width":
+            return np.asarray(sig.band, float)
+        f = np.asarray(sig.features, float)  # judge-confidence: softmax of log-probs
+        z = f - f.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return 1.0 - p.max(axis=1) / p.sum(axis=1)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name}
+
+
+class _Knn:
+    """k-NN mean of a per-item quantity (the loss, or |residual|) over standardised inputs;
+    training items are ordered by their identity (``keys``) so tied distances break the
+    same way whatever the table's row order."""
+
+    def __init__(self, name: str, k: int | None = None):
+        self.name = name
+        self.k = k
+        self.X: np.ndarray | None = None
+        self.v: np.ndarray | None = None
+        self.mu = self.sd = None
+
+    def _inputs(self, sig: Signals) -> np.ndarray:
+        cols = [np.asarray(sig.score, float)[:, None]]
+        if self.name == "knn-miss-features":
+            cols.append(np.asarray(sig.features, float))
+        return np.hstack(cols)
+
+    def fit(self, sig, loss, absres, keys=None):
+        X = self._inputs(sig)
+        self.mu, self.sd = X.mean(axis=0), X.std(axis=0)
+        self.sd[self.sd == 0] = 1.0
+        order = np.argsort(keys, kind="stable") if keys is not None else np.arange(len(X))
+        self.X = ((X - self.mu) / self.sd)[order]
+        # the quantity averaged; a miss rate breaks its ties by the neighbours' mean
+        # |residual| (a thousandth of the scale's weight), so tied rates do not force
+        # whole blocks of items in or out together
+        v = np.asarray(absres if self.name == "knn-abs" else loss, float)
+        if self.name != "knn-abs":
+            a = np.asarray(absres, float)
+            v = v + 1e-3 * a / max(float(a.max()), 1e-12)
+        self.v = v[order]
+        n = len(self.X)
+        self.k = int(min(n, self.k or max(10, round(np.sqrt(n)))))
+        return self
+
+    def predict(self, sig: Signals) -> np.ndarray:
+        from sklearn.neighbors import NearestNeighbors
+
+        X = (self._inputs(sig) - self.mu) / self.sd
+        nn = NearestNeighbors(n_neighbors=self.k).fit(self.X)
+        _, idx = nn.kneighbors(X)
+        return self.v[idx].mean(axis=1)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "k": self.k, "mu": self.mu.tolist(), "sd": self.sd.tolist(),
+                "X": np.round(self.X, 10).tolist(), "v": self.v.tolist()}
+
+    @classmethod
+    def from_dict(cls, d):
+        self = cls(d["name"], int(d["k"]))
+        self.mu, self.sd = np.asarray(d["mu"], float), np.asarray(d["sd"], float)
+        self.X, self.v = np.asarray(d["X"], float), np.asarray(d["v"], float)
+        if self.X.ndim != 2 or len(self.X) != len(self.v) or not 0 < self.k <= len(self.v):
+            raise InputError("the rule's k-NN uncertainty is malformed; fit the rule again")
+        return self
+
+
+class _Binned:
+    """``E|residual|`` given the score: means over score-quantile bins, interpolated."""
+
+    name = "fitted-abs"
+
+    def __init__(self, bins: int = 20):
+        self.bins = bins
+        self.x = self.c = None
+
+    def fit(self, sig, loss, absres, keys=None):
+        s, a = np.asarray(sig.score, float), np.asarray(absres, float)
+        edges = np.unique(np.quantile(s, np.linspace(0, 1, self.bins + 1)))
+        if len(edges) < 2:
+            self.x, self.c = np.array([s.mean()]), np.array([a.mean()])
+            return self
+        b = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, len(edges) - 2)
+        keep = np.bincount(b, minlength=len(edges) - 1) > 0
+        sums = np.bincount(b, weights=a, minlength=len(edges) - 1)
+        cnt = np.bincount(b, minlength=len(edges) - 1)
+        xs = np.bincount(b, weights=s, minlength=len(edges) - 1)
+        self.x, self.c = (xs / np.maximum(cnt, 1))[keep], (sums / np.maximum(cnt, 1))[keep]
+        return self
+
+    def predict(self, sig: Signals) -> np.ndarray:
+        return np.interp(np.asarray(sig.score, float), self.x, self.c)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "x": self.x.tolist(), "c": self.c.tolist()}
+
+    @classmethod
+    def from_dict(cls, d):
+        self = cls()
+        self.x, self.c = np.asarray(d["x"], float), np.asarray(d["c"], float)
+        return self
+
+
+def make_uncertainty(name: str):
+    """An unfitted estimator by name (see the module table)."""
+    if name in ("knn-miss", "knn-abs", "knn-miss-features"):
+        return _Knn(name)
+    if name == "fitted-abs":
+        return _Binned()
+    if name in ("judge-confidence", "band-width", "column"):
+        return _Fixed(name)
+    raise InputError(f"uncertainty {name!r}: choose one of {', '.join(UNCERTAINTIES)}")
+
+
+def uncertainty_from_dict(d: dict):
+    name = d.get("name") if isinstance(d, dict) else None
+    try:
+        if name in ("knn-miss", "knn-abs", "knn-miss-features"):
+            return _Knn.from_dict(d)
+        if name == "fitted-abs":
+            return _Binned.from_dict(d)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"the rule's uncertainty {name!r} is unreadable ({e}); fit the rule "
+                         "again") from None
+    return make_uncertainty(str(name))
+
+
+def _fit(est, sig, loss, absres, keys):
+    if isinstance(est, _Fixed):
+        return est
+    return est.fit(sig, loss, absres, keys=keys)
+
+
+def choose_uncertainty(names, sig: Signals, loss, absres, folds, keys, merit
+                       ) -> tuple[str, dict[str, float], dict[str, np.ndarray]]:
+    """Pick the uncertainty with the best ``merit(u, loss)`` on the training share, each
+    learned one cross-fitted over ``folds`` (0 / 1 per training item, from the items'
+    identity) so no item judges itself. Returns ``(name, merit per name, cross-fitted u
+    per name)``."""
+    scores, crossfit = {}, {}
+    for name in names:
+        u = np.empty(len(loss))
+        for f in (0, 1):
+            tr, te = folds != f, folds == f
+            if not tr.any() or not te.any():
+                u = _fit(make_uncertainty(name), sig, loss, absres, keys).predict(sig)
+                break
+            est = _fit(make_uncertainty(name), sig.take(tr), loss[tr], absres[tr], keys[tr])
+            u[te] = est.predict(sig.take(te))
+        crossfit[name] = u
+        scores[name] = float(merit(u, loss))
+    best = max(names, key=lambda k: (scores[k], -names.index(k)))
+    return best, scores, crossfit
