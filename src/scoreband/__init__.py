@@ -9,7 +9,7 @@ The table functions of :mod:`scoreband.api` are here too (loaded on first use, s
 from scoreband._version import __version__  # noqa: E402
 from scoreband.records import Band, Predictions, Record, Scale  # noqa: E402
 
-_API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "read_table",
+_API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "propose_labels", "read_table",
         "example_table", "CalibrationConfig")
 
 __all__ = ["Band", "Predictions", "Record", "Scale", "__version__", *_API]

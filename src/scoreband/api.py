@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with score
 from scoreband.records import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
-           "calibrate", "recalibrate", "apply", "apply_file", "systems",
+           "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
 
 @dataclass
@@ -431,15 +431,20 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
 def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | list[str],
             target: str, scale: str | tuple[float, float] | Scale,
             item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
-            plan: float | None = None, strict: bool = False, seed: int = 0) -> SystemsResult:
+            plan: float | None = None, strict: bool = False, seed: int = 0,
+            inclusion_prob: str | None = None, strata: str | None = None) -> SystemsResult:
     """Which system is better, and by how much in human terms: each system's mean human
     score with a ``1 - alpha`` Student-t interval from its few labeled rows and many scored
     ones, assuming the labeled rows are a random sample of each system's rows (PPI++;
     ``method`` ``ppi`` or ``classical`` for the labels alone; at least 5 labels per
     system), every pair's difference (paired on the items labeled for both when
     ``item_col`` is given and enough are, else unpaired, said per pair), Holm-adjusted
-    p-values and simultaneous rank sets. ``table``: a DataFrame or a path; rows with an empty ``target`` are
-    unlabeled; ``score``: one column name or several (combined in one cross-fitted map).
+    p-values and simultaneous rank sets. ``table``: a DataFrame or a path; rows with an
+    empty ``target`` are unlabeled; ``score``: one column name or several (combined in one
+    cross-fitted map). ``inclusion_prob``: the column of each row's probability of having
+    been labeled (from :func:`propose_labels`): the inverse-probability-weighted
+    (self-normalised) PPI++ estimate; ``strata``: a column to estimate stratum by stratum
+    and combine by size (stratified PPI++).
     Returns a :class:`scoreband.inference.systems.SystemsResult` (``.doc``, ``.table()``,
     ``.write(out, html=None)``); the same as ``scoreband systems``.
 
@@ -458,4 +463,25 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
 
     return systems_study(_frame(table), system_col=system_col, scores=score, target=target,
                          scale=scale, item_col=item_col, alpha=alpha, method=method,
-                         plan=plan, strict=strict, seed=seed)
+                         plan=plan, strict=strict, seed=seed, inclusion_prob=inclusion_prob,
+                         strata=strata)
+
+
+def propose_labels(table: pd.DataFrame | str | Path, *, system_col: str, n_labels: float,
+                   score: str | list[str] = (), target: str | None = None, scale=None,
+                   item_col: str | None = None, calibrator=None, strata: str | None = None,
+                   mix: float = 0.5, seed: int = 0, alpha: float = 0.05,
+                   plan: float | None = None):
+    """Which rows to send to humans for :func:`systems`: ``n_labels`` expected new labels
+    per system, each row (or item, with ``item_col``) drawn with a probability proportional
+    to the metric's uncertainty there (``calibrator``'s band width, else a residual model
+    on the rows already labeled, else uniform) mixed with uniform (``mix``) and capped.
+    Returns a :class:`scoreband.inference.propose.Proposal` whose ``table`` holds every input
+    row and column plus ``inclusion_prob`` and ``propose_label``; label the proposed rows and
+    pass ``inclusion_prob="inclusion_prob"`` to :func:`systems`. The same as ``scoreband
+    systems --propose-labels N``."""
+    from scoreband.inference.propose import propose_labels as _propose  # lazy: scipy
+
+    return _propose(_frame(table), system_col=system_col, n_labels=n_labels, scores=score,
+                    target=target, scale=scale, item_col=item_col, calibrator=calibrator,
+                    strata=strata, mix=mix, seed=seed, alpha=alpha, plan=plan)

@@ -12,6 +12,7 @@ from rich.table import Table
 from scoreband import api
 from scoreband.cli._app import app, console, guard, report_rows, warn
 from scoreband.cli._options import HtmlOpt, Table_, open_unit, positive
+from scoreband.engine.stream import as_text
 from scoreband.errors import InputError
 from scoreband.inference import MIN_LABELS
 from scoreband.tables import read_table, write_table
@@ -95,17 +96,10 @@ def systems(
                          "--propose-labels runs without labels)")
     if calibrator is not None:
         raise InputError("--calibrator is read by --propose-labels only")
-    if inclusion_prob is None and strata is None:
-        res = api.systems(table, system_col=system_col, score=score or [], target=target,
-                          scale=scale, item_col=item_col, alpha=alpha, method=method,
-                          plan=plan, strict=strict, seed=seed)
-    else:  # api.systems gains inclusion_prob / strata: see the issue 35 report
-        from scoreband.inference.systems import systems_study  # lazy: loads scipy
-
-        res = systems_study(read_table(table), system_col=system_col, scores=score or [],
-                            target=target, scale=scale, item_col=item_col, alpha=alpha,
-                            method=method, plan=plan, strict=strict, seed=seed,
-                            inclusion_prob=inclusion_prob, strata=strata)
+    res = api.systems(table, system_col=system_col, score=score or [], target=target,
+                      scale=scale, item_col=item_col, alpha=alpha, method=method,
+                      plan=plan, strict=strict, seed=seed, inclusion_prob=inclusion_prob,
+                      strata=strata)
     report_rows(res.errors, res.doc["n_rows"])
     for w in res.warnings:
         warn(w)
@@ -159,12 +153,11 @@ def _print(doc: dict) -> None:
 
 def _propose(table, system_col, scores, target, scale, out, item_col, n, calibrator, strata,
              mix, seed, alpha, plan) -> None:
-    from scoreband.inference.propose import propose_labels  # lazy: loads scipy
-
-    prop = propose_labels(read_table(table), system_col=system_col, scores=scores,
-                          target=target, scale=scale, item_col=item_col, n_labels=n,
-                          calibrator=calibrator, strata=strata, mix=mix, seed=seed,
-                          alpha=alpha, plan=plan)
+    # the table comes back as it went in: its cells read as text for a text output
+    prop = api.propose_labels(read_table(table, text=as_text(out)), system_col=system_col,
+                              score=scores, target=target, scale=scale, item_col=item_col,
+                              n_labels=n, calibrator=calibrator, strata=strata, mix=mix,
+                              seed=seed, alpha=alpha, plan=plan)
     report_rows(prop.errors, prop.doc["n_rows"])
     for w in prop.warnings:
         warn(w)
