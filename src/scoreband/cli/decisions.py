@@ -1,0 +1,221 @@
+"""triage: which judge scores can be kept as they are, and which must a human redo."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from scoreband.cli._app import app, console, fail, guard, report_rows, warn
+from scoreband.cli._options import HtmlOpt, IdOpt, open_unit
+from scoreband.textsafe import plain
+
+
+class _Later(os.PathLike):
+    """An output path the command checks itself (``--apply-out``): read by the output
+    policy as neither an input nor, until it is declared one, an output."""
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def _later(value: str | None):
+    return None if value is None else _Later(value)
+
+
+def _nonnegative(value: float | None) -> float | None:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value:g} is not a finite number >= 0")
+    return value
+
+
+@app.command()
+@guard
+def triage(
+    labeled: Annotated[Path | None, typer.Argument(
+        help="Labeled table: the human score (--target) and the judge's score (--score) "
+             "per row. Omit it with --rule.")] = None,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Column of the human score (mean rating).")] = None,
+    scale: Annotated[str | None, typer.Option(
+        "--scale", help="Scale of the human score, 'A,B' (e.g. 1,5).")] = None,
+    score: Annotated[str | None, typer.Option(
+        "--score", help="Column of the judge's or metric's score, on any scale (--map puts "
+                        "it on the human one).")] = None,
+    tolerance: Annotated[float | None, typer.Option(
+        "--tolerance", callback=_nonnegative,
+        help="How far from the human score a kept score may be, in the target's units "
+             "(e.g. 0.5 on 1-5).")] = None,
+    alpha: Annotated[float, typer.Option(
+        "--risk", callback=open_unit,
+        help="At most this share of the trusted scores may be off by more than "
+             "--tolerance.")] = 0.1,
+    delta: Annotated[float, typer.Option(
+        "--delta", callback=open_unit,
+        help="The guarantee may fail with this probability over the draw of the labeled "
+             "rows.")] = 0.1,
+    out: Annotated[Path | None, typer.Option("--out", help="The rule, JSON.")] = None,
+    features: Annotated[str | None, typer.Option(
+        "--features", help="Comma list or glob (e.g. 'logp_*') of columns the uncertainty "
+                           "may read: a judge's score-token log-probs give its own "
+                           "confidence, and break ties between equal scores.")] = None,
+    uncertainty: Annotated[str | None, typer.Option(
+        "--uncertainty", help="Column of your own uncertainty per row (larger = less sure); "
+                              "a candidate for --by auto, or used alone with --by "
+                              "column.")] = None,
+    calibrator: Annotated[Path | None, typer.Option(
+        "--calibrator", help="Calibrator JSON (from `scoreband calibrate`, fitted on OTHER "
+                             "rows): its band width is a candidate uncertainty "
+                             "(band-width).")] = None,
+    by: Annotated[str, typer.Option(
+        "--by", help="The uncertainty: auto (the one that accepts most on the training "
+                     "share) | knn-miss | knn-abs | knn-miss-features | fitted-abs | "
+                     "judge-confidence | band-width | column.")] = "auto",
+    map_: Annotated[str, typer.Option(
+        "--map", help="tolerance (near each score, the human score most often within "
+                      "--tolerance; monotone) | isotonic (the monotone mean) | none (the "
+                      "score is on the target's scale).")] = "tolerance",
+    groups: Annotated[str | None, typer.Option(
+        "--groups", help="Column of tasks / groups: a threshold and a guarantee per "
+                         "group.")] = None,
+    train_frac: Annotated[float, typer.Option(
+        "--train-frac", callback=open_unit,
+        help="Share of the labeled rows that fit the map, the uncertainty and the "
+             "sequence start; the rest calibrate the threshold.")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the training / "
+                                                            "calibration split.")] = 0,
+    id_col: IdOpt = None,
+    rule: Annotated[Path | None, typer.Option(
+        "--rule", help="A saved rule (from --out) to apply, instead of fitting one.")] = None,
+    apply_table: Annotated[Path | None, typer.Option(
+        "--apply", help="Table to triage with the rule (every row and column kept).")] = None,
+    apply_out: Annotated[str | None, typer.Option(
+        "--apply-out", callback=_later, help="Where the triaged table goes "
+                                             "(.csv .tsv .jsonl .parquet).")] = None,
+    html: HtmlOpt = None,
+):
+    """Trust or escalate with a guaranteed risk: keep the judge's score where its
+    uncertainty is at most a threshold, send the rest to a human. The threshold is chosen
+    on the labeled rows (Learn-then-Test, fixed-sequence binomial tests) so that among the
+    kept scores at most --risk are off the human score by more than --tolerance, with
+    probability at least 1 - --delta over the draw of the labeled rows, for rows drawn
+    like them.
+
+    The labeled rows are split by their identity (--seed): a training share fits the map
+    onto the human scale, the uncertainty and where the tests start; the rest calibrate
+    the threshold, seen by nothing else. The rule JSON says the threshold, the share
+    accepted, the guarantee in words and what keeping every score risks. Triaged tables
+    get triage_score (on the human scale), triage_uncertainty, trusted (True / False) and
+    triage_error (why a row could not be judged: such a row is escalated).
+
+    Fit: scoreband triage labeled.csv --target human --scale 1,5 --score judge_score
+    --features 'logp_*' --tolerance 0.5 --risk 0.1 --delta 0.1 --out rule.json
+    --apply unlabeled.csv --apply-out triaged.csv
+
+    Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
+    --apply-out triaged.csv
+    """
+    from scoreband.decisions.triage import fit_triage, load_rule
+
+    if (apply_table is None) != (apply_out is None):
+        fail("give both --apply TABLE and --apply-out OUT (the triaged table), or neither")
+    if labeled is not None and rule is not None:
+        fail("give either a LABELED table to fit a rule or --rule RULE to apply one, not "
+             "both")
+    if apply_out is not None:
+        _check_apply_out(apply_out.path, out, html)
+    if labeled is None:
+        if rule is None:
+            fail("give the LABELED table (with --target, --scale, --score, --tolerance and "
+                 "--out) or --rule RULE with --apply TABLE --apply-out OUT")
+        if apply_table is None:
+            fail("--rule: give --apply TABLE --apply-out OUT (the rows to triage)")
+        fitted, rule_path = load_rule(rule), rule
+    else:
+        missing = [f for f, v in (("--target", target), ("--scale", scale), ("--score", score),
+                                  ("--tolerance", tolerance), ("--out", out)) if v is None]
+        if missing:
+            fail(f"fitting a rule needs {', '.join(missing)}")
+        from scoreband.columns import needed_columns
+        from scoreband.tables import read_table
+
+        spec = {"target": target, "median": score, "groups": groups, "id_col": id_col,
+                "features": features}
+        df = read_table(labeled, columns=needed_columns(labeled, spec, [uncertainty]))
+        fitted = fit_triage(df, target=target, score=score, scale=scale,
+                            tolerance=tolerance, alpha=alpha, delta=delta,
+                            features=features or (), groups=groups, uncertainty=uncertainty,
+                            calibrator=calibrator, by=by, map=map_, train_frac=train_frac,
+                            seed=seed, id_col=id_col)
+        report_rows(fitted.errors, len(df))
+        for w in fitted.warnings:
+            warn(w)
+        fitted.report["table"] = str(labeled)
+        fitted.save(out)
+        rule_path = out
+        if html:
+            from scoreband.decisions.report import write_triage_html
+
+            write_triage_html(fitted, html)
+        _print_rule(fitted)
+        console.print(f"wrote {plain(out)}" + (f" and {plain(html)}" if html else ""))
+    if apply_table is not None:
+        _apply(fitted, rule_path, apply_table, apply_out.path)
+
+
+def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
+    from scoreband.files import check_output
+
+    for what, other in (("--out", out), ("--html", html)):
+        if other is not None and path.expanduser().resolve() == other.expanduser().resolve():
+            fail(f"--apply-out and {what} name the same path {str(path)!r}; give each output "
+                 "its own")
+    check_output(path, what="--apply-out")
+
+
+def _apply(fitted, rule_path: Path, table: Path, out: Path) -> None:
+    from scoreband.cli._rows import run_stage
+
+    run, stage = run_stage(table, out, "scoreband.decisions.stage:triage_stage",
+                           {"rule": str(rule_path)}, None, error_column="triage_error",
+                           local={"on_warning": warn}, vectorized=True)
+    report_rows(stage.errors, run.rows, action="escalated (could not be judged)")
+    if stage.judged == 0:
+        fail(f"no row of {str(table)!r} could be triaged (see the reasons above)")
+    console.print(f"trusted {stage.trusted:,} of {run.rows:,} rows "
+                  f"({stage.trusted / max(run.rows, 1):.1%}); escalate the other "
+                  f"{run.rows - stage.trusted:,} -> {plain(out)}")
+
+
+def _print_rule(rule) -> None:
+    rep = rule.report
+    t = Table(title=f"trust or escalate: off by more than {rule.tolerance:g} at most "
+                    f"{rule.alpha:.0%} of kept scores, with probability "
+                    f"{1 - rule.delta:.0%}")
+    for c in ("group", "calibration rows", "threshold", "accepted", "risk (calibration)",
+              "accept-all risk"):
+        t.add_column(c, justify="left" if c == "group" else "right", overflow="fold")
+    for g, v in rule.groups.items():
+        r = v.get("risk_on_calibration")
+        aa = v.get("accept_all_risk")
+        t.add_row(plain(g), str(v["n_calibration"]), f"{v['threshold']:.4g}",
+                  f"{v['accepted_share']:.1%}", "-" if r is None else f"{r:.3f}",
+                  "-" if aa is None else f"{aa:.3f}")
+    console.print(t)
+    ch = rep["uncertainty_choice"]
+    console.print(f"uncertainty: {ch['chosen']} (expected share kept on the training share: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in ch["training_share_accepted"].items())
+                  + f"); map: {rule.map.kind}", soft_wrap=False)
+    console.print(f"accepting every score would be off by more than {rule.tolerance:g} for "
+                  f"{rep['accept_all_risk']:.1%} of the calibration rows")

@@ -1,0 +1,178 @@
+"""Trust or escalate in a report and in the demo: the figure (risk and accepted share against
+the threshold, the chosen one marked), an HTML fragment, a report section in the shape of
+:mod:`scoreband.report.html`'s sections, and the accepted share for the demo's world."""
+
+from __future__ import annotations
+
+import html as _html
+import math
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["triage_figure", "triage_html", "triage_section", "write_triage_html",
+           "accepted_share"]
+
+
+def _doc(rule) -> dict:
+    """A rule's JSON document (a :class:`TriageRule`, a dict read from rule.json, or its
+    path)."""
+    if isinstance(rule, dict):
+        return rule
+    if isinstance(rule, (str, Path)):
+        from scoreband.files import read_json
+
+        return read_json(rule, what="triage rule")
+    from scoreband.files import to_jsonable
+
+    return to_jsonable(rule.to_dict())
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def triage_figure(rule):
+    """A matplotlib figure: on the calibration rows, the risk among accepted items (left
+    axis, the target ``alpha`` dashed) and the share accepted (right axis) against the
+    threshold on the uncertainty; the chosen threshold marked (none when nothing could be
+    trusted). ``rule``: a :class:`TriageRule`, its JSON document or its path."""
+    from scoreband.report.blocks import _plt
+
+    doc = _doc(rule)
+    plt = _plt()
+    c = doc["report"]["curve"]
+    thr = np.array([_num(v) for v in c["threshold"]])
+    share = np.array([_num(v) for v in c["accepted_share"]])
+    risk = np.array([_num(v) for v in c["risk"]])
+    fin = np.isfinite(thr)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(thr[fin], risk[fin], color="C3", lw=2, label="risk among accepted")
+    ax.axhline(doc["risk"], color="C3", ls="--", lw=1, label=f"alpha = {doc['risk']:g}")
+    ax.set_xlabel(f"threshold on the uncertainty ({doc['uncertainty']})")
+    ax.set_ylabel(f"P(off by > {doc['tolerance']:g})", color="C3")
+    ax.set_ylim(0, max(0.05, float(np.nanmax(risk[fin], initial=0)) * 1.1,
+                       doc["risk"] * 1.5))
+    ax2 = ax.twinx()
+    ax2.plot(thr[fin], share[fin], color="C0", lw=2, label="accepted share")
+    ax2.set_ylabel("share accepted", color="C0")
+    ax2.set_ylim(0, 1.02)
+    for name, g in doc["groups"].items():
+        t = _num(g["threshold"])
+        if math.isfinite(t):
+            ax.axvline(t, color="k", lw=1)
+            label = "" if name == "(all)" else f"{name}: "
+            ax.annotate(f"{label}{g['accepted_share']:.0%} kept", (t, ax.get_ylim()[1]),
+                        xytext=(3, -12), textcoords="offset points", fontsize=8)
+        elif t == math.inf and fin.any():
+            ax.axvline(thr[fin].max(), color="k", lw=1)
+    lines = ax.get_lines()[:2] + ax2.get_lines()[:1]
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="center right", fontsize=8)
+    ax.set_title("trust or escalate (calibration rows)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _verdict(doc: dict) -> str:
+    share = doc.get("accepted_share")
+    share = doc["report"].get("accepted_share") if share is None else share
+    return (f"Keep {share:.0%} of the judge's scores as they are and escalate the rest: "
+            f"{doc['guarantee']} Accepting every score: off by more than "
+            f"{doc['tolerance']:g} for {doc['accept_all_risk']:.0%} of the calibration rows.")
+
+
+def _rows(doc: dict) -> list[list[str]]:
+    rows = []
+    for name, g in doc["groups"].items():
+        r = g.get("risk_on_calibration")
+        aa = g.get("accept_all_risk")
+        rows.append([name, str(g["n_calibration"]), f"{_num(g['threshold']):.4g}",
+                     f"{g['accepted_share']:.1%}", "-" if r is None else f"{r:.3f}",
+                     "-" if aa is None else f"{aa:.3f}", g.get("note") or ""])
+    return rows
+
+
+HEADER = ["group", "calibration rows", "threshold", "accepted", "risk among accepted",
+          "accept-all risk", "note"]
+
+
+def triage_section(rule) -> dict:
+    """The report section of a rule, shaped as :mod:`scoreband.report.html`'s sections
+    (``{"title", "verdict", "blocks"}``)."""
+    from scoreband.report.blocks import _fig, _svg, _table
+
+    doc = _doc(rule)
+    return {"title": f"trust or escalate: {doc['report'].get('table', '')}".rstrip(": "),
+            "verdict": _verdict(doc),
+            "blocks": [_fig(_svg(triage_figure(doc)),
+                            "Risk among the accepted calibration rows and the share accepted "
+                            "against the threshold; the vertical line is the threshold "
+                            "Learn-then-Test chose."),
+                       _table(HEADER, _rows(doc), f"uncertainty {doc['uncertainty']}, map "
+                                                  f"{doc['map_kind']}, delta {doc['delta']:g}")]}
+
+
+def triage_html(rule) -> str:
+    """A self-contained HTML fragment (``<section>``): the verdict, the figure as inline
+    SVG and the per-group table."""
+    from scoreband.report.blocks import _svg
+
+    doc = _doc(rule)
+    esc = _html.escape
+    head = "".join(f"<th>{esc(h)}</th>" for h in HEADER)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>"
+                   for r in _rows(doc))
+    return (f'<section class="triage"><h2>Trust or escalate</h2><p>{esc(_verdict(doc))}</p>'
+            f"{_svg(triage_figure(doc))}<table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></section>")
+
+
+def write_triage_html(rule, out) -> Path:
+    """A standalone page with :func:`triage_html` (``scoreband triage --html``)."""
+    from scoreband.files import atomic_write_text
+
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>trust or escalate"
+            "</title><style>body{font-family:sans-serif;max-width:52em;margin:2em auto}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em}"
+            "</style></head><body>" + triage_html(rule) + "</body></html>")
+    atomic_write_text(Path(out), page)
+    return Path(out)
+
+
+def accepted_share(y, score, *, scale, tolerance: float, alpha: float = 0.1,
+                   delta: float = 0.1, uncertainty=None, features=None, seed: int = 0,
+                   map: str = "tolerance") -> dict:
+    """The demo's question on its embedded world: of these labeled items (human target
+    ``y`` and the judge's / scorer's ``score``, both (n,)), what share can be trusted at
+    ``tolerance`` with risk ``alpha`` (probability ``1 - delta``)?
+
+    ``uncertainty``: (n,) per item (e.g. a band's width), a candidate beside the fitted
+    ones; ``features``: (n, d) (e.g. log-probs). Returns ``accepted_share`` (on the
+    calibration share), ``threshold``, ``uncertainty`` (the one chosen),
+    ``accept_all_risk``, ``risk_among_accepted`` (calibration share), ``n_labeled`` and
+    ``guarantee`` (in words).
+
+    >>> rng = np.random.default_rng(0)
+    >>> sd = 0.1 + rng.uniform(size=1500) * 0.6                # how unsure each score is
+    >>> y = rng.uniform(1, 5, 1500); s = y + rng.normal(0, sd)
+    >>> r = accepted_share(y, s, scale=(1, 5), tolerance=0.5, alpha=0.1, uncertainty=sd)
+    >>> 0.3 < r["accepted_share"] < 1.0, r["accept_all_risk"] > 0.1, r["uncertainty"]
+    (True, True, 'column')
+    """
+    from scoreband.decisions.triage import _summary, fit_triage_arrays
+    from scoreband.decisions.uncertainty import Signals
+
+    s = np.asarray(score, float)
+    sig = Signals(s, None if features is None else np.asarray(features, float),
+                  None if uncertainty is None else np.asarray(uncertainty, float))
+    rule = fit_triage_arrays(s, np.asarray(y, float), scale=scale, tolerance=tolerance,
+                             alpha=alpha, delta=delta, signals=sig, seed=seed, map=map)
+    rep = rule.report
+    return {"accepted_share": rep["accepted_share"], "threshold": rule.threshold,
+            "uncertainty": rule.uncertainty.name, "accept_all_risk": rep["accept_all_risk"],
+            "risk_among_accepted": rep["risk_among_accepted_on_calibration"],
+            "n_labeled": rep["n_labeled"], "tolerance": tolerance, "alpha": alpha,
+            "delta": delta, "guarantee": _summary(rule)["guarantee"]}
