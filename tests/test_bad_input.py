@@ -110,7 +110,32 @@ def w(tmp_path_factory):
     (w / "afile").write_text("x")
     judge_table(200).to_csv(w / "judged.csv", index=False)
     Image.new("RGB", (8, 8)).save(w / "tiny.png")
+    _bad_results(w)
     return w
+
+
+def _bad_results(w):
+    """Results files edited by hand: what `report` must name (file and key), never crash on."""
+    r = runner.invoke(app, ["evaluate", str(w / "small.csv"), *CRC, "--groups", "task",
+                            "--seeds", "2", "--out", str(w / "ev.json")])
+    assert r.exit_code == 0, r.output
+    ev = json.loads((w / "ev.json").read_text())
+    variants = {
+        "res_array.json": [ev], "res_alpha_text.json": {**ev, "alpha": "0.1"},
+        "res_empty_after.json": {**ev, "after": {}},
+        "res_empty_group.json": {**ev, "groups": {"colour": {}}},
+        "res_no_scale.json": {k: v for k, v in ev.items() if k != "scale"},
+        "res_null_mean.json": {**ev, "after": {**ev["after"], "coverage": {"mean": None}}},
+        "res_curve_text.json": {**ev, "calibration_curve": [{"nominal": "x", "coverage": 1}]},
+        "res_study_bogus.json": {"study": "bogus"},
+        "res_study_list.json": {"study": ["stress"]},
+        "res_judge_empty.json": {"study": "judge-study"},
+        "res_stress_empty.json": {"study": "stress", "alpha": 0.1, "distortions": {},
+                                  "findings": [], "k_sensitivity": {}},
+        "res_string.json": "results",
+    }
+    for name, doc in variants.items():
+        (w / name).write_text(json.dumps(doc))
 
 
 def _case(cmd, args, code=2, msg=""):
@@ -341,6 +366,29 @@ CASES = [
     _case("report", ["{w}/missing.json"], 2, "not a readable"),
     _case("report", ["{w}/split.json", "--out", "{w}/r.html"], 2, "not a scoreband results"),
     _case("report", ["{w}/ex.csv", "--out", "{w}/r.html"], 2, "not a readable"),
+    _case("report", ["{w}/res_array.json", "--out", "{w}/r.html"], 2, "res_array.json: not a "
+          "scoreband results file (evaluate, demo, judge-study, roundtrip-study, stress or "
+          "systems): a JSON array"),
+    _case("report", ["{w}/res_alpha_text.json", "--out", "{w}/r.html"], 2,
+          "res_alpha_text.json: field 'alpha': Input should be a valid number (got '0.1')"),
+    _case("report", ["{w}/res_empty_after.json", "--out", "{w}/r.html"], 2,
+          "res_empty_after.json: missing key 'after.coverage'"),
+    _case("report", ["{w}/res_empty_group.json", "--out", "{w}/r.html"], 2,
+          "res_empty_group.json: missing key 'groups.colour.n'"),
+    _case("report", ["{w}/res_no_scale.json", "--out", "{w}/r.html"], 2,
+          "res_no_scale.json: missing key 'scale'"),
+    _case("report", ["{w}/res_null_mean.json", "--out", "{w}/r.html"], 2,
+          "res_null_mean.json: field 'after.coverage.mean'"),
+    _case("report", ["{w}/res_curve_text.json", "--out", "{w}/r.html"], 2,
+          "field 'calibration_curve.0.nominal'"),
+    _case("report", ["{w}/res_study_bogus.json", "--out", "{w}/r.html"], 2,
+          "its key 'study' is 'bogus'"),
+    _case("report", ["{w}/res_study_list.json", "--out", "{w}/r.html"], 2, "its key 'study'"),
+    _case("report", ["{w}/res_judge_empty.json", "--out", "{w}/r.html"], 2,
+          "res_judge_empty.json: missing key 'alpha'"),
+    _case("report", ["{w}/res_stress_empty.json", "--out", "{w}/r.html"], 2,
+          "res_stress_empty.json: field 'distortions'"),
+    _case("report", ["{w}/res_string.json", "--out", "{w}/r.html"], 2, "a JSON string"),
     _case("world", ["--style", "magic", "--out", "{w}/ww"], 2, "--style"),
     _case("world", ["--p-corrupt", "2", "--out", "{w}/ww"], 2, "--p-corrupt"),
     _case("world", ["--out", "{w}/afile"], 2, "afile"),

@@ -1,13 +1,18 @@
 """Progress for long jobs, the same everywhere: in a terminal a rich bar with percentage,
 rate and ETA (or a spinner with the current step); piped to a file or a CI log, one plain
 line per few percent (or per step) with elapsed time and rows/s, so a silent job is never
-mistaken for a hung one."""
+mistaken for a hung one.
+
+Descriptions and step messages may quote the user's data (a judge's or a task's name, a
+path): they are shown as plain text, never as rich markup (:mod:`scoreband.textsafe`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from scoreband.textsafe import plain
 
 __all__ = ["row_progress", "step_status"]
 
@@ -29,9 +34,9 @@ def row_progress(console, description: str, total: int,
                 dt = time.perf_counter() - t0
                 if dt >= state.get("at", 5.0):
                     state["at"] = dt + 5.0
-                    console.print(f"{description}: {completed:,} rows, "
+                    console.print(f"{plain(description)}: {completed:,} rows, "
                                   f"{completed / dt:,.0f} rows/s, {dt:.0f} s elapsed",
-                                  soft_wrap=True)
+                                  soft_wrap=True, markup=False, emoji=False)
                 return
             frac = completed / total
             if frac + 1e-12 < state["next"] and completed < total:
@@ -39,9 +44,9 @@ def row_progress(console, description: str, total: int,
             dt = time.perf_counter() - t0
             rate = completed / dt if dt > 0 else float("inf")
             eta = (total - completed) / rate if rate > 0 else 0.0
-            console.print(f"{description}: {completed:,}/{total:,} rows ({frac:.0%}), "
+            console.print(f"{plain(description)}: {completed:,}/{total:,} rows ({frac:.0%}), "
                           f"{rate:,.1f} rows/s, {dt:.0f} s elapsed, ~{eta:.0f} s left",
-                          soft_wrap=True)
+                          soft_wrap=True, markup=False, emoji=False)
             while state["next"] <= frac + 1e-12:
                 state["next"] += every
 
@@ -56,10 +61,11 @@ def row_progress(console, description: str, total: int,
         TimeRemainingColumn,
     )
 
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+    prog = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                    TaskProgressColumn(),
                     MofNCompleteColumn(), TimeRemainingColumn(), console=console)
     prog.start()
-    task = prog.add_task(description, total=total or None)
+    task = prog.add_task(plain(description), total=total or None)
     try:
         yield lambda completed: prog.update(task, completed=completed)
     finally:
@@ -77,16 +83,21 @@ def step_status(console, description: str,
         yield lambda msg: None
         return
     if not console.is_terminal:
-        console.print(f"[{0:>4.0f} s] {description}", soft_wrap=True)
+        console.print(f"[{0:>4.0f} s] {plain(description)}", soft_wrap=True, markup=False,
+                      emoji=False)
         last = [-float("inf")]
 
         def step(msg: str) -> None:
             now = time.perf_counter()
             if now - last[0] >= every_s:
                 last[0] = now
-                console.print(f"[{now - t0:>4.0f} s] {msg}", soft_wrap=True)
+                console.print(f"[{now - t0:>4.0f} s] {plain(msg)}", soft_wrap=True,
+                              markup=False, emoji=False)
 
         yield step
         return
-    with console.status(description) as st:
-        yield lambda msg: st.update(f"{msg} ({time.perf_counter() - t0:.0f} s)")
+    from rich.text import Text
+
+    # a rich Spinner reads a str as markup: the text goes in as a Text
+    with console.status(Text(plain(description))) as st:
+        yield lambda msg: st.update(Text(f"{plain(msg)} ({time.perf_counter() - t0:.0f} s)"))

@@ -13,14 +13,18 @@ terminal   :func:`term`                  rich markup (``rich.markup.escape``); c
 figures    :func:`fig`                   matplotlib mathtext: ``$`` as ``\\$``; control
                                          characters as ``\\n`` ...
 markdown   :func:`md`                    ``\\ ` * _ [ ] | ~ $`` backslash-escaped, ``& < >``
-                                         as entities, newlines as spaces (one line, one
-                                         table cell); a leading ``#  - + = >`` escaped
+                                         as entities, control characters as ``\\n`` ...
+                                         (one line, one table cell); a leading
+                                         ``# - + = >`` or ``1.`` escaped
 HTML       :func:`html`                  ``html.escape`` (``& < > " '``)
 ========== ============================= ==================================================
 
-Use the function of the medium at the point the text is written, on the data only (never on
-markup that scoreband itself writes around it). Every function takes any object (``str()``
-of it) and is idempotent-safe in the sense that applying it once is always enough.
+Use the function of the medium at the point the text is written, once, on the data only
+(never on the markup scoreband writes around it). Every function takes any object (its
+``str()``). The CLI's consoles (:mod:`scoreband.cli._app`) print with markup and emoji codes
+off, so a plain ``console.print(f"wrote {path}")`` is already literal; a print that styles
+(``markup=True``) passes its data through :func:`term`. A figure label drawn with
+``text.parse_math`` off must not use :func:`fig` (its ``\\$`` would show).
 """
 
 from __future__ import annotations
@@ -46,9 +50,11 @@ def plain(text: object, *, lines: bool = False) -> str:
 
 
 def term(text: object, *, lines: bool = False) -> str:
-    """For the terminal (rich console markup): ``[bold]``, ``[/]``, ``[link=...]`` shown as
-    written; control characters as their escapes (:func:`plain`; ``lines=True`` keeps line
-    breaks).
+    """For the terminal, inside rich console markup: ``[bold]``, ``[/]``, ``[link=...]``
+    shown as written; control characters as their escapes (:func:`plain`; ``lines=True``
+    keeps line breaks). Put it between tags (``f"[bold]{term(name)}[/bold]"``): a trailing
+    backslash is doubled so that it cannot escape the tag after it (at the very end of a
+    markup string it would show twice; a rich ``Text`` with :func:`plain` has no markup).
 
     Examples
     --------
@@ -79,15 +85,16 @@ _MD_ORDERED = re.compile(r"^(\s*\d+)([.)])")
 
 
 def md(text: object) -> str:
-    """For markdown, in a paragraph, a heading or a table cell: one line; no pipe splits a
-    cell, no HTML, code, emphasis, link or list marker is made.
+    """For markdown, after other text in a paragraph or a heading, or in a table cell: one
+    line (a line break shows as ``\\n``, as in :func:`term` and :func:`fig`); no pipe splits
+    a cell, no HTML, code, emphasis, link, math or list marker is made.
 
     Examples
     --------
     >>> md("a|b <script>")
     'a\\\\|b &lt;script&gt;'
     """
-    s = plain(re.sub(r"\r\n|[\r\n]", " ", str(text)))
+    s = plain(text)
     s = _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group(0)], s)
     s = _MD_LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), s)
     return _MD_ORDERED.sub(lambda m: m.group(1) + "\\" + m.group(2), s)

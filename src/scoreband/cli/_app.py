@@ -22,7 +22,7 @@ from scoreband.errors import InputError, RowError, ScorebandError
 from scoreband.extras import install_hint
 from scoreband.files import check_output, check_readable, output_policy
 from scoreband.progress import step_status
-from scoreband.textsafe import md_unescape, plain, term
+from scoreband.textsafe import md_unescape, plain
 
 app = typer.Typer(
     name="scoreband",
@@ -53,9 +53,21 @@ def safe_streams() -> None:
 
 safe_streams()
 # Text that is data (names, paths, cells) is never interpreted: markup and emoji codes are
-# off by default; a print that styles passes markup=True and its data through textsafe.term.
+# off by default; a line that styles is a rich Text (:func:`styled`) with its data as plain
+# text (textsafe.plain: control characters shown as escapes).
 console = Console(markup=False, emoji=False)
 err = Console(stderr=True, markup=False, emoji=False)
+
+
+def styled(label: str, style: str, message: object = "", *, lines: bool = False):
+    """``label`` in ``style``, then ``message`` as it is (never markup; its control
+    characters shown as escapes, line breaks kept with ``lines``)."""
+    from rich.text import Text
+
+    text = Text(label, style=style)
+    if message != "":
+        text.append(" " + plain(message, lines=lines))
+    return text
 
 
 def _version(value: bool):
@@ -84,7 +96,7 @@ def _root(
 def fail(msg: str, code: int = 2):
     """Print an error (flags named as on this command line) and exit."""
     # the message is plain text: "[stress]" in an install line is not a style
-    err.print(f"[bold red]error:[/] {term(as_flags(msg), lines=True)}", markup=True)
+    err.print(styled("error:", "bold red", as_flags(msg), lines=True))
     raise typer.Exit(code)
 
 
@@ -101,13 +113,13 @@ def text_or_file(value: str | None) -> str | None:
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {term(message, lines=True)}", markup=True)
+    err.print(styled("warning:", "yellow", message, lines=True))
 
 
 def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> None:
     if not errors:
         return
-    err.print(f"[yellow]{len(errors)} of {total} rows {term(action)}:[/]", markup=True)
+    err.print(styled(f"{len(errors)} of {total} rows {plain(action)}:", "yellow"))
     for e in errors[:20]:
         err.print(f"  {plain(as_flags(str(e)))}")
     if len(errors) > 20:
@@ -268,7 +280,7 @@ def _show_warning_once(message, category, filename, lineno, file=None, line=None
     text = " ".join(str(message).split())
     if text not in _SHOWN:
         _SHOWN.add(text)
-        err.print(f"[yellow]warning:[/] {term(text)}", markup=True)
+        err.print(styled("warning:", "yellow", text))
 
 
 def print_warnings(messages) -> None:
@@ -303,7 +315,7 @@ def finish_rows(failures: dict[int, str], total: int, action: str, summary: str)
     0-based position -> reason; numbered from 1, as in every other report), print the
     summary, and exit 1 when no row succeeded (a run that did nothing is a failure)."""
     if failures:
-        err.print(f"[yellow]{len(failures)} of {total} rows {term(action)}:[/]", markup=True)
+        err.print(styled(f"{len(failures)} of {total} rows {plain(action)}:", "yellow"))
         for i, e in list(failures.items())[:20]:
             err.print(f"  row {i + 1}: {plain(e)}")
     console.print(plain(summary), soft_wrap=True)
@@ -319,6 +331,7 @@ def _markdown_tables(lines: list[str], width: int) -> list:
     import re
 
     from rich import box
+    from rich.cells import cell_len
     from rich.text import Text
 
     # cells split at the pipes that are not escaped (a name "a|b" is written a\\|b), shown as
@@ -330,7 +343,8 @@ def _markdown_tables(lines: list[str], width: int) -> list:
     rows = [(r + [""] * k)[:k] for r in rows]
     # a column's narrowest width without breaking a word, plus the 3 characters between
     # columns (a space of the box and one of padding on each side)
-    need = [max(len(w) for r in rows for w in (r[j].split() or [""])) + 3 for j in range(k)]
+    need = [max(cell_len(w) for r in rows for w in (r[j].split() or [""])) + 3
+            for j in range(k)]  # terminal cells: a CJK character takes two
     keys = list(range(min(2 if k >= 4 else 1, k)))
     groups, cur = [], []
     for j in range(len(keys), k):

@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, fail, guard, report_rows, run_study
+from scoreband.cli._app import app, console, fail, guard, report_rows, run_study, styled
 from scoreband.cli._options import (
     AlphaOpt,
     HtmlOpt,
@@ -21,7 +21,7 @@ from scoreband.cli._options import (
 )
 from scoreband.records import Scale
 from scoreband.tables import read_table
-from scoreband.textsafe import plain, term
+from scoreband.textsafe import plain
 
 
 @app.command()
@@ -90,8 +90,8 @@ def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
                   "(CRC), ch-ci-k = ch-ci with the cluster-conservative rule; width = "
                   "sharpness on [0, 1], cover = coverage, UPS = width-error correlation")
     for f in doc["_meta"]["findings"]:
-        mark = "[green]yes[/]" if f["holds"] else "[red]no[/]"
-        console.print(f"  {mark}  {term(f['claim'])} ({f['value']:.3f})", markup=True)
+        mark = styled("  yes", "green") if f["holds"] else styled("  no", "red")
+        console.print(mark.append(f"  {plain(f['claim'])} ({f['value']:.3f})"))
     sh = doc["ood_painting_shift"]["chained_ci"]["after"]["coverage"]
     console.print(f"calibrated in domain, applied to ood_painting: coverage {sh['mean']:.3f}")
 
