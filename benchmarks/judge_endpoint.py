@@ -13,7 +13,8 @@ The server is a real llama.cpp server (llama-cpp-python's) on the tiny GGUF mode
 tests/judges/tiny_gguf.py when ``llama_cpp`` is importable, else the in-process fake server
 of tests/judges/fake_openai.py (said in the output). Target: judge >= 0.8x the server alone.
 
-    python benchmarks/judge_endpoint.py [--rows 200] [--concurrency 4] [--fake [--fake-ms 30]]
+    python benchmarks/judge_endpoint.py [--rows 200] [--concurrency 4] [--repeat 2]
+                                        [--fake [--fake-ms 30]]
 """
 
 from __future__ import annotations
@@ -178,6 +179,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=2, help="measurements of each, "
+                                                          "interleaved; the best is shown")
     ap.add_argument("--fake", action="store_true", help="use the fake server even if "
                                                         "llama_cpp is installed")
     ap.add_argument("--fake-ms", type=float, default=30.0,
@@ -192,16 +195,27 @@ def main() -> None:
             # warm: the command's imports and first provenance are paid once per process
             (folder / "warm").mkdir()
             judge_rate(url, make_table(folder / "warm", 2), folder / "warm" / "o.csv", 1)
-            alone = server_alone(url, folder, a.rows, a.concurrency)
-            rates = {f"scoreband judge --concurrency {a.concurrency}":
-                     judge_rate(url, table, folder / "a.csv", a.concurrency),
-                     "scoreband judge --concurrency 1":
-                     judge_rate(url, table, folder / "b.csv", 1),
-                     "  ... one HTTP client per request (before)":
-                     judge_rate(url, table, folder / "c.csv", 1, client_per_request=True)}
-    print(f"server: {what}; {a.rows} rows, 64x64 PNG, top_logprobs 20")
-    print(f"{'server alone (httpx keep-alive, concurrency ' + str(a.concurrency) + ')':<52}"
-          f"{alone:8.1f} requests/s")
+            (folder / "small").mkdir()
+            small = make_table(folder / "small", min(a.rows, 50))
+            runs = {
+                f"server alone (httpx keep-alive, concurrency {a.concurrency})":
+                    lambda k: server_alone(url, folder, a.rows, a.concurrency),
+                f"scoreband judge --concurrency {a.concurrency}":
+                    lambda k: judge_rate(url, table, folder / f"a{k}.csv", a.concurrency),
+                "scoreband judge --concurrency 1":
+                    lambda k: judge_rate(url, table, folder / f"b{k}.csv", 1),
+                "  ... one HTTP client per request (before; 50 rows)":
+                    lambda k: judge_rate(url, small, folder / f"c{k}.csv", 1,
+                                         client_per_request=True)}
+            # a shared, loaded machine: each measured --repeat times, interleaved; the best
+            rates: dict[str, float] = {}
+            for k in range(a.repeat):
+                for name, fn in runs.items():
+                    rates[name] = max(rates.get(name, 0.0), fn(k))
+    alone_name = next(iter(rates))
+    alone = rates.pop(alone_name)
+    print(f"server: {what}; {a.rows} rows, 64x64 PNG, top_logprobs 20; best of {a.repeat}")
+    print(f"{alone_name:<52}{alone:8.1f} requests/s")
     for name, r in rates.items():
         print(f"{name:<52}{r:8.1f} rows/s   {r / alone:5.2f}x")
 
