@@ -65,7 +65,8 @@ class _Breaker:
     def __init__(self, limit: int):
         self.limit = int(limit)
         self.streak = 0
-        self.cause: str | None = None
+        self.cause: str | None = None   # the whole reason (the run's summary)
+        self.short = ""                 # what each row not asked says
         self._lock = threading.Lock()
 
     def record(self, error: str, *, stop: bool = False) -> None:
@@ -73,12 +74,12 @@ class _Breaker:
             if self.cause is not None:
                 return
             if stop:
-                self.cause = error
+                self.cause, self.short = error, error.split(": ")[0]
                 return
             self.streak = self.streak + 1 if error else 0
             if error and self.limit and self.streak >= self.limit:
-                self.cause = (f"{self.streak} rows in a row failed at the judge; the last: "
-                              f"{error}")
+                self.short = f"{self.streak} rows in a row failed at the judge"
+                self.cause = f"{self.short}; the last: {error}"
 
 
 def _judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: _Breaker | None = None
@@ -94,7 +95,7 @@ def _judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: _Breaker |
         if img is None:
             raise JudgeInputError(f"{image_col}: no image path (empty cell)")
         if breaker is not None and breaker.cause is not None:
-            raise JudgeStop(f"not asked: the run stopped ({breaker.cause})")
+            raise JudgeStop(f"not asked: the run stopped ({breaker.short})")
         try:
             res = judge.judge(img_file, judge.prompt.render(ins, resp))
         except JudgeInputError as e:
