@@ -147,17 +147,20 @@ def judge(
     summary = run.summary or {}
     from rich.markup import escape
 
+    from scoreband.cli._app import as_flags
+
     if summary.get("blind") and summary.get("blind") != summary.get("stopped"):
-        err.print(f"[yellow]warning (--allow-blind): {escape(summary['blind'])}[/]",
-                  highlight=False)
+        err.print(f"[yellow]warning (--allow-blind): {escape(as_flags(summary['blind']))}[/]",
+                  markup=True, highlight=False)
     if summary.get("stopped"):
-        err.print(f"[red]stopped: {escape(summary['stopped'])}[/]", highlight=False)
+        err.print(f"[red]stopped: {escape(as_flags(summary['stopped']))}[/]", markup=True,
+                  highlight=False)
     finish_rows(run.failures, run.rows, "could not be judged",
                 f"wrote {out}: {run.rows - len(run.failures)} of {run.rows} rows judged by "
                 f"{name}" + (f" ({run.reused} resumed from the journal)" if run.reused else ""))
     if summary.get("stopped") or 2 * len(run.failures) > run.rows:
         err.print(f"[red]{len(run.failures)} of {run.rows} rows could not be judged: exit "
-                  "status 1[/]")
+                  "status 1[/]", markup=True, highlight=False)
         raise typer.Exit(1)
 
 

@@ -121,7 +121,7 @@ class OpenAIJudge(EndpointClient):
                 f"the scale {prompt.lo}-{prompt.hi} has labels that start other labels "
                 f"({', '.join(f'{x!r} / {y!r}' for x, y in pairs[:3])}): an endpoint's "
                 f"tokenizer may write {b!r} as {a!r} + {b[len(a):]!r}, so the probability "
-                f"read for {a!r} would hold part of {b!r}'s. Fix: use a scale of single "
+                f"read for {a!r} would include part of that of {b!r}. Fix: use a scale of single "
                 "digits (0-9 or 1-9; map it back afterwards), or a local judge (hf:) whose "
                 "tokenizer scoreband can check")
         self.model = model
