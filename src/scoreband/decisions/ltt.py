@@ -136,6 +136,14 @@ def predicted_rejection(share, n_train, k_train, n_cal: int, alpha: float,
 
     share = np.clip(np.asarray(share, float), 0, 1)
     nt, kt = np.asarray(n_train, float), np.asarray(k_train, float)
+    out = np.zeros(len(share))
+    # only thresholds that can reject: enough items expected, a risk not surely above alpha
+    live = (n_cal * share + 3 * np.sqrt(n_cal * share * (1 - share))
+            >= min_rejectable(alpha, delta)) & \
+        (beta.ppf(0.001, kt + 0.5, nt - kt + 0.5) <= alpha)
+    if not live.any():
+        return out
+    share, nt, kt = share[live], nt[live], kt[live]
     mean, sd = n_cal * share, np.sqrt(n_cal * share * (1 - share))
     lo = np.maximum(0, np.floor(mean - 5 * sd - 1))
     width = int(np.max(np.minimum(n_cal, np.ceil(mean + 5 * sd + 1)) - lo)) + 1
@@ -151,7 +159,8 @@ def predicted_rejection(share, n_train, k_train, n_cal: int, alpha: float,
     b = np.where(ok, kc + 1, 1.0)[:, :, None]
     pr = betainc(a, b, 1 - r[:, None, :]).mean(axis=2)
     pr = np.where(ok, pr, np.where((kc >= N) & (N > 0), 1.0, 0.0))
-    return np.sum(w * pr, axis=1)
+    out[live] = np.sum(w * pr, axis=1)
+    return out
 
 
 def choose_start(share, n_train, k_train, n_cal: int, alpha: float, delta: float, *,
@@ -161,7 +170,7 @@ def choose_start(share, n_train, k_train, n_cal: int, alpha: float, delta: float
     items, ``k_train[j]`` wrong). ``rule``:
 
     * ``"likely"``: the threshold whose test is predicted most likely to reject
-      (:func:`predicted_rejection`; among those within 0.01 of the best, the largest);
+      (:func:`predicted_rejection`; the first of equals: the sequence climbs on from it);
     * ``"expected"``: the threshold with the largest predicted accepted share if the
       sequence stopped there (``share * P(reject)``);
     * ``"first"``: the first threshold where enough items are accepted for a test to reject
@@ -180,7 +189,7 @@ def choose_start(share, n_train, k_train, n_cal: int, alpha: float, delta: float
         return len(share) - 1
     if rule == "expected":
         return int(np.argmax(share * pr))
-    return int(np.flatnonzero(pr >= pr.max() - 0.01)[-1])
+    return int(np.argmax(pr))
 
 
 def threshold_grid(u_train, size: int = 200) -> np.ndarray:

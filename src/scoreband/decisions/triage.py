@@ -355,6 +355,8 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
     n_cal_all = len(C)
 
     def merit(u_, loss_):  # the accepted share a test started there is expected to give
+        if len(names) == 1:
+            return math.nan
         grid_ = threshold_grid(u_, 100)
         nj, kj = accepted_counts(u_, loss_, grid_)
         share_ = nj / len(u_)
@@ -377,7 +379,7 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
     g = np.full(n, POOLED) if groups is None else np.asarray(groups).astype(str)
     out, notes = {}, []
     pooled_curve = _curve(uT, loss[T], grid)
-    for name_g in sorted(set(g[C]) | set(g[T])):
+    for name_g in sorted({str(x) for x in set(g[C]) | set(g[T])}):
         tg, cg = T[g[T] == name_g], C[g[C] == name_g]
         ut = uT[g[T] == name_g]
         share, nt, kt = (_curve(ut, loss[tg], grid) if len(tg) >= MIN_GROUP_TRAIN
