@@ -176,3 +176,57 @@ def accepted_share(y, score, *, scale, tolerance: float, alpha: float = 0.1,
             "risk_among_accepted": rep["risk_among_accepted_on_calibration"],
             "n_labeled": rep["n_labeled"], "tolerance": tolerance, "alpha": alpha,
             "delta": delta, "guarantee": _summary(rule)["guarantee"]}
+
+
+# ------------------------------------------------------------------ for scoreband report
+#: the terms the report's triage section uses (for its definitions list)
+DEFINITIONS = [
+    ("trust or escalate", "A judge's score is kept (trusted) where its uncertainty is at most a "
+                          "threshold, and sent to a human otherwise."),
+    ("risk among accepted", "The share of trusted items whose score is off the human score by "
+                            "more than the tolerance."),
+    ("Learn-then-Test", "The threshold is the last of a fixed sequence of binomial tests of "
+                        "'the risk at this threshold exceeds alpha' that all reject at level "
+                        "delta: the chosen threshold's risk is at most alpha with probability "
+                        "at least 1 - delta over the labeled rows."),
+    ("tolerance-aware map", "Near each score, the human score most often within the tolerance "
+                            "(kept monotone): the value a kept score is read as."),
+]
+
+
+def triage_model():
+    """The pydantic model of the keys :func:`triage_section` reads from a rule JSON (for
+    :mod:`scoreband.report.schema`'s ``MODELS``, under the kind ``"triage"``)."""
+    from pydantic import BaseModel, ConfigDict
+
+    class _M(BaseModel):
+        model_config = ConfigDict(strict=True, extra="allow")
+
+    class Curve(_M):
+        threshold: list[float | str]
+        accepted_share: list[float]
+        risk: list[float | None]
+
+    class Report(_M):
+        curve: Curve
+        accepted_share: float
+
+    class Group(_M):
+        threshold: float | str
+        accepted_share: float
+        n_calibration: int
+        risk_on_calibration: float | None = None
+        accept_all_risk: float | None = None
+
+    class TriageDoc(_M):
+        risk: float
+        delta: float
+        tolerance: float
+        uncertainty: str
+        map_kind: str
+        guarantee: str
+        accept_all_risk: float
+        groups: dict[str, Group]
+        report: Report
+
+    return TriageDoc
