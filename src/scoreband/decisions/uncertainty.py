@@ -187,10 +187,11 @@ class _Binned:
         return self
 
 
-def make_uncertainty(name: str):
-    """An unfitted estimator by name (see the module table)."""
+def make_uncertainty(name: str, k: int | None = None):
+    """An unfitted estimator by name (see the module table); ``k``: the neighbours of a
+    k-NN one (default ``max(10, sqrt(n))`` of the items it is fitted on)."""
     if name in ("knn-miss", "knn-abs", "knn-miss-features"):
-        return _Knn(name)
+        return _Knn(name, k)
     if name == "fitted-abs":
         return _Binned()
     if name in ("judge-confidence", "band-width", "column"):
@@ -224,14 +225,18 @@ def choose_uncertainty(names, sig: Signals, loss, absres, folds, keys, merit
     identity) so no item judges itself. Returns ``(name, merit per name, cross-fitted u
     per name)``."""
     scores, crossfit = {}, {}
+    # the folds' k-NN use the neighbours the final model, fitted on all of them, will use:
+    # the thresholds and the start chosen from these cross-fitted values then fit it
+    k = max(10, round(np.sqrt(len(loss))))
     for name in names:
         u = np.empty(len(loss))
         for f in (0, 1):
             tr, te = folds != f, folds == f
             if not tr.any() or not te.any():
-                u = _fit(make_uncertainty(name), sig, loss, absres, keys).predict(sig)
+                u = _fit(make_uncertainty(name, k), sig, loss, absres, keys).predict(sig)
                 break
-            est = _fit(make_uncertainty(name), sig.take(tr), loss[tr], absres[tr], keys[tr])
+            est = _fit(make_uncertainty(name, k), sig.take(tr), loss[tr], absres[tr],
+                       keys[tr])
             u[te] = est.predict(sig.take(te))
         crossfit[name] = u
         scores[name] = float(merit(u, loss))
