@@ -197,3 +197,13 @@ def test_band_width_of_a_calibrator(files, tmp_path):
     assert no_band.any() and not out.trusted[no_band].any()
     assert out.triage_error[no_band].str.contains("outside the prediction scale").all()
     assert (out.triage_error[~no_band] == "").all()
+
+
+def test_cli_and_api_draw_the_same_split(files, tmp_path):
+    lab, _ = files
+    rule = tmp_path / "rule.json"
+    res = run("triage", lab, *FIT, "--uncertainty", "hard", "--out", rule)
+    assert res.exit_code == 0, res.output
+    api_rule = fit_triage(pd.read_csv(lab), target="human", score="judge", scale=(1, 5),
+                          tolerance=0.5, uncertainty="hard")
+    assert json.loads(rule.read_text())["threshold"] == pytest.approx(api_rule.threshold)

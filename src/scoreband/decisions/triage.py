@@ -512,7 +512,11 @@ def fit_triage(table, *, target: str, score: str, scale, tolerance: float,
         errors.sort(key=lambda e: e.position or 0)
     sig = signals_of(inp, feats, uncertainty, band)
     y = scale.from01(inp.y01)
-    keys = frame_keys(df.iloc[rows])
+    # each row's identity from the cells the rule reads: the CLI (which reads only those
+    # columns) and the API (the whole frame) draw the same split
+    used = [c for c in dict.fromkeys([target, score, *feats, uncertainty, groups, id_col])
+            if c]
+    keys = frame_keys(df.iloc[rows][used])
     rule = fit_triage_arrays(inp.pred.median, y, scale=scale, tolerance=tolerance,
                              alpha=alpha, delta=delta, signals=sig, groups=inp.groups,
                              keys=keys, by=by, map=map, train_frac=train_frac, seed=seed,
