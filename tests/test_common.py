@@ -25,6 +25,7 @@ from scoreband.conformal import (
     make_calibrator,
     save_calibrator,
 )
+from scoreband.conformal.randomness import frame_keys
 from scoreband.metrics import coverage, sharpness
 from scoreband.protocol import split_indices
 from scoreband.records import Predictions, Scale
@@ -120,6 +121,11 @@ def _library_band(name, df_cal, df_test):
     spec = spec.resolved(df_cal.columns)
     cal_in = load_inputs(df_cal, spec, n_ratings=3)
     test_in = load_inputs(df_test, spec, require_target=False)
+    # the rows' identities, as the commands take them (randomised tie-breaking): every cell
+    # of the row as the command reads it (apply reads a table without the target columns)
+    cal_in.pred.keys = frame_keys(df_cal.iloc[cal_in.rows])
+    test_in.pred.keys = frame_keys(df_test.drop(columns=["human", "ratings"],
+                                                errors="ignore").iloc[test_in.rows])
     cal = make_calibrator(method, 0.1, scale=SCALE, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

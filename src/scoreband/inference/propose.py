@@ -170,11 +170,17 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     n_lab = int(labeled.sum())
     band_alpha = None
     if calibrator is not None:
-        from scoreband import api  # lazy: the face of the package (loads pydantic)
+        # the apply stage itself, not scoreband.api (which imports this module): a path or
+        # an in-memory Calibration (its fitted calibrator and inputs)
+        from scoreband.bands import ApplyStage  # lazy: loads the conformal package
+        from scoreband.engine.rows import run_rows
 
-        applied = api.apply(df, calibrator, on_warning=notes.append)
-        band = applied.band
-        width = band.hi01 - band.lo01
+        given = ((calibrator.calibrator, {"inputs": calibrator.inputs})
+                 if hasattr(calibrator, "calibrator") else calibrator)
+        stage = ApplyStage(given, on_warning=notes.append)
+        table = run_rows(df, stage).table
+        band = stage.band
+        width = (table["band_hi01"].to_numpy(float) - table["band_lo01"].to_numpy(float))
         u01 = width * (band.scale.hi - band.scale.lo) / w
         band_alpha = float(band.alpha)
         source = f"calibrator band width ({band.method}, alpha {band.alpha:g})"
