@@ -47,6 +47,7 @@ from scoreband.records import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
            "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
+           "reads_whole_rows",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
 
 @dataclass
@@ -138,6 +139,16 @@ def _columns(value) -> ColumnSpec:
     if ps is not None and not isinstance(ps, Scale):
         d["pred_scale"] = Scale.parse(ps, integer=False, name="pred_scale")
     return ColumnSpec(**d)
+
+
+def reads_whole_rows(columns: dict | ColumnSpec, config: dict | CalibrationConfig | None
+                     ) -> bool:
+    """Whether the calibrator these options build draws per-row uniforms (randomised
+    tie-breaking), whose row identity is every cell of the row: a reader must then give it
+    the whole table, not only the columns it reads, so a row gets the same draw in
+    ``evaluate``, ``calibrate`` and ``apply`` (which reads every column)."""
+    spec, cfg = _columns(columns), CalibrationConfig.of(config)
+    return uses_row_draws(cfg.factory(spec.scale, spec.groups is not None)())
 
 
 def _frame(table):

@@ -125,7 +125,8 @@ def evaluate(
     --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
     """
     cols, cfg = split_options(opts)
-    df = api.read_table(table, columns=needed_columns(table, cols, [split_by]))
+    df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
+                        needed_columns(table, cols, [split_by]))
     with step_status(err, f"calibrating over {seeds} splits ...", every_s=5) as step:
         res = api.evaluate(df, {**cols, "split_by": split_by}, cfg, seeds=seeds,
                            cal_frac=cal_frac, n_ratings=opts["n_ratings"],
@@ -171,7 +172,8 @@ def calibrate(
     --method split --out calibrator.json
     """
     cols, cfg = split_options(opts)
-    df = api.read_table(table, columns=needed_columns(table, cols))
+    df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
+                        needed_columns(table, cols))
     fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
                         on_warning=warn)
     report_rows(fit.errors, len(df))

@@ -95,13 +95,37 @@ def keys_of(pred) -> np.ndarray:
     return pred.keys if pred.keys is not None else prediction_keys(pred)
 
 
+#: cells that stand for a missing value, whatever the reader made of them
+_NA_TEXT = {"", "na", "nan", "null", "none", "n/a", "<na>"}
+
+
+def _cell_values(s) -> np.ndarray:
+    """A column's cells as uint64 values that do not depend on how the table was read: a
+    number by its value (``1``, ``1.0`` and the text ``"1.0"`` alike), a missing value as
+    one NaN (``NA``, ``nan``, an empty cell, None), any other text by its casefolded text
+    (``TRUE`` and ``True`` alike)."""
+    import pandas as pd
+
+    if pd.api.types.is_bool_dtype(s):
+        s = s.astype(str)
+    elif pd.api.types.is_numeric_dtype(s):
+        return _float_bits(s.to_numpy(dtype=float, na_value=np.nan))
+    text = s.astype(object).where(s.notna(), "").astype(str).str.strip().str.casefold()
+    num = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    na = text.isin(_NA_TEXT).to_numpy()
+    out = pd.util.hash_array(text.to_numpy(dtype=object))
+    use = ~np.isnan(num) | na
+    out[use] = _float_bits(np.where(na, np.nan, num))[use]
+    return out
+
+
 def frame_keys(df) -> np.ndarray:
-    """Keys of a table's rows from every cell: numbers by their value (1 and 1.0 alike),
-    everything else by its text; the columns by name, in any order.
+    """Keys of a table's rows from every cell (:func:`_cell_values`: the same row read as
+    text or with types gets the same key); the columns by name, in any order.
 
     >>> import pandas as pd
     >>> a = frame_keys(pd.DataFrame({"x": [1, 2], "c": ["a", "b"]}))
-    >>> b = frame_keys(pd.DataFrame({"c": ["b"], "x": [2.0]}))
+    >>> b = frame_keys(pd.DataFrame({"c": ["b"], "x": ["2.0"]}))
     >>> bool(a[1] == b[0]), bool(a[0] != a[1])
     (True, True)
     """
@@ -110,13 +134,8 @@ def frame_keys(df) -> np.ndarray:
     n = len(df)
     h = np.zeros(n, dtype=np.uint64)
     for name in df.columns:
-        s = df[name]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
-            v = _float_bits(s.to_numpy(dtype=float, na_value=np.nan))
-        else:
-            v = pd.util.hash_array(s.astype(str).to_numpy(dtype=object))
         col = pd.util.hash_array(np.array([str(name)], dtype=object))[0]
-        h ^= _combine(np.full(n, col, dtype=np.uint64), v)  # XOR: column order is free
+        h ^= _combine(np.full(n, col, dtype=np.uint64), _cell_values(df[name]))
     return mix64(h)
 
 
