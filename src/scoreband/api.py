@@ -67,7 +67,8 @@ class CalibrationConfig:
         Easy/Medium/Hard difficulty group.
     clusters : int or ``"auto"``, default ``"auto"``
         k for the cluster rules (``"auto"``: elbow + silhouette).
-    small_group : ``"marginal"``, ``"full"`` or ``"error"``, default ``"marginal"``
+    small_group : ``"pool"``, ``"full"`` or ``"error"``, default ``"pool"`` (``"marginal"``
+        is the former name of ``"pool"``)
         What a Mondrian group too small for alpha gets.
     map : ``"none"``, ``"isotonic"`` or ``"linear"``, default ``"none"``
         A monotone map of a raw metric onto the target's scale, fitted on its own share.
@@ -83,7 +84,7 @@ class CalibrationConfig:
     alpha: float = 0.1
     mondrian: bool = False
     clusters: int | str = "auto"
-    small_group: str = "marginal"
+    small_group: str = "pool"
     map: str = "none"
     randomize: bool | None = None
     adjust_boundary: bool = False

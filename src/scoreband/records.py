@@ -273,7 +273,7 @@ class Band:
     scale: Scale = field(default_factory=lambda: Scale(0.0, 1.0))
     group: np.ndarray | None = None
     full_range: np.ndarray | None = None
-    fallback: np.ndarray | None = None  # item's group too small/unseen: marginal band used
+    fallback: np.ndarray | None = None  # group too small or unseen: pooled band or whole scale
     sets01: list | None = None  # optional union-of-intervals sets (R2CCP), per item
     note: str | None = None  # a flag for every item (e.g. "marginal_fallback" from auto)
 

@@ -74,7 +74,9 @@ PredScaleOpt = Annotated[str | None, typer.Option(
 KOpt = Annotated[str, typer.Option("--clusters", help="k for the cluster rules, or 'auto' "
                                                       "(elbow + silhouette).")]
 SmallOpt = Annotated[str, typer.Option(
-    "--small-group", help="Groups too small for alpha: marginal | full | error.")]
+    "--small-group", help="Mondrian groups too small for alpha: pool (default: calibrated "
+                          "together as one pooled group, or the whole scale if that pool is "
+                          "too small as well; 'marginal' is its former name) | full | error.")]
 IdOpt = Annotated[str | None, typer.Option("--id-col", help="Column naming each row in "
                                                             "error reports.")]
 NRatingsOpt = Annotated[int | None, typer.Option(
@@ -96,7 +98,7 @@ CALIBRATION_OPTIONS = {
     "groups": (GroupsOpt, None), "method": (MethodOpt, "split"), "alpha": (AlphaOpt, 0.1),
     "mondrian": (MondrianOpt, False), "adjust_boundary": (AdjustOpt, False),
     "n_ratings": (NRatingsOpt, None), "pred_scale": (PredScaleOpt, None),
-    "clusters": (KOpt, "auto"), "small_group": (SmallOpt, "marginal"),
+    "clusters": (KOpt, "auto"), "small_group": (SmallOpt, "pool"),
     "id_col": (IdOpt, None), "map_": (MapOpt, "none"), "randomize": (RandomizeOpt, None),
 }
 COLUMN_KEYS = ("scale", "target", "ratings", "median", "lo", "hi", "features", "embedding",

@@ -58,7 +58,7 @@ for _m in pkgutil.iter_modules(__path__):
 
 
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
-                    n_clusters="auto", small_group: str = "marginal", seed: int = 0,
+                    n_clusters="auto", small_group: str = "pool", seed: int = 0,
                     map: str | None = None, randomize: bool | None = None,
                     adjust_boundary: bool = False) -> Calibrator:
     """Build a calibrator by name.
@@ -73,11 +73,15 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     randomize : randomised tie-breaking (smoothed conformal p-values) for ``split``, ``cqr``,
         ``chr``, ``marginal`` and ``auto``'s candidates; None: each method's default (on for
         ``chr`` and ``auto``, off for the others)
+    small_group : a Mondrian group with fewer than ``ceil(1/alpha) - 1`` calibration items:
+        ``"pool"`` (default; the small groups calibrated together as one pooled group on
+        their own items, the whole scale when the pool is too small as well; ``"marginal"``
+        is its former name), ``"full"`` (the whole scale) or ``"error"``
     adjust_boundary : ``auto`` compares widths after snapping to the achievable targets
     """
-    if small_group not in ("marginal", "full", "error"):
-        raise InputError(f"unknown `small_group` {small_group!r}; choose marginal, full or "
-                         "error")
+    if small_group not in ("pool", "marginal", "full", "error"):
+        raise InputError(f"unknown `small_group` {small_group!r}; choose pool, full or error "
+                         "('marginal' is the former name of pool)")
     if map not in (None, "none", *MAP_KINDS):
         raise InputError(f"unknown map {map!r}; choose one of none, {', '.join(MAP_KINDS)}")
 

@@ -73,6 +73,8 @@ def _check_params(method: str, params, where: str) -> None:
         for g, p in (params["groups"] or {}).items():
             if p is not None:
                 _check_params(method, p, f"{where}.groups.{g}")
+        if params.get("pool") is not None:  # the pooled small groups (Mondrian)
+            _check_params(method, params["pool"], f"{where}.pool")
         return
     try:
         cls = calibrator_class(method)
