@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from scoreband.cli._app import app, console, fail, guard
+from scoreband.cli._app import app, console, fail, guard, styled
 from scoreband.datasets import BENCHMARKS, load_benchmark
 from scoreband.files import atomic_write_bytes
 from scoreband.provenance import write_provenance
 from scoreband.tables import write_table
+from scoreband.textsafe import plain
 from scoreband.world import make_dataset
 
 
@@ -32,7 +33,7 @@ def example(
     atomic_write_bytes(out, src.read_bytes())
 
     write_provenance(out, {"table": "the bundled example predictions (embedded world, seeded)"})
-    console.print(f"wrote {out}; try:")
+    console.print(f"wrote {plain(out)}; try:")
     # one physical line, never wrapped, so that copy-paste runs the whole command
     console.print(f"scoreband evaluate {out} --ratings ratings --scale 1,5 --median median "
                   "--lo q05 --hi q95 --pred-scale 0,1 --method crc --groups task",
@@ -76,9 +77,10 @@ def datasets_prepare(
                                          "scale": [b.scale.lo, b.scale.hi]}})
     missing = int((~df["image"].map(lambda p: Path(p).is_file())).sum())
     split_name = df["split"].iloc[0] if len(df) else ""
-    console.print(f"wrote {out}: {len(df)} rows of {b.name} ({split_name}),"
-                  f" scale {b.scale.lo:g}-{b.scale.hi:g}" + (
-                      f"; [yellow]{missing} image files not found[/]" if missing else ""))
+    console.print(f"wrote {plain(out)}: {len(df)} rows of {b.name} ({split_name}),"
+                  f" scale {b.scale.lo:g}-{b.scale.hi:g}")
+    if missing:
+        console.print(styled(f"{missing} image files not found", "yellow"))
 
 
 # ------------------------------------------------------------------ world

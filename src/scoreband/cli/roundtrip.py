@@ -23,6 +23,7 @@ from scoreband.cli._options import (
     with_options,
 )
 from scoreband.cli._rows import run_stage
+from scoreband.engine.stream import as_text
 from scoreband.records import Scale
 from scoreband.roundtrip.captioner import caption_with
 from scoreband.roundtrip.encoders import ENCODERS, make_encoder
@@ -104,7 +105,7 @@ def roundtrip(
     gen = dict(spec=generator, steps=steps, size=size, guidance=guidance, base_url=base_url,
                cache_dir=cache if cache is not None else Path(str(out) + ".cache"), **opts)
     df, text_col, comps, post = _prepare(table, captioner, references, image_col, text_col,
-                                         device)
+                                         device, out)
     run, stage = run_stage(table, out, "scoreband.roundtrip.metric:roundtrip_stage", dict(
         generator=gen, encoder=dict(spec=encoder, **opts), n_gen=n_gen, seed=seed,
         image_col=image_col, text_col=text_col, keep_dir=keep_images), engine_opts,
@@ -118,7 +119,7 @@ def roundtrip(
                 if ok else f"wrote {plain(out)}: no row could be scored")
 
 
-def _prepare(table, captioner, references, image_col, text_col, device):
+def _prepare(table, captioner, references, image_col, text_col, device, out):
     """The whole-table steps around the round trip: captioning first (``--captioner``), the
     text metrics after (``--references``). Returns (table or None, the text column to
     score, provenance components, the step after)."""
@@ -126,8 +127,8 @@ def _prepare(table, captioner, references, image_col, text_col, device):
     df = None
     if captioner is not None:
         df, text_col, comps["captioner"] = caption_with(
-            captioner, read_table(table), image_col=image_col, base_dir=Path(table).parent,
-            device=device)
+            captioner, read_table(table, text=as_text(out)), image_col=image_col,
+            base_dir=Path(table).parent, device=device)
     post = None
     if references is not None:
         def post(res):

@@ -16,6 +16,7 @@ from scoreband.engine.stream import as_text
 from scoreband.errors import InputError
 from scoreband.inference import MIN_LABELS
 from scoreband.tables import read_table, write_table
+from scoreband.textsafe import plain
 
 
 @app.command()
@@ -100,23 +101,24 @@ def systems(
                       scale=scale, item_col=item_col, alpha=alpha, method=method,
                       plan=plan, strict=strict, seed=seed, inclusion_prob=inclusion_prob,
                       strata=strata)
+    res.write(out, html=html)  # the files first: nothing printed can lose them
     report_rows(res.errors, res.doc["n_rows"])
     for w in res.warnings:
         warn(w)
-    res.write(out, html=html)
     _print(res.doc)
-    console.print(f"wrote {out}" + (f" and {html}" if html else ""))
+    console.print(f"wrote {plain(out)}" + (f" and {plain(html)}" if html else ""))
 
 
 def _print(doc: dict) -> None:
     level = f"{1 - doc['alpha']:.0%}"
     t = Table(title=f"mean human score per system ({doc['method']}, {level} intervals)")
     for c in ("rank", "system", "labels", "estimate", "interval", "labels alone", "eff."):
-        t.add_column(c, justify="left" if c == "system" else "right")
+        t.add_column(c, justify="left" if c == "system" else "right",
+                     overflow="fold" if c == "system" else "ellipsis")
     for r in doc["ranking"]:
         s = doc["systems"][r["system"]]
         lo, hi = r["ranks"]
-        t.add_row(str(lo) if lo == hi else f"{lo}-{hi}", r["system"],
+        t.add_row(str(lo) if lo == hi else f"{lo}-{hi}", plain(r["system"]),
                   f"{s['n_labeled']}/{s['n_labeled'] + s['n_unlabeled']}",
                   f"{s['estimate']:.3f}", f"{s['ci'][0]:.2f}-{s['ci'][1]:.2f}",
                   f"{s['classical']['ci'][0]:.2f}-{s['classical']['ci'][1]:.2f}",
@@ -127,7 +129,7 @@ def _print(doc: dict) -> None:
                   f"{doc['alpha']:g} (Holm):")
     for p in sig[:15]:
         better, worse = (p["a"], p["b"]) if p["estimate"] > 0 else (p["b"], p["a"])
-        console.print(f"  {better} > {worse} by {abs(p['estimate']):.3f} "
+        console.print(f"  {plain(better)} > {plain(worse)} by {abs(p['estimate']):.3f} "
                       f"[{abs(p['ci'][0 if p['estimate'] > 0 else 1]):.3f}, "
                       f"{abs(p['ci'][1 if p['estimate'] > 0 else 0]):.3f}]"
                       f" ({p['pairing']}"
