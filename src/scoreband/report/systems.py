@@ -13,15 +13,19 @@ DEFINITIONS = [
     ("PPI++ interval", "Prediction-powered confidence interval of a system's mean human "
                        "score: the metric's mean over every row of the system, corrected by "
                        "the mean error of the metric on the labeled rows (power-tuned weight "
-                       "lambda in [0, 1]; lambda = 0 is the labels alone). Valid whatever the "
-                       "metric's quality; narrower when the metric tracks the humans."),
+                       "lambda in [0, 1]; lambda = 0 is the labels alone). A Student-t "
+                       "interval that assumes the labeled rows are a random sample (or drawn "
+                       "with the recorded inclusion probabilities); the metric's quality "
+                       "changes its width, not its coverage; narrower when the metric tracks "
+                       "the humans."),
     ("cross-fitting", "The metric-to-human map is fitted on other folds of the labeled rows "
                       "than the ones it corrects, so no label both fits and rectifies it."),
     ("effective labels", "How many labels the labels-alone interval would need to be as "
                          "narrow as the PPI++ interval: n x (classical width / PPI++ width)^2."),
-    ("paired difference", "Two systems compared on the items they both answered, as the mean "
-                          "of the per-item difference; unpaired: the difference of the two "
-                          "means, with independent errors."),
+    ("paired difference", "Two systems compared on the items labeled for both, as the mean "
+                          "of the per-item difference, when enough items are (see "
+                          "pairing_reason); unpaired: the difference of the two means, their "
+                          "variances added."),
     ("Holm-adjusted p-value", "The pairwise p-values adjusted so that the chance of any false "
                               "'A differs from B' over all pairs is at most alpha."),
     ("rank set", "The ranks a system can hold given the significant pairwise differences: "
