@@ -25,7 +25,13 @@ from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.errors import InputError
 from scoreband.records import Predictions
 
-__all__ = ["split_indices", "resplits", "build_for_split", "Split", "Tally", "evaluate_splits", "summarize"]
+__all__ = ["split_indices", "resplits", "build_for_split", "Split", "Tally", "evaluate_splits",
+           "summarize", "level_labels", "LEVEL_SHORTFALL"]
+
+#: a level whose coverage falls more than this below 1 - alpha is warned about
+LEVEL_SHORTFALL = 0.1
+#: at most this many (error, width) pairs are kept for the report's scatter
+WIDTH_ERROR_POINTS = 1500
 
 BAND_METRICS = ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman")
 
@@ -133,7 +139,14 @@ def median_source(cal: Calibrator, pred: Predictions) -> str:
 class _Record:
     """What the splits measured, appended split by split."""
 
-    def __init__(self):
+    def __init__(self, scale=None):
+        self.scale = scale
+        # coverage by the target's level and by the predicted (calibrated median's) level
+        self.levels: dict[str, dict[str, dict[str, list]]] = {"target": {}, "predicted": {}}
+        self.level_items: dict[str, dict[str, set]] = {"target": {}, "predicted": {}}
+        self.err_width: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.constant_inside: list[bool] = []
+        self.tested: set = set()  # distinct test items over every split
         self.before: dict[str, list] = {k: [] for k in BAND_METRICS}
         self.after: dict[str, list] = {k: [] for k in BAND_METRICS}
         self.extra: dict[str, list] = {k: [] for k in (
@@ -169,6 +182,10 @@ class _Record:
             ex["set_coverage"].append(M.set_coverage(band.sets01, yt))
             ex["set_length"].append(M.set_length(band.sets01))
         ex["n_test"].append(len(yt))
+        if items is not None:
+            self.tested.update(np.asarray(items).tolist())
+        if self.scale is not None:
+            self._add_levels(band, yt, items)
         if groups is not None:
             gc = M.group_coverage(band.lo01, band.hi01, yt, groups)
             ex["worst_group_coverage"].append(min(v["coverage"] for v in gc.values()))
@@ -180,6 +197,31 @@ class _Record:
                 if items is not None:
                     self.group_items.setdefault(g, set()).update(
                         np.asarray(items)[g_arr == g].tolist())
+
+    def _add_levels(self, band, yt, items) -> None:
+        """Coverage per level of the target and of the calibrated median; (error, width)
+        pairs on the native scale; whether the band's width is the same for every item
+        its scale's ends did not cut."""
+        sc = self.scale
+        lo01, hi01 = np.asarray(band.lo01, dtype=float), np.asarray(band.hi01, dtype=float)
+        cov = M.covered(lo01, hi01, yt)
+        w01 = hi01 - lo01
+        items = np.arange(len(yt)) if items is None else np.asarray(items)
+        m01 = np.asarray(band.median01, dtype=float)
+        for kind, values in (("target", yt), ("predicted", m01)):
+            lab = level_labels(values, sc)
+            for g in np.unique(lab[lab != ""]):
+                m = lab == g
+                d = self.levels[kind].setdefault(g, {"n": [], "coverage": [], "sharpness": []})
+                d["n"].append(int(m.sum()))
+                d["coverage"].append(float(cov[m].mean()))
+                d["sharpness"].append(float(w01[m].mean()))
+                self.level_items[kind].setdefault(g, set()).update(items[m].tolist())
+        ok = np.isfinite(m01)
+        span = sc.hi - sc.lo
+        self.err_width.append((np.abs(m01 - yt)[ok] * span, w01[ok] * span, cov[ok]))
+        inside = (lo01 > 1e-9) & (hi01 < 1 - 1e-9)
+        self.constant_inside.append(bool(inside.sum() >= 2 and np.ptp(w01[inside]) < 1e-9))
 
     def method(self) -> str:
         # auto can choose differently per split: say how often it chose what
@@ -236,7 +278,7 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
     nr = np.ones(n) if n_ratings is None else np.asarray(n_ratings, dtype=float)
     if adjust_boundary:
         check_on_grid(y01, make_calibrator().scale, nr)
-    rec = _Record()
+    rec = _Record(make_calibrator().scale)
     for sp in resplits(n, seeds, cal_frac, keys=split_keys, seed0=seed0, on_split=on_split):
         cal, test = sp.cal, sp.test
         cal_obj, band, pt = _fit_predict(make_calibrator, pred, y01, cal, test, g_all,
@@ -255,15 +297,19 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         # what that band rests on: marginal / per group / covariate shift only / none
         "guarantee": rec.guarantee,
         "n_cal": int(np.mean(rec.extra["n_cal"])),
+        # the distinct items tested over all splits: what a coverage's interval may count
+        "n_items_tested": len(rec.tested),
         "after": {k: summarize(v) for k, v in rec.after.items()},
     }
     if pred.lo is not None:
         out["before"] = {k: summarize(v) for k, v in rec.before.items()}
     _summarize_extra(out, rec, make_calibrator().scale.width, g_all is not None)
+    _summarize_levels(out, rec)
     # which median the agreement metrics (pearson, tau-c, UPS) of "after" were computed on
     out["after"]["median_source"] = rec.median_source
-    if rec.warnings:
-        out["warnings"] = sorted(set(rec.warnings))
+    warn = sorted(set(rec.warnings)) + out.get("level_warnings", [])
+    if warn:
+        out["warnings"] = warn
     return out
 
 
@@ -305,3 +351,107 @@ def _group_summary(d: dict, items: set | None) -> dict:
         out["n_items"] = n
         out["ci"] = list(M.binomial_ci(int(round(cov["mean"] * n)), n))
     return out
+
+
+def level_labels(y01, scale) -> np.ndarray:
+    """The level of each value on ``[0, 1]`` as text: on a scale of 2 to 10 points between
+    integer ends (a Likert scale) the nearest whole point (a mean of 3 ratings 2.33 is level
+    2), otherwise one of 5 equal bins of the scale (``"0.2-0.4"`` of 0-1); ``""`` where the
+    value is missing.
+
+    >>> from scoreband.records import Scale
+    >>> level_labels([0.0, 0.3, 0.6, 1.0], Scale(1, 5)).tolist()
+    ['1', '2', '3', '5']
+    """
+    v = np.asarray(y01, dtype=float)
+    ok = np.isfinite(v)
+    out = np.full(len(v), "", dtype=object)
+    lo, hi = float(scale.lo), float(scale.hi)
+    if lo == int(lo) and hi == int(hi) and 2 <= hi - lo <= 10:
+        nat = np.clip(np.floor(lo + v[ok] * (hi - lo) + 0.5), lo, hi)
+        out[ok] = [f"{x:g}" for x in nat]
+        return out.astype(str)
+    edges = np.linspace(lo, hi, 6)
+    b = np.clip((v[ok] * 5).astype(int), 0, 4)
+    out[ok] = [f"{edges[i]:g}-{edges[i + 1]:g}" for i in b]
+    return out.astype(str)
+
+
+def _level_key(name: str) -> float:
+    """A level's label sorted by its (first) number."""
+    import re
+
+    m = re.match(r"-?[0-9.]+(e-?[0-9]+)?", name)
+    return float(m.group()) if m else float("inf")
+
+
+def _summarize_levels(out: dict, rec: _Record) -> None:
+    """``coverage_by_level`` (by the target's level and by the calibrated median's, each
+    level's coverage with its Clopper-Pearson interval on distinct items, as the groups'),
+    ``width_vs_error`` (the report's figure) and the warnings for levels more than
+    :data:`LEVEL_SHORTFALL` below the nominal coverage."""
+    if rec.scale is None or not rec.err_width:
+        return
+    nominal = 1 - rec.alpha
+    by = {}
+    for kind in ("target", "predicted"):
+        names = sorted(rec.levels[kind], key=_level_key)
+        by[kind] = {g: _group_summary(rec.levels[kind][g], rec.level_items[kind].get(g))
+                    for g in names}
+    out["coverage_by_level"] = by
+    warns = []
+    for kind in ("target", "predicted"):
+        for g, v in by[kind].items():
+            c = v["coverage"]["mean"]
+            if c < nominal - LEVEL_SHORTFALL:
+                warns.append(_level_warning(kind, g, v, nominal))
+    if warns:
+        out["level_warnings"] = warns
+    err = np.concatenate([e for e, _, _ in rec.err_width])
+    wid = np.concatenate([w for _, w, _ in rec.err_width])
+    cov = np.concatenate([c for _, _, c in rec.err_width])
+    out["width_vs_error"] = _width_vs_error(err, wid, cov)
+    # a band of one width for every item, cut only at the scale's ends: its UPS (correlation
+    # of width and error) comes from the cutting, not from bands that adapt to the error
+    out["after"]["constant_width"] = bool(rec.constant_inside and all(rec.constant_inside))
+
+
+#: the remedy the warnings offer: calibration per level of the point score, whose bins are
+#: fixed in advance (rounding) or fitted on a share the conformal step never sees
+REMEDY = ("calibrate per predicted level: add a column of the rounded point score (e.g. "
+          "round(median) on the target's scale) and run with --mondrian --groups THAT_COLUMN "
+          "(rounding fixes the bins in advance, so no calibration item is spent on them)")
+
+
+def _level_warning(kind: str, g: str, v: dict, nominal: float) -> str:
+    c, ci = v["coverage"]["mean"], v.get("ci", [float("nan")] * 2)
+    head = (f"coverage {c:.2f} (95 % CI {ci[0]:.2f}-{ci[1]:.2f}, {v.get('n_items', v['n'])} "
+            f"items) is more than {LEVEL_SHORTFALL:g} below the nominal {nominal:.2f}")
+    if kind == "predicted":
+        return (f"items the score puts at level {g}: {head}; the bands hold on average over "
+                f"levels, not at each. Remedy: {REMEDY}")
+    return (f"items whose human score is at level {g}: {head}; an auditor cannot trust these "
+            f"bands there. No calibrator can promise coverage per true level (it is unknown "
+            f"when the band is made); Mondrian by predicted level makes every predicted level "
+            f"reach it, and the true levels as far as the score separates them: {REMEDY}")
+
+
+def _width_vs_error(err: np.ndarray, wid: np.ndarray, cov: np.ndarray, bins: int = 8) -> dict:
+    """Band width against absolute error (native points) over every test item of every split:
+    per bin of the error (quantile edges) the items, mean and quartiles of the width and the
+    coverage; and up to :data:`WIDTH_ERROR_POINTS` pairs (a seeded sample) for a scatter."""
+    edges = np.unique(np.quantile(err, np.linspace(0, 1, bins + 1))) if len(err) else []
+    rows = []
+    for i in range(len(edges) - 1):
+        m = (err >= edges[i]) & ((err < edges[i + 1]) if i < len(edges) - 2 else
+                                 (err <= edges[i + 1]))
+        if m.any():
+            rows.append({"error_lo": float(edges[i]), "error_hi": float(edges[i + 1]),
+                         "n": int(m.sum()), "width_mean": float(wid[m].mean()),
+                         "width_q25": float(np.quantile(wid[m], 0.25)),
+                         "width_q75": float(np.quantile(wid[m], 0.75)),
+                         "coverage": float(cov[m].mean())})
+    keep = np.random.default_rng(0).permutation(len(err))[:WIDTH_ERROR_POINTS]
+    keep.sort()
+    return {"bins": rows, "error": np.round(err[keep], 4).tolist(),
+            "width": np.round(wid[keep], 4).tolist()}

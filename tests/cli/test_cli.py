@@ -271,3 +271,49 @@ def test_apply_names_a_column_the_calibrator_brought(tmp_path):
             "--median", "m", "--out", tmp_path / "e.json")
     assert r.exit_code == e.exit_code == 2
     assert r.output.strip().splitlines()[-1] == e.output.strip().splitlines()[-1]
+
+
+def _mostly_unreadable(tmp_path, bad: int):
+    import pandas as pd
+
+    from scoreband.api import example_table
+
+    df = pd.read_csv(example_table()).head(1000).astype({"ratings": object})
+    df.loc[: bad - 1, "ratings"] = "?"
+    df.to_csv(tmp_path / "q.csv", index=False)
+    return str(tmp_path / "q.csv")
+
+
+ARGS = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
+
+
+def test_skipped_rows_are_counted_by_reason_and_most_skipped_fails(tmp_path):
+    """A column of '?' is one line with its count, not 20 rows and 'the output JSON' that
+    was never asked for; more than half the rows skipped: files written, exit 1."""
+    t = _mostly_unreadable(tmp_path, 650)
+    r = runner.invoke(app, ["evaluate", t, *ARGS, "--seeds", "2", "--out",
+                            str(tmp_path / "m.json")])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 1, r.output
+    assert "650 of 1000 rows skipped" in text and "650 rows (rows 1, 2, 3, ...)" in text
+    assert "more than half" in text and (tmp_path / "m.json").exists()
+    r = runner.invoke(app, ["calibrate", t, *ARGS, "--out", str(tmp_path / "c.json"),
+                            "--split-by", "task"])
+    assert r.exit_code == 1 and (tmp_path / "c.json").exists(), r.output
+    t = _mostly_unreadable(tmp_path, 100)
+    r = runner.invoke(app, ["evaluate", t, *ARGS, "--seeds", "2"])
+    assert r.exit_code == 0 and "100 of 1000 rows skipped" in " ".join(r.output.split())
+    assert "output JSON" not in r.output
+
+
+def test_the_calibration_curve_says_where_it_is(tmp_path):
+    """--html computes the curve: its splits print progress (one evaluate ran 23 minutes
+    after 'split 10 of 10 done' without a line)."""
+    from scoreband.api import example_table
+
+    r = runner.invoke(app, ["evaluate", str(example_table()), *ARGS, "--seeds", "2",
+                            "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 0, r.output
+    assert "calibration curve: 5 more alphas x 2 splits" in r.output
+    assert "writing the HTML report" in r.output
+    assert "coverage by level of the human score" in r.output

@@ -96,13 +96,35 @@ def test_report_opens_in_headless_chromium(results, name, tmp_path):
     assert dom.count("<svg") == page.read_text().count("<svg") >= 1
 
 
+def test_the_evaluate_report_shows_the_evidence(results):
+    """The evaluate report's figures: the calibration curve with intervals, coverage by
+    level, band width against the error, coverage per group and the groups' reliability
+    map; the numbers of the verdict are in the figures; '±' and UPS are explained."""
+    html = (results / "ev.html").read_text()
+    caps = re.findall(r"<figcaption>(.*?)</figcaption>", html, flags=re.S)
+    for what in ("Calibration curve", "Coverage where it matters", "Is the band wide where "
+                 "the score is wrong", "Coverage per group", "Reliability map of the groups",
+                 "Distribution of the calibrated band widths (crc at alpha 0.1, 3 splits)"):
+        assert any(c.startswith(what) for c in caps), what
+    doc = json.loads((results / "ev.json").read_text())
+    curve = doc["calibration_curve"]
+    assert len(curve) == 6 and all(len(c["ci"]) == 2 for c in curve)
+    assert f"{doc['after']['coverage']['mean']:.3f}" in html  # verdict number, in the curve
+    assert "mean ± std" in html and "Is it useful?" in html
+    by = doc["coverage_by_level"]
+    assert set(by["target"]) == {"1", "2", "3", "4", "5"}
+    assert all(len(v["ci"]) == 2 and v["n_items"] > 0 for v in by["target"].values())
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
-def test_every_figure_of_a_report_is_visible(results, tmp_path):
-    """Each figure of the stress report (inline SVGs and the PNGs it wrote), cut out on a
-    page of its own and screenshot in headless Chromium, shows ink (not a blank box)."""
-    html = (results / "st" / "report.html").read_text()
+@pytest.mark.parametrize("name,least", [("st/report.html", 3), ("ev.html", 6)])
+def test_every_figure_of_a_report_is_visible(results, tmp_path, name, least):
+    """Each figure of the stress and evaluate reports (inline SVGs and the PNGs written),
+    cut out on a page of its own and screenshot in headless Chromium, shows ink (not a
+    blank box)."""
+    html = (results / name).read_text()
     figures = re.findall(r"<figure>(.*?)<figcaption>", html, flags=re.S)
-    assert len(figures) >= 3
+    assert len(figures) >= least
     for i, fig in enumerate(figures):
         page = tmp_path / f"f{i}.html"
         page.write_text(f"<!doctype html><html><body style='margin:0;background:#fff'>"

@@ -116,14 +116,43 @@ def warn(message: str) -> None:
     err.print(styled("warning:", "yellow", message, lines=True))
 
 
-def report_rows(errors: list[RowError], total: int, action: str = "skipped") -> None:
+#: evaluate and calibrate exit with this status (their files written) when more than half
+#: of the table's rows were skipped: a table that is mostly unreadable is rarely what was meant
+MOSTLY_SKIPPED_EXIT = 1
+
+
+def report_rows(errors: list[RowError], total: int, action: str = "skipped",
+                listed_in=None) -> bool:
+    """Print how many of ``total`` rows were ``action`` and why: one line per reason with its
+    count (a whole column of ``?`` is one line, not 650), then up to 20 rows. ``listed_in``:
+    the file that lists every row (named only when there is one). Returns True when more
+    than half of the rows were affected."""
     if not errors:
-        return
+        return False
+    import re
+
     err.print(styled(f"{len(errors)} of {total} rows {plain(action)}:", "yellow"))
-    for e in errors[:20]:
-        err.print(f"  {plain(as_flags(str(e)))}")
-    if len(errors) > 20:
-        err.print(f"  ... and {len(errors) - 20} more (all listed in the output JSON)")
+    # one reason per kind: the row's own value quoted in a reason ('?') is kept, numbers of
+    # rows are not part of the reason
+    reasons: dict[tuple[str, str], list] = {}
+    for e in errors:
+        reasons.setdefault((str(e.column), re.sub(r"\brow \S+", "row", str(e.reason))),
+                           []).append(e)
+    if len(reasons) < len(errors):
+        for (col, why), es in sorted(reasons.items(), key=lambda kv: -len(kv[1]))[:10]:
+            first = ", ".join(str(e.row) for e in es[:3]) + (", ..." if len(es) > 3 else "")
+            err.print(f"  {len(es)} row{'s' if len(es) > 1 else ''} (rows {plain(first)}), "
+                      f"column {plain(repr(col))}: {plain(as_flags(why))}")
+        if len(reasons) > 10:
+            err.print(f"  ... and {len(reasons) - 10} more reasons")
+    else:
+        for e in errors[:20]:
+            err.print(f"  {plain(as_flags(str(e)))}")
+        if len(errors) > 20:
+            where = (f"all listed in {plain(listed_in)}" if listed_in else
+                     "give --out to list them all")
+            err.print(f"  ... and {len(errors) - 20} more ({where})")
+    return 2 * len(errors) > total
 
 
 def as_flags(message: str) -> str:

@@ -12,6 +12,7 @@ from rich.table import Table
 from scoreband import api
 from scoreband.api import AppliedFile
 from scoreband.cli._app import (
+    MOSTLY_SKIPPED_EXIT,
     app,
     console,
     err,
@@ -19,6 +20,7 @@ from scoreband.cli._app import (
     guard,
     print_warnings,
     report_rows,
+    styled,
     warn,
 )
 from scoreband.cli._options import (
@@ -76,6 +78,13 @@ def print_metrics_table(res: dict, title: str) -> None:
         t.add_row("set length", *([""] if "before" in res else []),
                   _fmt(after["set_length"]))
     console.print(t)
+    console.print(f"(mean ± standard deviation over the {res['seeds']} random splits)")
+    if after.get("constant_width"):
+        console.print(f"note: every band of {plain(res['method'])} has the same width except "
+                      "where the scale's ends cut it: its ups (correlation of width and "
+                      "error) comes from that cutting, not from bands that adapt to the error")
+    if "scale" in res:
+        console.print(usefulness(after["sharpness_native"]["mean"], res["scale"]))
     if after.get("median_source", "the given median") != "the given median":
         console.print(f"note: after calibration, ups / tau-c / pearson / spearman are of "
                       f"{plain(after['median_source'])}")
@@ -95,6 +104,47 @@ def print_metrics_table(res: dict, title: str) -> None:
         for name, v in res["groups"].items():
             g.add_row(plain(name), str(v["n"]), _fmt(v["coverage"]), _fmt(v["sharpness"]))
         console.print(g)
+    _print_levels(res)
+
+
+def usefulness(width: float, scale: dict) -> str:
+    """One sentence on what a band of this mean width can tell on the scale."""
+    span = scale["hi"] - scale["lo"]
+    share = width / span
+    unit = f"{scale['lo']:g}-{scale['hi']:g}"
+    if share <= 0.25:
+        what = "narrow enough to tell neighbouring levels apart for most items"
+    elif share <= 0.5:
+        what = ("it can tell a low score from a high one, not neighbouring levels: use the "
+                "scores to sort or screen, not as exact values")
+    else:
+        what = ("it covers most of the scale: it says little about a single item (use the "
+                "scores for ranking, or a better scorer)")
+    return (f"mean band {width:.2f} points wide on {unit} ({share:.0%} of the scale): "
+            f"{what}.")
+
+
+def _print_levels(res: dict) -> None:
+    """Coverage by the target's level and by the predicted level, with the intervals."""
+    by = res.get("coverage_by_level")
+    if not by:
+        return
+    nominal = 1 - res["alpha"]
+    for kind, title in (("target", "coverage by level of the human score"),
+                        ("predicted", "coverage by predicted level (the calibrated median)")):
+        if not by.get(kind):
+            continue
+        t = Table(title=f"{title}, 95 % Clopper-Pearson interval on distinct items")
+        for c in ("level", "items", "coverage", "95 % CI", "width"):
+            t.add_column(c, justify="right", overflow="fold")
+        for g, v in by[kind].items():
+            ci = v.get("ci") or [float("nan")] * 2
+            low = v["coverage"]["mean"] < nominal - 0.1
+            cov = f"{v['coverage']['mean']:.3f}" + (" <" if low else "")
+            w = v["sharpness"]["mean"] * (res["scale"]["hi"] - res["scale"]["lo"])
+            t.add_row(plain(g), str(v.get("n_items", v["n"])), cov,
+                      f"{ci[0]:.3f}-{ci[1]:.3f}", f"{w:.2f}")
+        console.print(t)
 
 
 
@@ -127,21 +177,26 @@ def evaluate(
     cols, cfg = split_options(opts)
     df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
                         needed_columns(table, cols, [split_by]))
+    cols = {**cols, "split_by": split_by}
     with step_status(err, f"calibrating over {seeds} splits ...", every_s=5) as step:
-        res = api.evaluate(df, {**cols, "split_by": split_by}, cfg, seeds=seeds,
-                           cal_frac=cal_frac, n_ratings=opts["n_ratings"],
-                           curve=html is not None if curve is None else curve,
+        res = api.evaluate(df, cols, cfg, seeds=seeds, cal_frac=cal_frac,
+                           n_ratings=opts["n_ratings"],
                            on_split=lambda k, n: step(f"split {k} of {n} done"))
+    if html is not None if curve is None else curve:
+        res["calibration_curve"] = _curve(df, cols, cfg, res, seeds, cal_frac,
+                                          opts["n_ratings"])
     res["table"] = str(table)
     res["provenance"] = provenance({"input_table": str(table)})
     # the files first: nothing printed below (a name, a terminal's encoding) can lose them
     if out:
         write_json(out, res)
     if html:
-        from scoreband.report.html import write_report  # lazy: loads scipy
+        with step_status(err, "writing the HTML report (figures) ...", every_s=5):
+            from scoreband.report.html import write_report  # lazy: loads matplotlib
 
-        write_report([res], html)
-    report_rows([_row_error(e) for e in res["skipped_rows"]], len(df))
+            write_report([res], html)
+    mostly = report_rows([_row_error(e) for e in res["skipped_rows"]], len(df),
+                         listed_in=out and f"{out} (skipped_rows)")
     print_warnings(res.get("warnings", []))
     for note in res.get("notes", []):
         err.print(f"note: {plain(note)}")
@@ -150,6 +205,46 @@ def evaluate(
     for path in (out, html):
         if path:
             console.print(f"wrote {plain(path)}")
+    _exit_if_mostly_skipped(mostly, len(res["skipped_rows"]), len(df))
+
+
+def _exit_if_mostly_skipped(mostly: bool, skipped: int, total: int) -> None:
+    """More than half of the rows skipped: the files are written and the results printed,
+    then the command exits with status 1 (a table mostly unreadable is rarely meant)."""
+    if mostly:
+        err.print(styled(f"error: {skipped} of {total} rows were skipped (more than half; "
+                         "reasons above): exit status 1, the results above rest on the "
+                         f"other {total - skipped} rows only", "bold red"))
+        raise typer.Exit(MOSTLY_SKIPPED_EXIT)
+
+
+def _curve(df, cols, cfg, res, seeds, cal_frac, n_ratings) -> list[dict]:
+    """The calibration curve: empirical coverage at each alpha of ``api.CURVE_ALPHAS`` (at
+    most 3 splits each; the evaluated alpha from its own splits), with the 95 %
+    Clopper-Pearson interval on the distinct items tested; progress on stderr."""
+    from scoreband.metrics import binomial_ci
+
+    pts = []
+    k = min(seeds, 3)
+    alphas = sorted(set(api.CURVE_ALPHAS) - {cfg["alpha"]})
+    with step_status(err, f"calibration curve: {len(alphas)} more alphas x {k} splits ...",
+                     every_s=5) as step:
+        for i, a in enumerate(alphas, 1):
+            r = api.evaluate(df, cols, {**cfg, "alpha": a}, seeds=k, cal_frac=cal_frac,
+                             n_ratings=n_ratings,
+                             on_split=lambda s, n, a=a, i=i: step(
+                                 f"calibration curve: alpha {a:g} ({i} of {len(alphas)}), "
+                                 f"split {s} of {n} done"))
+            pts.append(_curve_point(a, r, binomial_ci))
+    pts.append(_curve_point(cfg["alpha"], res, binomial_ci))
+    return sorted(pts, key=lambda p: p["alpha"])
+
+
+def _curve_point(a: float, r: dict, ci) -> dict:
+    cov, n = r["after"]["coverage"]["mean"], int(r.get("n_items_tested") or 0)
+    return {"alpha": a, "nominal": 1 - a, "coverage": cov, "seeds": r["seeds"],
+            "n_items": n, "ci": list(ci(round(cov * n), n)) if n else None,
+            "width": r["after"]["sharpness_native"]["mean"]}
 
 
 def _row_error(d: dict):
@@ -164,6 +259,10 @@ def calibrate(
     table: Table_,
     out: Annotated[Path, typer.Option("--out", help="Calibrator JSON to write.")],
     scorer_id: ScorerOpt = None,
+    split_by: Annotated[str | None, typer.Option(
+        "--split-by", help="As in evaluate, so its command line works here unchanged: "
+                           "calibrate fits on every row (no test split); the column is "
+                           "checked and recorded.")] = None,
     **opts,
 ):
     """Fit a calibrator on every usable row and save it as versioned JSON.
@@ -173,13 +272,15 @@ def calibrate(
     """
     cols, cfg = split_options(opts)
     df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
-                        needed_columns(table, cols))
+                        needed_columns(table, cols, [split_by]))
+    cols = {**cols, "split_by": split_by}
     fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
                         on_warning=warn)
-    report_rows(fit.errors, len(df))
+    mostly = report_rows(fit.errors, len(df))
     fit.save(out)
     console.print(f"calibrated {plain(repr(fit.calibrator))} on "
                   f"{fit.inputs['n_calibration']} rows -> {plain(out)}")
+    _exit_if_mostly_skipped(mostly, len(fit.errors), len(df))
 
 
 # ------------------------------------------------------------------ recalibrate
@@ -293,7 +394,8 @@ def apply(
                       f"-> {plain(out)}")
         return
     res = AppliedFile.of(run.rows, stage)
-    report_rows(res.errors, res.rows, action="left without a band")
+    report_rows(res.errors, res.rows, action="left without a band",
+                listed_in=f"{out} (column band_error)")
     _print_shift(res.shift)
     console.print(f"banded {res.banded} of {res.rows} rows with {plain(res.method)} "
                   f"(alpha={res.alpha}) -> {plain(out)}")

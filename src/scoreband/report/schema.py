@@ -85,6 +85,7 @@ class AfterM(MetricsM):
     coverage: Measured
     sharpness_native: Measured
     width_quantiles: WidthQuantiles | None = None
+    constant_width: bool | None = None
 
 
 class GroupM(_M):
@@ -98,6 +99,27 @@ class GroupM(_M):
 class CurvePoint(_M):
     nominal: float
     coverage: float
+    ci: Pair | None = None
+
+
+class LevelsM(_M):
+    target: dict[str, GroupM] | None = None
+    predicted: dict[str, GroupM] | None = None
+
+
+class ErrorBin(_M):
+    error_lo: float
+    error_hi: float
+    n: float
+    width_mean: float
+    width_q25: float
+    width_q75: float
+
+
+class WidthErrorM(_M):
+    bins: list[ErrorBin]
+    error: list[float]
+    width: list[float]
 
 
 class EvaluateDoc(_M):
@@ -111,6 +133,8 @@ class EvaluateDoc(_M):
     before: MetricsM | None = None
     groups: dict[str, GroupM] | None = None
     calibration_curve: list[CurvePoint] | None = None
+    coverage_by_level: LevelsM | None = None
+    width_vs_error: WidthErrorM | None = None
 
 
 # ------------------------------------------------------------------ demo
