@@ -95,6 +95,14 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
         extra["point_kendall_tau_c"][name] = M.kendall_tau_c(point, y)
         q = preds["unconstrained_pinball"].quantiles
         extra["crossings"][name] = int((np.diff(q, axis=1) < 0).any(axis=1).sum())
+        # what to do with the bands: the share of scores a user may keep without a human,
+        # within a point on 1-5, risk 0.2 with probability 0.9 (scoreband triage)
+        from scoreband.decisions import accepted_share  # lazy: loads scikit-learn
+
+        p = preds["chained_ci"]
+        extra.setdefault("triage", {})[name] = accepted_share(
+            LIKERT.from01(y), LIKERT.from01(p.median), scale=LIKERT, tolerance=1.0,
+            alpha=0.2, delta=0.1, uncertainty=p.hi - p.lo, seed=0)
         results[name] = {}
         for row in ROWS:
             step(f"calibrating {name} / {row} over {seeds} splits")
@@ -196,7 +204,17 @@ def results_markdown(doc: dict) -> str:
                   f"{k} {v:.3f}" for k, v in meta["point_kendall_tau_c"].items()),
               "", "Unconstrained head, items with crossed quantiles: " + ", ".join(
                   f"{k} {v}" for k, v in meta["crossings"].items()), "",
-              "## Findings of the BEiTScore++ paper, checked on these numbers", ""]
+              ]
+    tri = meta.get("triage") or {}
+    if tri:
+        lines += ["## What to do with the bands: which scores to keep (`scoreband triage`)", "",
+                  "Kept without a human where the chained head's band is narrow enough that, "
+                  "among kept scores, at most 20 % are off the human score by more than one "
+                  "point (probability 0.9 over the labels):", ""]
+        lines += [f"- {k}: keep {v['accepted_share']:.0%} of the scores (keeping all would "
+                  f"risk {v['accept_all_risk']:.0%})" for k, v in tri.items()]
+        lines.append("")
+    lines += ["## Findings of the BEiTScore++ paper, checked on these numbers", ""]
     lines += [f"- [{'x' if f['holds'] else ' '}] {f['claim']} ({f['value']:.3f})"
               for f in meta["findings"]]
     lines.append("")
