@@ -1,7 +1,10 @@
-"""Table formats in and out: CSV, TSV, JSONL, JSON, Parquet and Hugging Face datasets
-directories, read whole (:func:`read_table`) and written atomically (:func:`write_table`);
-the chunked readers and writers are in :mod:`scoreband.engine.stream`. Which columns mean
-what is :mod:`scoreband.columns`' concern."""
+"""Tables in and out: read whole (:func:`read_table`) and written atomically
+(:func:`write_table`) in the format the path names, looked up in the format registry
+(:mod:`scoreband.formats`: CSV, TSV, JSONL, JSON, Parquet, Hugging Face datasets folders and
+the read-only evaluation logs); the chunked readers and writers are in
+:mod:`scoreband.engine.stream`. This module also holds the helpers the formats share (text
+CSV options, JSON values with their literal, Arrow tables). Which columns mean what is
+:mod:`scoreband.columns`' concern."""
 
 from __future__ import annotations
 
@@ -15,11 +18,9 @@ import pandas as pd
 from scoreband.errors import InputError
 from scoreband.files import atomic_path, check_readable, to_jsonable
 
-__all__ = ["read_table", "write_table", "table_columns", "jsonl_records", "read_jsonl",
+__all__ = ["read_table", "write_table", "table_columns", "jsonl_records", "read_jsonl",  # noqa: F822
            "check_unique_columns", "arrow_table", "SUPPORTED_FORMATS", "JsonNumber",
            "TEXT_CSV", "NA_TEXT"]
-
-SUPPORTED_FORMATS = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 
 #: pandas' CSV options that keep every cell as the text it is: ``00017`` stays ``00017``,
 #: ``NA`` / ``nan`` / ``FALSE`` stay those words, an empty cell stays empty
@@ -61,25 +62,12 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, *,
 
     Raises :class:`InputError` for a missing file, an unknown format or an empty table.
     """
-    p = check_readable(path, "table", folder_ok=True)
+    from scoreband.formats import resolve, split_address
+
+    check_readable(split_address(path)[1], "table", folder_ok=True)
+    fmt, p = resolve(path)
     try:
-        if p.is_dir():
-            df = _read_dir(p)
-        else:
-            suf = p.suffix.lower()
-            if suf in (".csv", ".tsv"):
-                df = _read_delimited(p, "," if suf == ".csv" else "\t", columns, text)
-            elif suf in (".jsonl", ".ndjson"):
-                df = read_jsonl(p, text=text)
-            elif suf == ".json":
-                df = _read_json_table(p, text)
-            elif suf in (".parquet", ".pq"):
-                df = pd.read_parquet(p, columns=None if columns is None else list(columns))
-            else:
-                raise InputError(
-                    f"cannot read {p.name!r}: unknown table format {suf!r}; use one of "
-                    f"{', '.join(SUPPORTED_FORMATS)} or a Hugging Face datasets directory"
-                )
+        df = fmt.read(p, columns, text=text)
     except InputError:
         raise
     except UnicodeDecodeError as e:
@@ -96,24 +84,21 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None, *,
 
 
 def table_columns(path) -> list[str] | None:
-    """The column names of a CSV / TSV / Parquet table, read from its header or schema
-    alone; None for formats that need reading whole (JSON, JSONL, dataset folders)."""
-    p = Path(path)
-    suf = p.suffix.lower()
-    try:
-        if p.is_file() and suf in (".csv", ".tsv"):
-            sep = "," if suf == ".csv" else "\t"
-            return [str(c) for c in pd.read_csv(p, sep=sep, nrows=0,
-                                                **_check_header(p, sep)).columns]
-        if p.is_file() and suf in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
+    """The column names of a table read from its header or schema alone (CSV / TSV /
+    Parquet: :meth:`scoreband.formats.TableFormat.columns`); None for formats that need
+    reading whole (JSON, JSONL, dataset folders, logs) and for paths read_table refuses."""
+    from scoreband.formats import resolve
 
-            return list(pq.read_schema(p).names)
+    try:
+        fmt, p = resolve(path)
+    except InputError:  # read_table says what is wrong with the path
+        return None
+    try:
+        return fmt.columns(p) if p.is_file() else None
     except InputError:
         raise
     except Exception:  # noqa: BLE001 - read_table reports what is wrong with the file
         return None
-    return None
 
 
 def _check_header(p: Path, sep: str) -> dict:
@@ -343,28 +328,20 @@ def _read_dir(p: Path) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- writing
-def _write_parquet(df: pd.DataFrame, path) -> None:
-    import pyarrow.parquet as pq
-
-    pq.write_table(arrow_table(df), path)
-
-
 def write_table(df: pd.DataFrame, path) -> Path:
-    """Write a table atomically in the format its extension names."""
-    path = Path(path)
-    suf = path.suffix.lower()
-    writers = {
-        ".csv": lambda t: df.to_csv(t, index=False, quoting=_csv_quoting(df)),
-        ".tsv": lambda t: df.to_csv(t, sep="\t", index=False, quoting=_csv_quoting(df)),
-        ".jsonl": lambda t: _write_json_records(df, t, lines=True),
-        ".ndjson": lambda t: _write_json_records(df, t, lines=True),
-        ".json": lambda t: _write_json_records(df, t, lines=False),
-        ".parquet": lambda t: _write_parquet(df, t),
-        ".pq": lambda t: _write_parquet(df, t),
-    }
-    if suf not in writers:
-        raise InputError(f"cannot write {path.name!r}: unknown format {suf!r}; use one of "
-                         f"{', '.join(SUPPORTED_FORMATS)}")
+    """Write a table atomically in the format its extension (or a ``NAME:`` prefix) names;
+    a read-only format (an evaluation log) is refused."""
+    from scoreband.formats import resolve
+
+    fmt, path = resolve(path, write=True)
     with atomic_path(path) as tmp:
-        writers[suf](tmp)
+        fmt.write(df, tmp)
     return path
+
+
+def __getattr__(name: str):
+    if name == "SUPPORTED_FORMATS":  # from the registry (imported late: it imports this module)
+        from scoreband.formats import suffixes
+
+        return suffixes(writable=True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-from pathlib import Path
 
 from scoreband.engine.rows import build_stage, run_rows
 from scoreband.engine.stream import ChunkWriter, as_text, iter_chunks
@@ -68,19 +67,18 @@ def connect(address: str | None = None, *, actors: int = 2,
 def _dataset(table, block_rows: int, text: bool = True):
     import ray.data
 
-    p = Path(table)
-    suf = p.suffix.lower()
+    from scoreband.formats import get_format, resolve
+
+    fmt, p = resolve(table)
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True  # rows come back in the table's order
-    if suf in (".parquet", ".pq"):
+    if fmt is get_format("parquet"):
         # a file read as one block would be one task on one actor: cut it into blocks of
         # ``block_rows`` (a streaming split, no shuffle) so every actor gets work
         return ray.data.read_parquet(str(p)).repartition(target_num_rows_per_block=block_rows)
-    if suf in (".csv", ".tsv", ".jsonl", ".ndjson"):
-        # read by scoreband's own chunked reader (same types and guards as the local engine),
-        # handed to Ray block by block
-        return ray.data.from_pandas(list(iter_chunks(p, block_rows, text=text)))
-    raise InputError(f"`engine` ray reads .parquet, .csv, .tsv or .jsonl tables, not {suf!r}")
+    # any other format: read by scoreband's own chunked reader (same types and guards as the
+    # local engine; a format read whole is cut), handed to Ray block by block
+    return ray.data.from_pandas(list(iter_chunks(table, block_rows, text=text)))
 
 
 class _Stage:
@@ -135,7 +133,9 @@ def stage_ray(table, out, factory: str, kw: dict, *, error_column: str, actors: 
         batch_rows = max(batch_rows, 100_000)
     ds = _dataset(table, batch_rows if vectorized else 4 * batch_rows,  # a few batches a task
                   text=as_text(out))
-    kw = {**kw, "base_dir": str(Path(table).parent.resolve())}
+    from scoreband.formats import split_address
+
+    kw = {**kw, "base_dir": str(split_address(table)[1].parent.resolve())}
     return _run(ds, _Stage, (factory, kw), out, actors=actors, num_gpus=num_gpus,
                 batch_rows=batch_rows, on_rows=on_rows, error_column=error_column,
                 write_rows=write_rows)

@@ -1,7 +1,8 @@
-"""Tables in chunks: read CSV / TSV / JSONL / Parquet a chunk of rows at a time (pandas'
-chunked readers, pyarrow's record batches) and write the result as it comes (CSV appended,
-Parquet row groups), into a temporary file renamed over the output at the end, so a crash
-never leaves a half-written table under the output's name."""
+"""Tables in chunks: read a chunk of rows at a time (CSV / TSV / JSONL / Parquet natively:
+pandas' chunked readers, pyarrow's record batches; any other registered format read whole and
+cut) and write the result as it comes (CSV appended, Parquet row groups), into a temporary
+file renamed over the output at the end, so a crash never leaves a half-written table under
+the output's name. What each format does is its object in :mod:`scoreband.formats`."""
 
 from __future__ import annotations
 
@@ -21,38 +22,39 @@ from scoreband.files import (
     track_temp,
     untrack_temp,
 )
-from scoreband.tables import (
-    TEXT_CSV,
-    _check_header,
-    _csv_quoting,
-    _write_json_records,
-    arrow_table,
-    check_unique_columns,
-    jsonl_records,
-)
+from scoreband.formats import resolve, suffixes
+from scoreband.formats.parquet import cast_table as _cast  # noqa: F401  (former names)
+from scoreband.formats.parquet import unify_schemas as _unify  # noqa: F401
 
 __all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "TEXT_FORMATS", "as_text",
            "table_rows"]
 
-#: formats read and written chunk by chunk (JSON arrays and dataset folders are read whole)
-STREAMABLE = (".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq")
+#: formats read and written chunk by chunk (JSON arrays and dataset folders are read whole):
+#: the suffixes of the registry's streamable formats
+STREAMABLE = suffixes(streamable=True)
 
 #: the text formats: a table written into one keeps its cells as they were read
-TEXT_FORMATS = (".csv", ".tsv", ".jsonl", ".ndjson", ".json")
+TEXT_FORMATS = suffixes(text=True)
 
 
 def as_text(out) -> bool:
     """Whether a row command writing ``out`` reads its input's cells as text (CSV / TSV)
     and JSON values as they are: so for a text output, which then holds every input cell
     byte for byte; a Parquet output keeps the types pandas infers, as columns of numbers
-    are better stored as numbers there."""
-    return Path(out).suffix.lower() in TEXT_FORMATS
+    are better stored as numbers there. The output's format is the registry's
+    (:attr:`scoreband.formats.TableFormat.text`); False for a path it does not know."""
+    try:
+        return resolve(out, write=True)[0].text
+    except InputError:
+        return False
 
 
 def iter_chunks(path, chunk_rows: int = 100_000, columns=None, *,
                 text: bool = True) -> Iterator[pd.DataFrame]:
     """The table at ``path`` as DataFrames of at most ``chunk_rows`` rows (``columns``: only
-    those, where the format can skip the others).
+    those, where the format can skip the others). A streamable format
+    (:data:`STREAMABLE`) is read a chunk at a time; any other format the registry knows
+    (a JSON array, an evaluation log) is read whole and cut.
 
     ``text`` (the row commands' reading): a CSV / TSV cell is kept as the text it is
     (``00017``, ``NA``, ``FALSE`` and an empty cell stay exactly that, so they are written
@@ -60,77 +62,30 @@ def iter_chunks(path, chunk_rows: int = 100_000, columns=None, *,
     with nulls stays integers, a number keeps its literal); the columns a stage needs are
     parsed as numbers where it reads them (:mod:`scoreband.columns`). A UTF-8 byte order
     mark at the start of the file is skipped."""
-    p = check_readable(path, "table")
-    suf = p.suffix.lower()
-    if suf not in STREAMABLE:
-        raise InputError(f"cannot stream {p.name!r}; streamable formats: {', '.join(STREAMABLE)}")
-    try:
-        if suf in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
+    from scoreband.formats import split_address
 
-            # pre_buffer off: with it, pyarrow's reads run ahead of the consumer and the
-            # peak memory grows with the file (400 MB at 10^7 rows against 130 MB without)
-            f = pq.ParquetFile(p, pre_buffer=False)
-            check_unique_columns(f.schema_arrow.names, p)
-            for batch in f.iter_batches(batch_size=chunk_rows, columns=columns):
-                yield batch.to_pandas()
-            return
-        if suf in (".jsonl", ".ndjson"):
-            yield from _jsonl_chunks(p, chunk_rows, text)
-            return
-        sep = "," if suf == ".csv" else "\t"
-        kw = _check_header(p, sep)
-        reader = pd.read_csv(p, sep=sep, chunksize=chunk_rows, usecols=columns, **kw,
-                             **(TEXT_CSV if text else {}))
-        with reader:
-            yield from reader
+    check_readable(split_address(path)[1], "table")
+    fmt, p = resolve(path)
+    try:
+        yield from fmt.chunks(p, chunk_rows, columns, text=text)
     except InputError:
         raise
     except Exception as e:  # parser errors from pandas / pyarrow: name the file
         raise InputError(f"could not read table {str(p)!r}: {type(e).__name__}: {e}") from None
 
 
-def _jsonl_chunks(p: Path, chunk_rows: int, text: bool = True) -> Iterator[pd.DataFrame]:
-    """JSON Lines ``chunk_rows`` lines at a time (scoreband.tables.jsonl_records: a line that is
-    not a JSON object is reported and skipped; a byte order mark is skipped)."""
-    from itertools import islice
-
-    with open(p, encoding="utf-8-sig") as f:
-        line = 1
-        while True:
-            lines = list(islice(f, chunk_rows))
-            if not lines:
-                return
-            df = jsonl_records(lines, p, first_line=line, text=text)
-            line += len(lines)
-            if len(df):
-                yield df
-
-
 def table_rows(path, max_bytes: int = 2 << 30) -> int | None:
-    """The number of rows of a streamable table, for progress: Parquet from its metadata,
-    JSONL by its lines, CSV / TSV by a pass of the csv module (quoted line breaks counted
-    right); None when unknown (a text table over ``max_bytes``)."""
+    """The number of rows of a table, for progress (:meth:`TableFormat.rows`: Parquet from
+    its metadata, JSONL by its lines, CSV / TSV by a pass of the csv module, quoted line
+    breaks counted right); None when unknown (a text table over ``max_bytes``, a format
+    that must be read whole)."""
     import csv
 
-    p = Path(path)
-    suf = p.suffix.lower()
     try:
-        if suf in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            return int(pq.ParquetFile(p).metadata.num_rows)
-        if p.stat().st_size > max_bytes:
-            return None
-        with open(p, encoding="utf-8-sig", newline="") as f:
-            if suf in (".jsonl", ".ndjson"):
-                return sum(1 for line in f if line.strip())
-            if suf in (".csv", ".tsv"):
-                return max(0, sum(1 for _ in csv.reader(f, delimiter="," if suf == ".csv"
-                                                        else "\t")) - 1)
-    except (OSError, ValueError, csv.Error):
+        fmt, p = resolve(path)
+        return fmt.rows(p, max_bytes)
+    except (OSError, ValueError, csv.Error, InputError):
         return None
-    return None
 
 
 class ChunkWriter:
@@ -138,11 +93,12 @@ class ChunkWriter:
     file over ``path`` (``abort()`` removes it). Usable as a context manager."""
 
     def __init__(self, path):
-        self.path = Path(path)
+        fmt, self.path = resolve(path, write=True)
         self.suffix = self.path.suffix.lower()
-        if self.suffix not in STREAMABLE:
+        if not fmt.streamable:
             raise InputError(f"cannot stream into {self.path.name!r}; streamable formats: "
                              f"{', '.join(STREAMABLE)}")
+        self.format = fmt
         check_output(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(self.path)
@@ -150,7 +106,7 @@ class ChunkWriter:
         track_temp(self.tmp)  # removed on SIGTERM / SIGINT / SIGHUP too
         # created now, with the umask (O_EXCL: never someone else's file)
         os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        self._parquet = None
+        self._sink = fmt.sink(self.tmp)
         self.rows = 0
         self.columns: list | None = None
 
@@ -163,41 +119,11 @@ class ChunkWriter:
                 raise InputError(f"chunk {self.rows}+ adds columns {extra} the first chunk "
                                  "did not have")
             df = df.reindex(columns=self.columns, fill_value="")
-        if self.suffix in (".parquet", ".pq"):
-            self._write_parquet(arrow_table(df))
-        elif self.suffix in (".jsonl", ".ndjson"):
-            _write_json_records(df, self.tmp, lines=True, append=self.rows > 0)
-        else:
-            df.to_csv(self.tmp, sep="," if self.suffix == ".csv" else "\t", index=False,
-                      mode="a" if self.rows else "w", header=self.rows == 0,
-                      quoting=_csv_quoting(df))
+        self._sink.write(df)
         self.rows += len(df)
 
-    def _write_parquet(self, table) -> None:
-        """One schema for the whole file: a chunk whose types differ from the file's so far
-        (a column empty in the first chunk and text later, integers then floats) widens
-        the schema, and the row groups already written are rewritten in it (rare: only
-        when a type changes)."""
-        import pyarrow.parquet as pq
-
-        if self._parquet is None:
-            self._parquet = pq.ParquetWriter(self.tmp, table.schema)
-            self._schema = table.schema
-        if not table.schema.equals(self._schema):
-            unified = _unify(self._schema, table.schema)
-            if not unified.equals(self._schema):
-                self._parquet.close()
-                done = pq.read_table(self.tmp)
-                self._parquet = pq.ParquetWriter(self.tmp, unified)
-                self._parquet.write_table(_cast(done, unified))
-                self._schema = unified
-            table = _cast(table, self._schema)
-        self._parquet.write_table(table)
-
     def close(self) -> Path:
-        if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
+        self._sink.close()
         if self.columns is None:  # write() never called
             self.abort()
             raise InputError("nothing was written: the table has no rows")
@@ -208,9 +134,7 @@ class ChunkWriter:
         return self.path
 
     def abort(self) -> None:
-        if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
+        self._sink.abort()
         self.tmp.unlink(missing_ok=True)
         untrack_temp(self.tmp)
 
@@ -222,38 +146,4 @@ class ChunkWriter:
             self.close()
         else:
             self.abort()
-
-
-def _unify(a, b):
-    """The schema both chunks fit: Arrow's permissive promotion (null -> any type, int ->
-    float ...); a column whose types cannot be reconciled becomes text."""
-    import pyarrow as pa
-
-    fields = []
-    for f in a:
-        g = b.field(f.name) if f.name in b.names else f
-        if f.type == g.type:
-            fields.append(f)
-            continue
-        try:
-            fields.append(pa.unify_schemas([pa.schema([f]), pa.schema([g])],
-                                           promote_options="permissive").field(0))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
-            fields.append(pa.field(f.name, pa.string()))
-    return pa.schema(fields)
-
-
-def _cast(table, schema):
-    """``table`` in ``schema``, columns that do not cast written as text."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    cols = []
-    for f in schema:
-        col = table.column(f.name)
-        try:
-            cols.append(col.cast(f.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            cols.append(pc.cast(col, pa.string()).cast(f.type))
-    return pa.table(cols, schema=schema)
 

@@ -1,0 +1,154 @@
+"""The table formats, one object each, in one registry addressed by name and by suffix.
+
+Every place that reads or writes a table asks this registry which format a path is
+(:func:`resolve`): the whole-table reader and writer (:mod:`scoreband.tables`), the chunked
+reader and writer (:mod:`scoreband.engine.stream`) and the Ray engine. A format
+(:class:`~scoreband.formats.base.TableFormat`) reads the table whole (with the ``text``
+option: cells as they are), in chunks, counts its rows, lists its columns from a header,
+writes the table whole and chunk by chunk, and says whether it is a text format. Adding a
+format is one module that defines it and one :func:`register` call below;
+``tests/formats/test_contract.py`` checks every registered format alike.
+
+How a path's format is chosen:
+
+1. ``NAME:PATH`` (``csv:scores.txt``, ``inspect:logs/run.json``) names it outright, where
+   ``NAME`` is a registered format and ``NAME:PATH`` is not itself an existing file; a
+   read-only format that reads score-token log-probs takes the judge's label scale as
+   ``NAME@LO-HI:PATH`` (``openai-batch@1-5:answers.jsonl``);
+2. a folder is a Hugging Face datasets folder;
+3. otherwise the suffix: where several formats share it (``.json``: a table, an Inspect log,
+   a promptfoo results file; ``.jsonl``: a table, OpenAI-style batch answers, lm-eval
+   samples), the file's first bytes decide (:meth:`~TableFormat.sniff`) and the plain table
+   format is the default. An output is never sniffed: it is written in the suffix's plain
+   format.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from scoreband.errors import InputError
+from scoreband.formats.base import ReadOnlyFormat, Sink, TableFormat
+from scoreband.registry import Registry
+
+__all__ = ["FORMATS", "TableFormat", "ReadOnlyFormat", "Sink", "register", "get_format",
+           "all_formats", "resolve", "suffixes", "known_formats"]
+
+#: every table format scoreband reads; ``get_format(name)`` returns its object
+FORMATS = Registry("table format")
+
+#: how many bytes of a file are looked at to tell formats of one suffix apart
+SNIFF_BYTES = 1 << 16
+
+
+def register(fmt: TableFormat) -> TableFormat:
+    """Add a format to :data:`FORMATS` (its name once; its suffixes may be shared)."""
+    FORMATS.register(fmt.name, help=fmt.help, factory=lambda: fmt, format=fmt,
+                     suffixes=tuple(fmt.suffixes))
+    return fmt
+
+
+def get_format(name: str) -> TableFormat:
+    """The format registered as ``name``; an unknown name lists the known formats."""
+    return FORMATS.resolve(name)[0].info["format"]
+
+
+def all_formats() -> list[TableFormat]:
+    return [e.info["format"] for e in FORMATS.entries()]
+
+
+def suffixes(*, text: bool | None = None, streamable: bool | None = None,
+             writable: bool | None = None) -> tuple[str, ...]:
+    """The suffixes whose default format has these properties (None: any)."""
+    out = []
+    for f in all_formats():
+        if f.sniffs or f.folder:
+            continue
+        if ((text is None or f.text == text) and (writable is None or f.writable == writable)
+                and (streamable is None or f.streamable == streamable)):
+            out += [s for s in f.suffixes if s not in out]
+    return tuple(out)
+
+
+def known_formats() -> str:
+    """The formats as an error message lists them: ``csv (.csv), ..., hf-dataset (a
+    folder)``."""
+    return ", ".join(f"{f.name} ({'a folder' if f.folder else ' '.join(f.suffixes)})"
+                     for f in all_formats())
+
+
+def _unknown(p: Path, suf: str, verb: str) -> InputError:
+    return InputError(f"cannot {verb} {p.name!r}: unknown table format {suf or '(no suffix)'!r}; "
+                      f"known formats: {known_formats()}; or name the format before the "
+                      f"path, e.g. csv:{p}")
+
+
+def split_address(path) -> tuple[TableFormat | None, Path]:
+    """``(format, path)`` for ``NAME:PATH`` / ``NAME@OPTIONS:PATH``; ``(None, path)`` for a
+    plain path (also one that exists as written, colon and all)."""
+    s = os.fspath(path)
+    head, colon, rest = s.partition(":")
+    if not colon or not rest or os.path.lexists(s):
+        return None, Path(s)
+    name, at, opts = head.partition("@")
+    if name not in {e.name for e in FORMATS.entries()}:
+        return None, Path(s)
+    fmt = get_format(name)
+    if at:
+        fmt = fmt.configure(opts)
+    return fmt, Path(rest)
+
+
+def resolve(path, *, write: bool = False) -> tuple[TableFormat, Path]:
+    """The format of ``path`` and the file path itself (without a ``NAME:`` prefix); see the
+    module docstring. ``write``: for an output (never sniffed; a read-only format refused).
+    Raises :class:`InputError` for an unknown suffix, listing the known formats."""
+    fmt, p = split_address(path)
+    if fmt is not None:
+        if write and not fmt.writable:
+            fmt.refuse_write(p)
+        return fmt, p
+    if not write and p.is_dir():
+        return get_format("hf-dataset"), p
+    suf = p.suffix.lower()
+    cands = [f for f in all_formats() if suf in f.suffixes]
+    plain = [f for f in cands if not f.sniffs]
+    if write:
+        if not plain:
+            if cands:
+                cands[0].refuse_write(p)
+            raise _unknown(p, suf, "write")
+        return plain[0], p
+    if not cands:
+        raise _unknown(p, suf, "read")
+    sniffing = [f for f in cands if f.sniffs]
+    if sniffing and p.is_file():
+        head = _head(p)
+        for f in sniffing:
+            if f.sniff(p, head):
+                return f, p
+    return (plain or cands)[0], p
+
+
+def _head(p: Path) -> str:
+    try:
+        with open(p, "rb") as f:
+            return f.read(SNIFF_BYTES).decode("utf-8-sig", errors="replace")
+    except OSError:
+        return ""
+
+
+# ------------------------------------------------------------------ the formats
+def _register_all() -> None:
+    from scoreband.formats.delimited import CSV, TSV
+    from scoreband.formats.hf_datasets import HF_DATASET
+    from scoreband.formats.json_table import JSON
+    from scoreband.formats.jsonl import JSONL
+    from scoreband.formats.parquet import PARQUET
+
+    for fmt in (CSV, TSV, JSONL, JSON, PARQUET, HF_DATASET):
+        register(fmt)
+
+
+_register_all()
