@@ -1,0 +1,170 @@
+"""Verdict probabilities and conformal prediction sets over {A, B, tie} (SPEC section 13).
+
+A *verdict model* gives each pair ``p = (p(A), p(B), p(tie))``:
+
+* ``logistic``: a multinomial logistic map of antisymmetric features (a score difference
+  ``A - B``, a judge's order-averaged preference ``p(A) - p(B)``) and their absolute values
+  (a tie is likelier near 0). It is fitted on the pairs and on the same pairs presented the
+  other way round (features negated, A and B swapped), so the map is order-fair:
+  ``p_A(x) = p_B(-x)``;
+* ``probs``: columns that already hold the probabilities (a judge's verdict log-probs read
+  in both orders), renormalised.
+
+Split conformal classification on calibration pairs ``(p_i, y_i)`` (never used to fit the
+map): with conformity score ``s(p, y)``, ``q`` is the ``ceil((n + 1)(1 - alpha))``-th
+smallest calibration score and the set is ``{y : s(p, y) <= q}``; then
+``P(y in set) >= 1 - alpha`` for a new pair drawn like them. ``LAC``: ``s = 1 - p(y)``
+(smallest sets); ``APS``: ``s`` = the mass of the labels at least as likely as ``y``
+(non-randomised, adaptive). Mondrian: one ``q`` per group (task), each group its own
+guarantee.
+
+>>> import numpy as np
+>>> P = np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]])
+>>> conformity(P, np.array([0, 1]), "lac").round(2).tolist()
+[0.3, 0.65]
+>>> conformity(P, np.array([0, 1]), "aps").round(2).tolist()
+[0.7, 0.75]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scoreband.errors import InputError
+from scoreband.pairwise.pairs import LABELS
+
+__all__ = ["VerdictModel", "fit_verdict_model", "conformity", "conformal_quantile",
+           "prediction_sets", "set_labels", "SET_METHODS"]
+
+SET_METHODS = ("lac", "aps")
+
+
+@dataclass
+class VerdictModel:
+    """A map from a pair's features (or probability columns) to ``(p(A), p(B), p(tie))``."""
+
+    kind: str                      #: logistic | probs
+    columns: list[str]             #: features (logistic) or probability columns (probs)
+    classes: list[str] = field(default_factory=lambda: list(LABELS))
+    coef: list | None = None       #: (classes, 2 * features) on the standardised design
+    intercept: list | None = None
+    mean: list | None = None
+    scale: list | None = None
+
+    def _design(self, X) -> np.ndarray:
+        X = np.asarray(X, float).reshape(len(X), -1)
+        Z = np.column_stack([X, np.abs(X)])
+        return (Z - np.asarray(self.mean)) / np.asarray(self.scale)
+
+    def proba(self, X) -> np.ndarray:
+        """(n, 3) probabilities over A, B, tie (0 for a class never seen while fitting);
+        NaN rows where a feature is missing."""
+        X = np.asarray(X, float).reshape(len(X), -1)
+        bad = ~np.isfinite(X).all(axis=1)
+        out = np.full((len(X), 3), np.nan)
+        if self.kind == "probs":
+            P = np.clip(np.nan_to_num(X, nan=0.0), 0, None)
+            if P.shape[1] == 2:
+                P = np.column_stack([P, np.zeros(len(P))])
+            tot = P.sum(axis=1)
+            ok = ~bad & (tot > 0)
+            out[ok] = P[ok] / tot[ok, None]
+            return out
+        Z = self._design(np.nan_to_num(X))
+        logits = Z @ np.asarray(self.coef).T + np.asarray(self.intercept)
+        if len(self.classes) == 2 and np.asarray(self.coef).shape[0] == 1:
+            logits = np.column_stack([np.zeros(len(Z)), logits[:, 0]])
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        for j, c in enumerate(self.classes):
+            out[:, LABELS.index(c)] = p[:, j]
+        out[~bad[:, None] & np.isnan(out)] = 0.0
+        out[bad] = np.nan
+        return out
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "columns": self.columns, "classes": self.classes,
+                "coef": self.coef, "intercept": self.intercept, "mean": self.mean,
+                "scale": self.scale}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> VerdictModel:
+        return cls(d["kind"], list(d["columns"]), list(d["classes"]), d.get("coef"),
+                   d.get("intercept"), d.get("mean"), d.get("scale"))
+
+
+def fit_verdict_model(X, labels, columns, *, kind: str = "logistic",
+                      C: float = 1.0) -> VerdictModel:
+    """Fit the verdict model on labeled pairs (``labels`` in A / B / tie).
+
+    ``kind="probs"``: nothing is fitted (``X`` holds p(A), p(B)[, p(tie)]).
+    """
+    if kind == "probs":
+        if len(columns) not in (2, 3):
+            raise InputError("probability columns: give p(A), p(B) and optionally p(tie)")
+        return VerdictModel("probs", list(columns))
+    if kind != "logistic":
+        raise InputError(f"verdict model {kind!r}: choose logistic or probs")
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.asarray(X, float).reshape(len(X), -1)
+    y = np.asarray(labels, dtype=object)
+    # the pairs the other way round: features negated, A and B swapped (order-fair)
+    flip = np.where(y == "A", "B", np.where(y == "B", "A", y))
+    Xa, ya = np.vstack([X, -X]), np.concatenate([y, flip])
+    classes = [c for c in LABELS if (ya == c).any()]
+    if len(classes) < 2:
+        raise InputError("the labeled pairs hold one verdict only: nothing to learn")
+    Z = np.column_stack([Xa, np.abs(Xa)])
+    mean, scale = Z.mean(axis=0), Z.std(axis=0)
+    scale[scale == 0] = 1.0
+    m = LogisticRegression(C=C, max_iter=1000)
+    m.fit((Z - mean) / scale, ya)
+    order = [list(m.classes_).index(c) for c in classes]
+    coef, icpt = m.coef_, m.intercept_
+    if coef.shape[0] > 1:
+        coef, icpt = coef[order], icpt[order]
+    return VerdictModel("logistic", list(columns), classes, coef.tolist(), icpt.tolist(),
+                        mean.tolist(), scale.tolist())
+
+
+def conformity(P, y_idx, method: str = "lac") -> np.ndarray:
+    """The conformity score of label index ``y_idx`` (0 A, 1 B, 2 tie) under ``P`` (n, 3):
+    LAC ``1 - p(y)``; APS the mass of the labels with ``p >= p(y)``."""
+    P = np.asarray(P, float)
+    y_idx = np.asarray(y_idx, int)
+    py = P[np.arange(len(P)), y_idx]
+    if method == "lac":
+        return 1.0 - py
+    if method == "aps":
+        return np.sum(np.where(P >= py[:, None], P, 0.0), axis=1)
+    raise InputError(f"set method {method!r}: choose lac or aps")
+
+
+def conformal_quantile(scores, alpha: float) -> float:
+    """The ``ceil((n + 1)(1 - alpha))``-th smallest score; +inf when that exceeds n (the
+    set is then every label: too few calibration pairs for this alpha)."""
+    s = np.sort(np.asarray(scores, float))
+    k = math.ceil((len(s) + 1) * (1 - alpha) - 1e-12)
+    return float(s[k - 1]) if 1 <= k <= len(s) else math.inf
+
+
+def prediction_sets(P, q, method: str = "lac", classes=LABELS) -> np.ndarray:
+    """(n, 3) booleans: label j in the set of pair i (``q`` a number or (n,)). Labels
+    outside ``classes`` (no tie verdicts in the labels) are never in a set."""
+    P = np.asarray(P, float)
+    q = np.broadcast_to(np.asarray(q, float), (len(P),))
+    S = np.column_stack([conformity(P, np.full(len(P), j), method) for j in range(3)])
+    live = np.array([c in classes for c in LABELS])
+    return (S <= q[:, None] + 1e-12) & live[None, :] & np.isfinite(P).all(axis=1)[:, None]
+
+
+def set_labels(sets) -> np.ndarray:
+    """Each set as text: ``A``, ``A|tie``, ... (empty for an empty set)."""
+    sets = np.asarray(sets, bool)
+    return np.array(["|".join(c for c, b in zip(LABELS, row, strict=True) if b)
+                     for row in sets], dtype=object)

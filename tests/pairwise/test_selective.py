@@ -1,0 +1,114 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoreband.errors import InputError
+from scoreband.pairwise.pairs import LABELS
+from scoreband.pairwise.selective import fit_pairwise_arrays, fit_pairwise_triage, load_pair_rule
+
+from .sim import sample
+
+
+def _truth(rule, x, P, kind):
+    r = rule.decide(x)
+    lab = np.array([LABELS.index(v) if v else -1 for v in r["verdict"]])
+    dec = lab >= 0
+    err = float(np.mean(1 - P[dec, lab[dec]])) if dec.any() else 0.0
+    cov = float(np.mean(np.sum(r["sets"] * P, axis=1)))
+    return dec.mean(), err, cov, r["sets"].sum(axis=1).mean()
+
+
+@pytest.mark.statistical
+def test_selective_error_and_set_coverage_over_resplits():
+    """Judge probabilities used as they are (over-confident): over 1500 draws of 400
+    labeled pairs, the error among decided pairs (exact, from the true preference
+    probabilities on 20000 test pairs) is <= alpha in >= 1 - delta of draws, and the sets
+    cover >= 1 - alpha - 2.5 SE on average."""
+    from scoreband.pairwise.sets import conformity
+
+    rng = np.random.default_rng(11)
+    _, _, Pt, Jt = sample(20000, rng)
+    # the model is fixed (probs): each test pair's uncertainty, verdict's error and
+    # conformity scores once; a draw only moves the threshold and the quantile
+    ut = 1 - Jt.max(axis=1)
+    et = 1 - Pt[np.arange(len(Pt)), Jt.argmax(axis=1)]
+    St = np.column_stack([conformity(Jt, np.full(len(Jt), j), "lac") for j in range(3)])
+    alpha, delta, R = 0.15, 0.1, 1500
+    fails, covs, decided = 0, [], []
+    for b in range(R):
+        _, y, _, J = sample(400, rng)
+        rule = fit_pairwise_arrays(J, y, columns=["pa", "pb", "pt"], kind="probs",
+                                   alpha=alpha, delta=delta, seed=b, grid_size=50)
+        acc = ut <= rule.threshold
+        dec, err = acc.mean(), (et[acc].mean() if acc.any() else 0.0)
+        cov = np.mean(np.sum((St <= rule.set_q["(all)"] + 1e-12) * Pt, axis=1))
+        fails += err > alpha
+        covs.append(cov)
+        decided.append(dec)
+    fail_rate = fails / R
+    se_fail = np.sqrt(delta * (1 - delta) / R)
+    assert fail_rate <= delta + 2.5 * se_fail, fail_rate
+    se = np.std(covs, ddof=1) / np.sqrt(R)
+    assert se <= 0.006
+    assert np.mean(covs) >= 1 - alpha - 2.5 * se, np.mean(covs)
+    assert np.mean(decided) > 0.2  # something is decided: the test can fail
+
+
+@pytest.mark.statistical
+@pytest.mark.slow
+def test_logistic_model_sets_cover_lac_and_aps():
+    rng = np.random.default_rng(5)
+    xt, _, Pt, _ = sample(3000, rng)
+    alpha, R = 0.1, 100
+    covs = {"lac": [], "aps": []}
+    size = {"lac": [], "aps": []}
+    for b in range(R):
+        x, y, _, _ = sample(300, rng)
+        for m in covs:
+            rule = fit_pairwise_arrays(x, y, columns=["d"], alpha=alpha, delta=0.1,
+                                       set_method=m, seed=b, grid_size=30)
+            _, _, cov, sz = _truth(rule, xt, Pt, "logistic")
+            covs[m].append(cov)
+            size[m].append(sz)
+    for m in covs:
+        se = np.std(covs[m], ddof=1) / np.sqrt(R)
+        assert se <= 0.006
+        assert np.mean(covs[m]) >= 1 - alpha - 2.5 * se, (m, np.mean(covs[m]))
+    assert np.mean(size["lac"]) <= np.mean(size["aps"]) + 1e-9
+
+
+def test_split_by_identity_not_position_and_roundtrip(tmp_path):
+    rng = np.random.default_rng(0)
+    x, y, _, _ = sample(800, rng)
+    df = pd.DataFrame({"d": x, "human": y, "task": np.where(x > 0, "p", "q")})
+    a = fit_pairwise_triage(df, label_col="human", features=["d"], groups="task")
+    b = fit_pairwise_triage(df.sort_values("d"), label_col="human", features=["d"],
+                            groups="task")
+    assert a.threshold == pytest.approx(b.threshold, rel=1e-9)
+    assert a.set_q == pytest.approx(b.set_q, rel=1e-9)
+    a.save(tmp_path / "r.json")
+    c = load_pair_rule(tmp_path / "r.json")
+    pd.testing.assert_frame_equal(a.apply(df), c.apply(df))
+    out = a.apply(df)
+    assert set(out.verdict) <= {"A", "B", "tie", ""}
+    assert 0 < out.decided.mean() < 1
+
+
+def test_bad_labels_and_features_reported_and_skipped():
+    rng = np.random.default_rng(1)
+    x, y, _, _ = sample(500, rng)
+    df = pd.DataFrame({"d": x.astype(object), "human": y})
+    df.loc[3, "human"] = "C"
+    df.loc[7, "d"] = "oops"
+    rule = fit_pairwise_triage(df, label_col="human", features=["d"])
+    where = {(e.row, e.column) for e in rule.errors}
+    assert ("3", "human") in where and ("7", "d") in where
+    out = rule.apply(df)
+    assert out.loc[7, "verdict"] == "" and "not a finite number" in out.loc[7, "pair_error"]
+
+
+def test_too_few_labels_is_clear():
+    rng = np.random.default_rng(2)
+    x, y, _, _ = sample(30, rng)
+    with pytest.raises(InputError, match="label more pairs"):
+        fit_pairwise_arrays(x, y, columns=["d"], alpha=0.05, delta=0.05)
