@@ -97,7 +97,7 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
     item = d[item_col].astype(str).to_numpy()
     # a system twice on an item: which row is it? every row of it there is skipped (the
     # same whatever the order of the table)
-    dup = pd.Series(list(zip(item, sys_))).duplicated(keep=False).to_numpy()
+    dup = pd.Series(list(zip(item, sys_, strict=True))).duplicated(keep=False).to_numpy()
     for i in np.flatnonzero(dup):
         errors.append(RowError(str(i), system_col,
                                f"system {sys_[i]!r} appears more than once on item "

@@ -1,0 +1,215 @@
+"""pairs / pairwise-triage / judge-pairs / pairwise-systems: the pairwise path (judges rank
+better than they score: compare two responses instead of scoring one)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from scoreband.cli._app import app, console, fail, guard, report_rows, warn
+from scoreband.cli._options import open_unit
+from scoreband.textsafe import plain
+
+
+class _Later(os.PathLike):
+    """An output path the command checks itself (``--apply-out``)."""
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def _later(value: str | None):
+    return None if value is None else _Later(value)
+
+
+def _cols(values: list[str] | None) -> list[str]:
+    """Repeatable or comma-separated column options."""
+    out = []
+    for v in values or []:
+        out += [c.strip() for c in v.split(",") if c.strip()]
+    return out
+
+
+@app.command()
+@guard
+def pairs(
+    table: Annotated[Path, typer.Argument(help="Score table: one row per system and item "
+                                                "(any metric or judge table).")],
+    system_col: Annotated[str, typer.Option("--system-col", help="Column of the system.")],
+    item_col: Annotated[str, typer.Option("--item-col", help="Column of the item (the "
+                                                             "image / prompt the systems "
+                                                             "answered).")],
+    score: Annotated[list[str], typer.Option(
+        "--score", help="Score column(s) (repeat or comma list): each pair gets {s}_a, {s}_b "
+                        "and {s}_diff = A - B.")],
+    out: Annotated[Path, typer.Option("--out", help="The pair table (.csv .tsv .jsonl "
+                                                    ".parquet).")],
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Column of the human score: the pair's human preference `human` "
+                         "(A / B / tie) where both systems are labeled.")] = None,
+    tie_tol: Annotated[float, typer.Option(
+        "--tie-tol", min=0, help="Human scores within this of each other are a tie.")] = 0.0,
+    response_col: Annotated[str | None, typer.Option(
+        "--response-col", help="Column of the responses: pairs of identical responses are "
+                               "reported and skipped; {col}_a / {col}_b go to the pair "
+                               "table (for judge-pairs).")] = None,
+    keep: Annotated[list[str] | None, typer.Option(
+        "--keep", help="Item columns copied to each pair (e.g. task, image).")] = None,
+):
+    """Pairs from any score table: every pair of systems on the same item, with each score's
+    difference and, where both are labeled, the human preference (A / B / tie, ties within
+    --tie-tol). Systems are ordered by name within a pair (system_a < system_b).
+
+    scoreband pairs scores.csv --system-col system --item-col image --score clip_score
+    --target human --tie-tol 0.25 --out pairs.csv
+    """
+    from scoreband.pairwise.pairs import make_pairs
+    from scoreband.tables import read_table, write_table
+
+    df = read_table(table)
+    res = make_pairs(df, system_col=system_col, item_col=item_col, scores=_cols(score),
+                     target=target, tie_tol=tie_tol, response_col=response_col,
+                     keep=_cols(keep))
+    report_rows(res.errors, len(df))
+    for w in res.warnings:
+        warn(w)
+    write_table(res.table, out)
+    t = res.table
+    n_sys = len(set(t["system_a"]) | set(t["system_b"]))
+    msg = f"{len(t):,} pairs of {n_sys} systems on " \
+          f"{t[item_col].nunique():,} items"
+    if "human" in t:
+        lab = t["human"]
+        msg += (f"; human preference on {int((lab != '').sum()):,} (A {int((lab == 'A').sum())}"
+                f", B {int((lab == 'B').sum())}, tie {int((lab == 'tie').sum())})")
+    console.print(msg + f" -> {plain(out)}")
+
+
+@app.command("pairwise-triage")
+@guard
+def pairwise_triage(
+    labeled: Annotated[Path | None, typer.Argument(
+        help="Labeled pair table (from `scoreband pairs` or your own). Omit with "
+             "--rule.")] = None,
+    label_col: Annotated[str | None, typer.Option(
+        "--label-col", help="Column of the human preference: A / B / tie.")] = None,
+    votes: Annotated[str | None, typer.Option(
+        "--votes", help="Instead of --label-col: vote-count columns 'A_COL,B_COL[,TIE_COL]' "
+                        "(the majority is the label).")] = None,
+    feature: Annotated[list[str] | None, typer.Option(
+        "--feature", help="Antisymmetric feature column(s) of the logistic verdict model: a "
+                          "score difference ({score}_diff), a judge's preference "
+                          "(pair_pref).")] = None,
+    probs: Annotated[str | None, typer.Option(
+        "--probs", help="Instead of --feature: columns of p(A), p(B)[, p(tie)] used as "
+                        "they are (e.g. pair_p_a,pair_p_b,pair_p_tie from judge-pairs).")
+    ] = None,
+    alpha: Annotated[float, typer.Option(
+        "--risk", callback=open_unit, help="At most this share of the decided pairs may "
+                                           "disagree with the human preference.")] = 0.1,
+    delta: Annotated[float, typer.Option(
+        "--delta", callback=open_unit, help="The guarantee may fail with this probability "
+                                            "over the draw of the labeled pairs.")] = 0.1,
+    set_alpha: Annotated[float | None, typer.Option(
+        "--set-alpha", callback=open_unit,
+        help="Miscoverage of the prediction sets (default --risk).")] = None,
+    sets: Annotated[str, typer.Option("--sets", help="lac (smallest sets) | aps "
+                                                     "(adaptive).")] = "lac",
+    groups: Annotated[str | None, typer.Option(
+        "--groups", help="Column of tasks: prediction sets per task (Mondrian).")] = None,
+    start: Annotated[str, typer.Option(
+        "--start", help="Where the fixed sequence starts: first (where enough pairs are "
+                        "decided for a test to reject) | likely.")] = "first",
+    train_frac: Annotated[float, typer.Option("--train-frac", callback=open_unit,
+                                              help="Share fitting the verdict model.")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
+    out: Annotated[Path | None, typer.Option("--out", help="The rule, JSON.")] = None,
+    rule: Annotated[Path | None, typer.Option("--rule", help="A saved rule to apply.")] = None,
+    apply_table: Annotated[Path | None, typer.Option(
+        "--apply", help="Pair table to give verdicts (every row and column kept).")] = None,
+    apply_out: Annotated[str | None, typer.Option(
+        "--apply-out", callback=_later, help="Where the verdicts go.")] = None,
+):
+    """Calibrated pairwise verdicts: decide a pair (A or B better, or tie) only when the
+    verdict model is confident enough, with the threshold chosen on labeled pairs
+    (Learn-then-Test) so that at most --risk of the decided pairs disagree with the human
+    preference, with probability at least 1 - --delta over the draw of the labeled pairs;
+    and conformal prediction sets over {A, B, tie} holding the human preference with
+    probability at least 1 - --set-alpha. The labeled pairs are split by their identity
+    (--seed): a training share fits the verdict model, the rest calibrates.
+
+    Applied rows get verdict (A / B / tie, empty where undecided), p_a, p_b, p_tie,
+    pair_uncertainty, decided, pair_set (e.g. A|tie) and pair_error.
+
+    scoreband pairwise-triage pairs.csv --label-col human --feature clip_score_diff
+    --risk 0.1 --delta 0.1 --out rule.json --apply unlabeled_pairs.csv --apply-out
+    verdicts.csv
+    """
+    from scoreband.pairwise.selective import fit_pairwise_triage, load_pair_rule
+    from scoreband.tables import read_table, write_table
+
+    if (apply_table is None) != (apply_out is None):
+        fail("give both --apply TABLE and --apply-out OUT, or neither")
+    if (labeled is None) == (rule is None):
+        fail("give a LABELED pair table (with --label-col or --votes, --feature or --probs, "
+             "--out) or --rule RULE with --apply TABLE --apply-out OUT")
+    if apply_out is not None:
+        from scoreband.files import check_output
+
+        check_output(apply_out.path, what="--apply-out")
+    if labeled is not None:
+        if out is None:
+            fail("fitting a rule needs --out")
+        df = read_table(labeled)
+        fitted = fit_pairwise_triage(df, label_col=label_col,
+                                     votes=_cols([votes]) if votes else None,
+                                     features=_cols(feature) or None,
+                                     probs=_cols([probs]) if probs else None, alpha=alpha,
+                                     delta=delta, set_alpha=set_alpha, set_method=sets,
+                                     groups=groups, train_frac=train_frac, seed=seed,
+                                     start=start)
+        report_rows(fitted.errors, len(df))
+        for w in fitted.warnings:
+            warn(w)
+        fitted.save(out)
+        _print_rule(fitted)
+        console.print(f"wrote {plain(out)}")
+    else:
+        if apply_table is None:
+            fail("--rule: give --apply TABLE --apply-out OUT")
+        fitted = load_pair_rule(rule)
+    if apply_table is not None:
+        t = read_table(apply_table)
+        res = fitted.apply(t)
+        report_rows(fitted.last_errors, len(t), action="left undecided (could not be judged)")
+        write_table(res, apply_out.path)
+        n_dec = int(res["decided"].sum())
+        console.print(f"decided {n_dec:,} of {len(t):,} pairs ({n_dec / max(len(t), 1):.1%});"
+                      f" the other {len(t) - n_dec:,} go to a human -> "
+                      f"{plain(apply_out.path)}")
+
+
+def _print_rule(rule) -> None:
+    rep = rule.report
+    t = Table(title=f"pairwise verdicts: at most {rule.alpha:.0%} of decided pairs wrong, "
+                    f"with probability {1 - rule.delta:.0%}")
+    for c in ("labeled pairs", "calibration", "threshold (1 - max p)", "decided",
+              "error (calibration)", "accuracy deciding all", "set coverage", "set size"):
+        t.add_column(c, justify="right")
+    e = rep["error_among_decided_on_calibration"]
+    t.add_row(str(rep["n_labeled"]), str(rep["n_calibration"]), f"{rule.threshold:.4g}",
+              f"{rep['decided_share']:.1%}", "-" if e is None else f"{e:.3f}",
+              f"{rep['accuracy_deciding_all']:.3f}",
+              f"{rep['set_coverage_on_calibration']:.3f}",
+              f"{rep['set_size_on_calibration']:.2f}")
+    console.print(t)
