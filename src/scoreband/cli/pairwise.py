@@ -213,3 +213,77 @@ def _print_rule(rule) -> None:
               f"{rep['set_coverage_on_calibration']:.3f}",
               f"{rep['set_size_on_calibration']:.2f}")
     console.print(t)
+
+
+@app.command("judge-pairs")
+@guard
+def judge_pairs_cmd(
+    table: Annotated[Path, typer.Argument(help="Pair table: one row per pair of responses "
+                                                "(from `scoreband pairs --response-col`).")],
+    judge: Annotated[str, typer.Option(
+        "--judge", help="openai:MODEL (an OpenAI-compatible endpoint), hf:MODEL (local), or "
+                        "a simulated judge of the embedded world: sim-pair-strong | "
+                        "sim-pair-biased | sim-pair-fair, options after ':' (e.g. "
+                        "sim-pair-biased:bias=0.2; reads true_a / true_b).")],
+    out: Annotated[Path, typer.Option("--out", help="The table with the verdict columns.")],
+    response_a: Annotated[str, typer.Option("--response-a", help="Column of response "
+                                                                 "A.")] = "response_a",
+    response_b: Annotated[str, typer.Option("--response-b", help="Column of response "
+                                                                 "B.")] = "response_b",
+    image_col: Annotated[str, typer.Option("--image-col", help="Column of the image "
+                                                               "path.")] = "image",
+    root: Annotated[Path | None, typer.Option("--root", help="Folder the image paths are "
+                                                             "relative to.")] = None,
+    instruction_col: Annotated[str | None, typer.Option(
+        "--instruction-col", help="Column of the instruction (default: one instruction, "
+                                  "--instruction).")] = None,
+    instruction: Annotated[str, typer.Option("--instruction")] =
+        "Which response describes the image better?",
+    no_tie: Annotated[bool, typer.Option("--no-tie", help="Verdicts A or B only (no tie "
+                                                          "token).")] = False,
+    tie_token: Annotated[str, typer.Option("--tie-token", help="The tie token.")] = "tie",
+    base_url: Annotated[str | None, typer.Option("--base-url", help="openai: the endpoint's "
+                                                                    "base URL.")] = None,
+    top_logprobs: Annotated[int, typer.Option("--top-logprobs", min=1)] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Simulated judges: the "
+                                                            "seed.")] = 0,
+):
+    """Pairwise verdicts from a judge: the log-probs of the verdict tokens ("A", "B" and a
+    tie token; every tokenizer spelling merged) at the verdict position, asked in both
+    orders (A/B and B/A, the second mapped back). Adds per order pair_ab_p_a / _p_b /
+    _p_tie and pair_ba_*, the order-averaged pair_p_a / pair_p_b / pair_p_tie and pair_pref
+    (= pair_p_a - pair_p_b, a feature for pairwise-triage), pair_position_bias
+    ((p_AB(A) - p_BA(A)) / 2) and pair_error (identical responses, no verdict token, an
+    endpoint error: reported, the pair skipped).
+
+    scoreband judge-pairs pairs.csv --judge openai:gpt-4o-mini --image-col image
+    --response-a hyp_a --response-b hyp_b --out judged_pairs.csv
+
+    scoreband judge-pairs world_pairs.csv --judge sim-pair-biased --out judged.csv
+    """
+    from scoreband.pairwise.extract import PairPrompt, judge_pairs, make_pair_judge
+    from scoreband.tables import read_table, write_table
+
+    df = read_table(table)
+    kw: dict = {"seed": seed}
+    if not judge.startswith("sim"):
+        kw.update(image_col=image_col, response_a=response_a, response_b=response_b,
+                  instruction_col=instruction_col, instruction=instruction, root=root)
+        if judge.startswith("openai:"):
+            kw.update(top_logprobs=top_logprobs, max_tokens=max_tokens)
+            if base_url:
+                kw["base_url"] = base_url
+    runner = make_pair_judge(judge, prompt=PairPrompt(tie=None if no_tie else tie_token),
+                             **kw)
+    res, errors = judge_pairs(df, runner, response_a=response_a if response_a in df else None,
+                              response_b=response_b if response_b in df else None)
+    report_rows(errors, len(df))
+    write_table(res, out)
+    ok = res["pair_error"] == ""
+    if not ok.any():
+        fail(f"no pair of {str(table)!r} could be judged (see the reasons above)")
+    console.print(f"judged {int(ok.sum()):,} of {len(df):,} pairs with {plain(runner.name)}"
+                  + (" (SIMULATED)" if runner.simulated else "") +
+                  f"; mean position bias {float(res.loc[ok, 'pair_position_bias'].mean()):+.3f}"
+                  f" -> {plain(out)}")

@@ -1,0 +1,246 @@
+"""The pairwise judge: a rubric prompt showing two responses, the verdict tokens' log-probs
+read at the verdict position, in both presentation orders (SPEC section 13).
+
+The verdict labels are ``A``, ``B`` and optionally a tie token; every tokenizer spelling of
+a label is merged as for scores (:mod:`scoreband.judges.tokens`, used by the endpoint and
+local judges through :class:`PairPrompt`, a :class:`scoreband.judges.base.JudgePrompt` whose
+labels are the verdicts). Each pair is asked twice, A/B and B/A; the second answer is mapped
+back (its "A" is the original B), and
+
+* ``pair_ab_p_a ...``, ``pair_ba_p_a ...``: p(A better), p(B better), p(tie) per order;
+* ``pair_p_a`` = (p_AB(A) + p_BA(A)) / 2 (and B, tie alike): the order-averaged verdict;
+* ``pair_pref`` = pair_p_a - pair_p_b (an antisymmetric feature for ``pairwise-triage``);
+* ``pair_position_bias`` = (p_AB(A) - p_BA(A)) / 2: how much showing a response first
+  helps it.
+
+A pair whose responses are identical, or whose judge answered with no verdict token, gets
+``pair_error`` and no verdict (reported, never a crash).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from scoreband.errors import InputError, RowError
+from scoreband.judges.base import JudgeError, JudgePrompt
+
+__all__ = ["PairPrompt", "PAIR_TEMPLATE", "PAIR_RUBRIC", "PAIR_COLUMNS", "judge_pairs",
+           "make_pair_judge", "order_average"]
+
+PAIR_TEMPLATE = (
+    "You are an impartial judge comparing two responses about an image.\n"
+    "Instruction: {instruction}\n"
+    "Response A: {response}\n"
+    "Response B: {response_b}\n"
+    "Rubric: {rubric}\n"
+    "Explain briefly, then finish with '{delimiter} X' where X is A or B{tie_clause}."
+)
+PAIR_RUBRIC = ("prefer the response that fits the image more completely and correctly; "
+               "ignore length and style, and the order in which the responses are shown.")
+#: the columns judge_pairs adds
+PAIR_COLUMNS = ("pair_ab_p_a", "pair_ab_p_b", "pair_ab_p_tie", "pair_ba_p_a", "pair_ba_p_b",
+                "pair_ba_p_tie", "pair_p_a", "pair_p_b", "pair_p_tie", "pair_pref",
+                "pair_position_bias", "pair_error")
+
+
+@dataclass(frozen=True)
+class PairPrompt(JudgePrompt):
+    """A pairwise judge prompt; ``template`` may use {instruction}, {response} (the first
+    response shown), {response_b} (the second), {rubric}, {delimiter}, {tie_clause}.
+    ``tie``: the tie token (None: A or B only)."""
+
+    lo: int = 1
+    hi: int = 2
+    template: str = PAIR_TEMPLATE
+    rubric: str = PAIR_RUBRIC
+    delimiter: str = "Verdict:"
+    tie: str | None = "tie"
+
+    def render(self, instruction: str, response: str, response_b: str = "r") -> str:
+        try:
+            return self.template.format(
+                instruction=instruction, response=response, response_b=response_b,
+                rubric=self.rubric, delimiter=self.delimiter,
+                tie_clause=(f", or {self.tie} when neither is better" if self.tie else ""),
+                lo=self.lo, hi=self.hi)
+        except KeyError as e:
+            raise InputError(f"the pairwise template names an unknown field {{{e.args[0]}}};"
+                             " it may use {instruction}, {response}, {response_b}, {rubric}, "
+                             "{delimiter}, {tie_clause}") from None
+
+    @property
+    def labels(self) -> list[str]:
+        return ["A", "B"] + ([self.tie] if self.tie else [])
+
+
+def order_average(p_ab, p_ba_shown) -> dict[str, np.ndarray]:
+    """The columns from the verdict probabilities of both orders: ``p_ab`` (n, 3) with the
+    original A shown first; ``p_ba_shown`` (n, 3) as answered with B shown first (its
+    "A" is the original B).
+
+    >>> c = order_average(np.array([[0.7, 0.2, 0.1]]), np.array([[0.5, 0.4, 0.1]]))
+    >>> round(float(c["pair_p_a"][0]), 3), round(float(c["pair_position_bias"][0]), 3)
+    (0.55, 0.15)
+    """
+    ab = np.asarray(p_ab, float)
+    ba = np.asarray(p_ba_shown, float)[:, [1, 0, 2]]  # mapped back
+    avg = (ab + ba) / 2
+    return {"pair_ab_p_a": ab[:, 0], "pair_ab_p_b": ab[:, 1], "pair_ab_p_tie": ab[:, 2],
+            "pair_ba_p_a": ba[:, 0], "pair_ba_p_b": ba[:, 1], "pair_ba_p_tie": ba[:, 2],
+            "pair_p_a": avg[:, 0], "pair_p_b": avg[:, 1], "pair_p_tie": avg[:, 2],
+            "pair_pref": avg[:, 0] - avg[:, 1],
+            "pair_position_bias": (ab[:, 0] - ba[:, 0]) / 2}
+
+
+def _normalise(logp) -> np.ndarray | None:
+    """Probabilities over the verdict labels (3 columns, tie 0 without a tie token); None
+    when the judge put no mass on any verdict token."""
+    lp = np.asarray(logp, float)
+    if not np.isfinite(lp).any():
+        return None
+    p = np.exp(lp - np.max(lp[np.isfinite(lp)]))
+    p = np.where(np.isfinite(lp), p, 0.0)
+    p = p / p.sum()
+    return np.pad(p, (0, 3 - len(p)))
+
+
+class SimulatedPairRunner:
+    """The embedded world's simulated pairwise judge on a pair table with each response's
+    true quality (``true_a`` / ``true_b`` columns). SIMULATED: no model runs."""
+
+    simulated = True
+
+    def __init__(self, spec: str, *, true_a: str = "true_a", true_b: str = "true_b",
+                 seed: int = 0):
+        from scoreband.world.pairwise import simulated_pair_judge
+
+        self.judge = simulated_pair_judge(spec)
+        self.name = f"simulated:{spec}"
+        self.cols = (true_a, true_b)
+        self.seed = seed
+
+    def describe(self) -> dict:
+        return {"judge": self.name, "simulated": True, **self.judge.__dict__}
+
+    def run(self, df: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from scoreband.world.pairwise import pair_logprobs
+
+        missing = [c for c in self.cols if c not in df.columns]
+        if missing:
+            raise InputError(f"the simulated pairwise judge reads each response's true "
+                             f"quality: column(s) {missing} not in the table (a table from "
+                             "scoreband.world.pairwise.world_pairs has them)")
+        a = pd.to_numeric(df[self.cols[0]], errors="coerce").to_numpy(float)[rows]
+        b = pd.to_numeric(df[self.cols[1]], errors="coerce").to_numpy(float)[rows]
+        ab = np.exp(pair_logprobs(self.judge, a, b, seed=self.seed, stream=0))
+        ba = np.exp(pair_logprobs(self.judge, b, a, seed=self.seed, stream=1))
+        return ab, ba
+
+
+class ModelPairRunner:
+    """A model judge (``openai:MODEL`` endpoint or ``hf:MODEL`` local) asked each order
+    through its public ``judge(image_path, text)``: the prompt's labels are the verdicts,
+    so the judge folds every spelling of "A", "B" and the tie token at the verdict
+    position."""
+
+    simulated = False
+
+    def __init__(self, judge, prompt: PairPrompt, *, image_col: str, response_a: str,
+                 response_b: str, instruction_col: str | None = None,
+                 instruction: str = "Which response describes the image better?",
+                 root=None):
+        self.judge, self.prompt = judge, prompt
+        self.name = judge.name
+        self.image_col, self.ra, self.rb = image_col, response_a, response_b
+        self.instruction_col, self.instruction = instruction_col, instruction
+        self.root = root
+
+    def describe(self) -> dict:
+        return self.judge.describe()
+
+    def run(self, df: pd.DataFrame, rows: np.ndarray):
+        from pathlib import Path
+
+        ab = np.full((len(rows), 3), np.nan)
+        ba = np.full((len(rows), 3), np.nan)
+        errors: dict[int, str] = {}
+        for k, i in enumerate(rows):
+            img = Path(str(df[self.image_col].iloc[i]))
+            if self.root is not None and not img.is_absolute():
+                img = Path(self.root) / img
+            ins = (str(df[self.instruction_col].iloc[i]) if self.instruction_col
+                   else self.instruction)
+            a, b = str(df[self.ra].iloc[i]), str(df[self.rb].iloc[i])
+            for out, (x, y) in ((ab, (a, b)), (ba, (b, a))):
+                try:
+                    res = self.judge.judge(img, self.prompt.render(ins, x, y))
+                except JudgeError as e:
+                    errors[int(i)] = str(e)
+                    break
+                p = _normalise(res.logp)
+                if p is None:
+                    errors[int(i)] = (f"the judge answered with neither verdict token "
+                                      f"({', '.join(self.prompt.labels)}) at the verdict "
+                                      "position")
+                    break
+                out[k] = p
+        self.row_errors = errors
+        return ab, ba
+
+
+def make_pair_judge(spec: str, *, prompt: PairPrompt | None = None, **kw):
+    """``sim-pair-strong`` / ``sim-pair-biased[:bias=0.2]`` (simulated, reads ``true_a`` /
+    ``true_b``), or ``openai:MODEL`` / ``hf:MODEL`` through the judge registry (``kw``: the
+    judge's options and the runner's columns)."""
+    if spec.startswith("sim-pair") or spec.startswith("sim:"):
+        return SimulatedPairRunner(spec.removeprefix("sim:"),
+                                   **{k: v for k, v in kw.items()
+                                      if k in ("true_a", "true_b", "seed")})
+    from scoreband.judges.extract import make_judge
+
+    prompt = prompt or PairPrompt()
+    runner_kw = {k: kw.pop(k) for k in ("image_col", "response_a", "response_b",
+                                        "instruction_col", "instruction", "root")
+                 if k in kw}
+    for k in ("true_a", "true_b", "seed"):
+        kw.pop(k, None)
+    return ModelPairRunner(make_judge(spec, prompt, **kw), prompt, **runner_kw)
+
+
+def judge_pairs(df: pd.DataFrame, runner, *, response_a: str | None = None,
+                response_b: str | None = None) -> tuple[pd.DataFrame, list[RowError]]:
+    """Every row of a pair table with :data:`PAIR_COLUMNS`; rows that cannot be judged
+    (identical responses, no verdict token, a judge error) keep NaN and a ``pair_error``."""
+    df = df.reset_index(drop=True)
+    n = len(df)
+    errors: list[RowError] = []
+    err = np.full(n, "", dtype=object)
+    ok = np.ones(n, bool)
+    if response_a and response_b:
+        for c in (response_a, response_b):
+            if c not in df.columns:
+                raise InputError(f"response column {c!r} not in the table")
+        same = (df[response_a].astype(str).str.strip() ==
+                df[response_b].astype(str).str.strip()).to_numpy()
+        for i in np.flatnonzero(same):
+            err[i] = "the two responses are identical: nothing to prefer"
+            errors.append(RowError(str(i), response_b, err[i] + "; the pair is skipped",
+                                   int(i)))
+        ok &= ~same
+    rows = np.flatnonzero(ok)
+    ab, ba = runner.run(df, rows)
+    P_ab = np.full((n, 3), np.nan)
+    P_ba = np.full((n, 3), np.nan)
+    P_ab[rows], P_ba[rows] = ab, ba
+    for i, why in getattr(runner, "row_errors", {}).items():
+        err[i] = why
+        errors.append(RowError(str(i), "pair_error", why + "; the pair is skipped", int(i)))
+        P_ab[i] = P_ba[i] = np.nan
+    out = df.copy()
+    for k, v in order_average(P_ab, P_ba).items():
+        out[k] = v
+    out["pair_error"] = err
+    return out, errors
