@@ -317,3 +317,35 @@ def test_the_calibration_curve_says_where_it_is(tmp_path):
     assert "calibration curve: 5 more alphas x 2 splits" in r.output
     assert "writing the HTML report" in r.output
     assert "coverage by level of the human score" in r.output
+
+
+def test_help_never_breaks_a_method_name_at_its_hyphens():
+    r = CliRunner().invoke(app, ["evaluate", "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert r.exit_code == 0
+    lines = [line.rstrip() for line in r.output.splitlines()]
+    assert not [line for line in lines if line.endswith("-") and not line.endswith(" -")]
+    assert "crc-cluster-mondrian" in r.output and "weighted-split" in r.output
+
+
+@pytest.mark.parametrize("cmd", [["evaluate"], ["calibrate", "--out", "never.json"]])
+def test_a_bad_scale_is_refused_before_the_table_is_read(cmd, tmp_path):
+    r = runner.invoke(app, [*cmd[:1], str(tmp_path / "absent.csv"), *cmd[1:], "--scale", "1-4",
+                            "--ratings", "r"])
+    assert r.exit_code == 2 and "--scale" in r.output and "'A,B'" in r.output
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_list_options_take_a_comma_list_or_repetition(tmp_path):
+    import json
+
+    from scoreband.api import example_table
+
+    outs = []
+    for feats in (["--features", "median,q05", "--features", "q95"],
+                  ["--features", "median", "--features", "q05,q95"]):
+        out = tmp_path / f"c{len(outs)}.json"
+        r = runner.invoke(app, ["calibrate", str(example_table()), *ARGS, "--method", "cqr",
+                                *feats, "--out", str(out)])
+        assert r.exit_code == 0, r.output
+        outs.append(json.loads(out.read_text())["inputs"]["columns"]["features"])
+    assert outs[0] == outs[1] == ["median", "q05", "q95"]

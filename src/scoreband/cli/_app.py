@@ -36,6 +36,33 @@ app = typer.Typer(
 )
 
 
+def _no_hyphen_breaks() -> None:
+    """Help text wraps at spaces only: a method name (crc-cluster-mondrian, weighted-split)
+    or an option is never broken at its hyphens, where a reader would copy half of it."""
+    import importlib
+
+    for name in ("typer._click._textwrap", "click._textwrap"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        base = mod.TextWrapper
+        if getattr(base, "_scoreband", False):
+            continue
+
+        class Wrapper(base):
+            _scoreband = True
+
+            def __init__(self, *args, **kwargs):
+                kwargs["break_on_hyphens"] = False
+                super().__init__(*args, **kwargs)
+
+        mod.TextWrapper = Wrapper
+
+
+_no_hyphen_breaks()
+
+
 def safe_streams() -> None:
     """stdout and stderr replace what their encoding cannot write (``PYTHONIOENCODING=ascii``,
     a pipe or a terminal in latin-1): a "·" or a group's name in another script is shown as

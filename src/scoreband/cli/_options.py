@@ -23,15 +23,49 @@ TargetOpt = _column("--target", "Column of the human target (mean rating).")
 RatingsOpt = _column("--ratings", "Column of ';'-separated annotator ratings (replaces "
                      "--target; the target is their mean and the achievable grid follows from "
                      "their count).")
-ScaleOpt = Annotated[str, typer.Option("--scale", help="Native scale of the target, 'A,B' "
-                                                       "(e.g. 1,5 or 0,1).")]
+def check_scale(ctx: typer.Context, param: typer.CallbackParam, value):
+    """A scale option read as 'A,B' before any work (``--scale 1-4`` is refused at once,
+    not after the table was read and the splits run)."""
+    if value is None:
+        return value
+    from scoreband.records import Scale
+
+    try:
+        Scale.parse(value, integer=False if param.name == "pred_scale" else None,
+                    name=param.name)
+    except InputError as e:
+        raise typer.BadParameter(str(e).replace(f"`{param.name}` ", "")) from None
+    return value
+
+
+ScaleOpt = Annotated[str, typer.Option("--scale", callback=check_scale,
+                                       help="Native scale of the target, 'A,B' (e.g. 1,5 or "
+                                            "0,1).")]
 MedianOpt = _column("--median", "Column of the point prediction.")
 LoOpt = _column("--lo", "Column of the uncalibrated 90 % interval's lower end (for CRC).")
 HiOpt = _column("--hi", "Column of the uncalibrated 90 % interval's upper end (for CRC).")
-FeaturesOpt = _column("--features", "Comma list (or glob, e.g. 'logp_*') of feature columns "
-                                    "for learned calibrators.")
-EmbeddingOpt = _column("--embedding", "Comma list or glob of embedding columns (for k-means "
-                                      "clusters).")
+def split_commas(values: list[str] | None) -> list[str] | None:
+    """A list option given either way: repeated (``--features a --features b``), as a comma
+    list (``--features a,b``) or both; names in the order given, empty parts dropped.
+
+    >>> split_commas(["a,b", " c "])
+    ['a', 'b', 'c']
+    """
+    if not values:
+        return values
+    return [p.strip() for v in values for p in str(v).split(",") if p.strip()]
+
+
+def _columns_list(flag: str, help: str):
+    """An optional list-of-columns option: a comma list, repeated, or both."""
+    return Annotated[list[str] | None, typer.Option(
+        flag, callback=split_commas, help=help + " A comma list or the option repeated.")]
+
+
+FeaturesOpt = _columns_list("--features", "Feature columns for learned calibrators (names "
+                                          "or globs, e.g. 'logp_*').")
+EmbeddingOpt = _columns_list("--embedding", "Embedding columns for k-means clusters (names "
+                                            "or globs).")
 GroupsOpt = _column("--groups", "Column of group / task labels.")
 MethodOpt = Annotated[str, typer.Option(
     "--method", help=METHODS.help_text() + ". " + "; ".join(
@@ -69,7 +103,7 @@ MondrianOpt = Annotated[bool, typer.Option(
 AdjustOpt = Annotated[bool, typer.Option(
     "--adjust-boundary", help="Snap bands to the achievable targets (integer scales).")]
 PredScaleOpt = Annotated[str | None, typer.Option(
-    "--pred-scale", help="Scale of the prediction columns, 'A,B' (default: --scale; a "
+    "--pred-scale", callback=check_scale, help="Scale of the prediction columns, 'A,B' (default: --scale; a "
                          "quantile head writes 0,1).")]
 KOpt = Annotated[str, typer.Option("--clusters", help="k for the cluster rules, or 'auto' "
                                                       "(elbow + silhouette).")]
@@ -139,7 +173,10 @@ DtypeOpt = Annotated[str, typer.Option("--dtype", help="float32 | bfloat16 | flo
 BaseUrlOpt = Annotated[str, typer.Option(
     "--base-url", help="openai: endpoint root ($OPENAI_API_KEY is sent if set).")]
 HtmlOpt = Annotated[Path | None, typer.Option(
-    "--html", help="Write the HTML report here (default for studies: OUT/report.html).")]
+    "--html", help="Write the HTML report here (none unless given).")]
+#: the studies write their report into their output folder unless told otherwise
+StudyHtmlOpt = Annotated[Path | None, typer.Option(
+    "--html", help="Write the HTML report here instead of OUT/report.html.")]
 
 ImageColOpt = Annotated[str, typer.Option(
     "--image-col", help="Column of image paths (absolute, or relative to the table's folder).")]

@@ -12,12 +12,13 @@ from rich.table import Table
 from scoreband.cli._app import app, console, fail, guard, report_rows, run_study, styled
 from scoreband.cli._options import (
     AlphaOpt,
-    HtmlOpt,
     ImageColOpt,
     NRatingsOpt,
     RatingsOpt,
+    StudyHtmlOpt,
     TargetOpt,
     TextColOpt,
+    check_scale,
 )
 from scoreband.records import Scale
 from scoreband.tables import read_table
@@ -36,9 +37,9 @@ def demo(
     alpha: AlphaOpt = 0.1,
     mc_passes: Annotated[int, typer.Option("--mc-passes", min=2, max=10_000,
                                            help="MC-dropout passes.")] = 25,
-    html: HtmlOpt = None,
+    html: StudyHtmlOpt = None,
     quick: Annotated[bool, typer.Option(
-        "--quick", help="A first look in about 10 s: 200 items per set, 3 splits, 5 "
+        "--quick", help="A first look in about 14 s: 200 items per set, 3 splits, 5 "
                         "MC-dropout passes (noisier numbers).")] = False,
 ):
     """Run everything on the embedded world, with no download.
@@ -118,7 +119,8 @@ def stress(
                         "model).")] = None,
     target: TargetOpt = None,
     ratings: RatingsOpt = None,
-    scale: Annotated[str, typer.Option("--scale", help="Native scale of the target.")] = "1,5",
+    scale: Annotated[str, typer.Option("--scale", callback=check_scale,
+                                       help="Native scale of the target.")] = "1,5",
     n_ratings: NRatingsOpt = None,
     image_col: ImageColOpt = "image",
     text_col: TextColOpt = "caption",
@@ -142,7 +144,7 @@ def stress(
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
                                       help="Seed of the split and the "
                                            "distortions.")] = 0,
-    html: HtmlOpt = None,
+    html: StudyHtmlOpt = None,
 ):
     """How bands react to distortions, domain shift, caption length and k.
 
