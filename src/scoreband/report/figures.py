@@ -31,8 +31,10 @@ def _save(fig, path) -> Path:
     return path
 
 
-def width_figure(path, widths: dict[str, np.ndarray], unit: str = "1-5 scale") -> Path:
-    """Box plot of calibrated band widths per test set."""
+def width_figure(path, widths: dict[str, np.ndarray], unit: str = "1-5 scale",
+                 what: str = "") -> Path:
+    """Box plot of calibrated band widths per test set; ``what``: which head, method, alpha
+    and split the widths are of (the figure's subtitle: a width plot must say it)."""
     fig, ax = plt.subplots(figsize=(1.8 + 1.4 * len(widths), 3.6))
     names = list(widths)
     ax.boxplot([widths[n] for n in names], showfliers=False)
@@ -40,8 +42,9 @@ def width_figure(path, widths: dict[str, np.ndarray], unit: str = "1-5 scale") -
     for i, n in enumerate(names, 1):
         ax.scatter([i], [np.mean(widths[n])], marker="D", color="C3", zorder=3,
                    label="mean" if i == 1 else None)
-    ax.set_ylabel(f"90 % band width ({unit})")
-    ax.set_title("Calibrated band widths per test set")
+    ax.set_ylabel(f"band width ({unit})")
+    ax.set_title("Calibrated band widths per test set" + (f"\n{label(what)}" if what else ""),
+                 fontsize=9)
     ax.legend(loc="upper left")
     return _save(fig, path)
 

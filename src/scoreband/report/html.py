@@ -63,6 +63,29 @@ DEFINITIONS = [
 ]
 
 
+#: the demo's rows: the scorer's heads as the BEiTScore++ paper names them
+DEMO_DEFINITIONS = [
+    ("mc_dropout", "Baseline: the point head run many times with dropout left on; the "
+                   "spread of those passes gives the interval."),
+    ("unconstrained_pinball", "Ablation: 11 independent quantile outputs (5 % ... 95 %) "
+                              "trained with the pinball (quantile) loss; they may cross "
+                              "(a 95 % quantile below the 90 %)."),
+    ("chained_pinball", "The monotone ('chained') 11-quantile head: each quantile is the "
+                        "previous one plus a non-negative step, so they never cross; "
+                        "trained with the pinball loss."),
+    ("chained_ci", "The same monotone head trained with the centred interval loss "
+                   "(interval score of the 90 % interval + L1 of the median): the paper's "
+                   "main head."),
+    ("chained_ci_clusters", "chained_ci calibrated with the cluster-conservative rule "
+                            "(CRC per k-means cluster of the embeddings, the most "
+                            "conservative (omega, beta) for all)."),
+    ("claim marked no", "A claim of the paper this run did not reproduce: the measured value "
+                        "lies outside the bound the claim states. On the small embedded "
+                        "world with few splits a claim can miss by chance; rerun with more "
+                        "--seeds (and more items) before concluding that it fails."),
+]
+
+
 # ------------------------------------------------------------------ figures
 
 
@@ -671,6 +694,8 @@ def _definitions(docs) -> list:
     defs = list(DEFINITIONS)
     if any(kind_of(d) == "systems" for d in docs):
         defs += SYSTEMS_DEFINITIONS
+    if any(kind_of(d) == "demo" for d in docs):
+        defs += DEMO_DEFINITIONS
     return defs
 
 
