@@ -287,3 +287,73 @@ def judge_pairs_cmd(
                   + (" (SIMULATED)" if runner.simulated else "") +
                   f"; mean position bias {float(res.loc[ok, 'pair_position_bias'].mean()):+.3f}"
                   f" -> {plain(out)}")
+
+
+@app.command("pairwise-systems")
+@guard
+def pairwise_systems(
+    table: Annotated[Path, typer.Argument(help="Pair table with the judge's verdicts (from "
+                                                "judge-pairs or pairwise-triage) and some "
+                                                "human preferences.")],
+    out: Annotated[Path, typer.Option("--out", help="The ranking, JSON (the shape of "
+                                                    "`scoreband systems`).")],
+    probs: Annotated[str | None, typer.Option(
+        "--probs", help="Columns of the judge's p(A), p(B)[, p(tie)] (default "
+                        "pair_p_a,pair_p_b,pair_p_tie).")] = None,
+    verdict: Annotated[str | None, typer.Option(
+        "--verdict", help="Instead of --probs: a column of judge verdicts A / B / "
+                          "tie.")] = None,
+    label_col: Annotated[str | None, typer.Option(
+        "--label-col", help="Column of the human preference (A / B / tie; empty = "
+                            "unlabeled).")] = None,
+    votes: Annotated[str | None, typer.Option(
+        "--votes", help="Instead of --label-col: vote-count columns "
+                        "'A_COL,B_COL[,TIE_COL]' (vote shares used).")] = None,
+    alpha: Annotated[float, typer.Option("--alpha", callback=open_unit)] = 0.1,
+    method: Annotated[str, typer.Option("--method", help="ppi++ | ppi | classical "
+                                                         "(labels alone).")] = "ppi++",
+    by: Annotated[str, typer.Option(
+        "--by", help="Pairwise decisions from head-to-head preferences (head-to-head) or "
+                     "Bradley-Terry strengths (bradley-terry).")] = "head-to-head",
+    system_a: Annotated[str, typer.Option("--system-a")] = "system_a",
+    system_b: Annotated[str, typer.Option("--system-b")] = "system_b",
+):
+    """Rank systems from many judge verdicts and a few human preferences: win rates and
+    Bradley-Terry strengths by prediction-powered inference (the human-labeled pairs
+    rectify the judge), Holm-adjusted pairwise decisions and simultaneous rank sets at
+    1 - --alpha.
+
+    scoreband pairwise-systems judged_pairs.csv --label-col human --out ranking.json
+    """
+    from scoreband.files import write_json
+    from scoreband.pairwise.ranking import rank_systems
+    from scoreband.tables import read_table
+
+    if label_col is None and votes is None:
+        fail("give the human preference: --label-col COL or --votes A_COL,B_COL[,TIE_COL]")
+    df = read_table(table)
+    pcols = _cols([probs]) if probs else (None if verdict else
+                                          [c for c in ("pair_p_a", "pair_p_b", "pair_p_tie")
+                                           if c in df.columns])
+    doc, errors = rank_systems(df, label_col=label_col,
+                               votes=_cols([votes]) if votes else None, probs=pcols,
+                               verdict=verdict, alpha=alpha, method=method, by=by,
+                               system_a=system_a, system_b=system_b)
+    report_rows(errors, len(df))
+    for w in doc["warnings"]:
+        warn(w)
+    from scoreband.provenance import provenance
+
+    doc["provenance"] = provenance({})
+    write_json(out, doc)
+    t = Table(title=f"systems by win rate ({method}, rank sets at {1 - alpha:.0%})")
+    for c in ("system", "win rate", "interval", "BT strength", "ranks"):
+        t.add_column(c, justify="left" if c == "system" else "right")
+    for r in doc["ranking"]:
+        ci = r["ci"]
+        t.add_row(plain(r["system"]), "-" if r["estimate"] is None else f"{r['estimate']:.3f}",
+                  "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                  "-" if r["strength"] is None else f"{r['strength']:+.2f}",
+                  f"{r['ranks'][0]}-{r['ranks'][1]}")
+    console.print(t)
+    console.print(f"wrote {plain(out)}")
