@@ -347,5 +347,6 @@ def test_list_options_take_a_comma_list_or_repetition(tmp_path):
         r = runner.invoke(app, ["calibrate", str(example_table()), *ARGS, "--method", "cqr",
                                 *feats, "--out", str(out)])
         assert r.exit_code == 0, r.output
+        assert "fitting cqr on 2000 rows" in r.output  # a long fit says what it does
         outs.append(json.loads(out.read_text())["inputs"]["columns"]["features"])
     assert outs[0] == outs[1] == ["median", "q05", "q95"]

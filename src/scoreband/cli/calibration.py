@@ -274,8 +274,10 @@ def calibrate(
     df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
                         needed_columns(table, cols, [split_by]))
     cols = {**cols, "split_by": split_by}
-    fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
-                        on_warning=warn)
+    # a learned method or auto on a large table fits for minutes: say so while it does
+    with step_status(err, f"fitting {cfg['method']} on {len(df)} rows ...", every_s=5):
+        fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
+                            on_warning=warn)
     mostly = report_rows(fit.errors, len(df))
     fit.save(out)
     console.print(f"calibrated {plain(repr(fit.calibrator))} on "
