@@ -209,7 +209,7 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
                         delta: float = 0.1, set_alpha: float | None = None,
                         set_method: str = "lac", groups=None, keys=None,
                         train_frac: float = 0.5, seed: int = 0, start: str = "first",
-                        grid_size: int = 200) -> PairRule:
+                        grid_size: int = 200, symmetric: bool = True) -> PairRule:
     """Fit on labeled pairs given as arrays (``labels`` in A / B / tie, all labeled).
 
     ``start``: where the fixed sequence starts (:func:`scoreband.decisions.ltt.choose_start`:
@@ -237,7 +237,7 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
                          f"calibration; calibration needs at least {need} to decide any pair "
                          f"at alpha = {alpha:g}, delta = {delta:g} (training at least 20): "
                          "label more pairs, or raise alpha / delta")
-    model = fit_verdict_model(X[T], y[T], list(columns), kind=kind)
+    model = fit_verdict_model(X[T], y[T], list(columns), kind=kind, symmetric=symmetric)
     classes = [c for c in LABELS if (y == c).any()]
     rule = PairRule(model, float(alpha), float(delta), float(set_alpha), set_method,
                     classes, -math.inf, {}, None)
@@ -292,13 +292,14 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
                         probs=None, alpha: float = 0.1, delta: float = 0.1,
                         set_alpha: float | None = None, set_method: str = "lac",
                         groups: str | None = None, train_frac: float = 0.5, seed: int = 0,
-                        start: str = "first") -> PairRule:
+                        start: str = "first", symmetric: bool = True) -> PairRule:
     """Fit a pairwise rule on a labeled pair table (a DataFrame or a path).
 
     ``label_col``: the human preference (A / B / tie) or ``votes`` (vote-count columns, the
     majority is the label); ``features``: antisymmetric feature columns (a score difference,
     a judge's preference) for the logistic verdict model, or ``probs``: columns of p(A),
-    p(B)[, p(tie)] used as they are. Unlabeled rows are left out; rows with a verdict other
+    p(B)[, p(tie)] used as they are; ``symmetric=False``: the logistic model may learn an
+    order effect (:func:`scoreband.pairwise.sets.fit_verdict_model`). Unlabeled rows are left out; rows with a verdict other
     than A / B / tie or a missing feature are reported (``rule.errors``) and skipped.
     """
     from scoreband.conformal.randomness import frame_keys
@@ -323,7 +324,7 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
                                alpha=alpha, delta=delta, set_alpha=set_alpha,
                                set_method=set_method, groups=g,
                                keys=frame_keys(df)[use], train_frac=train_frac, seed=seed,
-                               start=start)
+                               start=start, symmetric=symmetric)
     rule.groups_col = groups
     rule.errors = errs + [e for e in ferrs if lab[e.position] != ""]
     rule.report["n_unlabeled_rows"] = int((lab == "").sum())

@@ -98,10 +98,14 @@ class VerdictModel:
 
 
 def fit_verdict_model(X, labels, columns, *, kind: str = "logistic",
-                      C: float = 1.0) -> VerdictModel:
+                      C: float = 1.0, symmetric: bool = True) -> VerdictModel:
     """Fit the verdict model on labeled pairs (``labels`` in A / B / tie).
 
     ``kind="probs"``: nothing is fitted (``X`` holds p(A), p(B)[, p(tie)]).
+    ``symmetric=False``: fitted on the pairs as given, so it may learn that the second
+    system of the table's pairs is usually the better (e.g. pairs ordered by system name,
+    the strongest system last) - valid (the map is fitted on the training share only) but
+    no longer order-fair.
     """
     if kind == "probs":
         if len(columns) not in (2, 3):
@@ -115,7 +119,7 @@ def fit_verdict_model(X, labels, columns, *, kind: str = "logistic",
     y = np.asarray(labels, dtype=object)
     # the pairs the other way round: features negated, A and B swapped (order-fair)
     flip = np.where(y == "A", "B", np.where(y == "B", "A", y))
-    Xa, ya = np.vstack([X, -X]), np.concatenate([y, flip])
+    Xa, ya = (np.vstack([X, -X]), np.concatenate([y, flip])) if symmetric else (X, y)
     classes = [c for c in LABELS if (ya == c).any()]
     if len(classes) < 2:
         raise InputError("the labeled pairs hold one verdict only: nothing to learn")

@@ -1,0 +1,186 @@
+"""Pairwise judging benchmark (issue 32): selective verdicts, prediction sets, rank sets.
+
+Real data for development only (never committed): THumB's 4 captioning systems on 500 COCO
+images (benchmarks/real_tables.py thumb_table, root /work/data/thumb) -> caption pairs with
+the human preference from the per-caption human scores. Simulated: preferences with known
+truth (tests/pairwise/sim.py) and Bradley-Terry systems for rank-set coverage.
+
+    python benchmarks/pairwise.py [--thumb /work/data/thumb] [--resplits 100]
+
+Prints, per metric and alpha: the share of pairs decided and the error among them on the
+pairs not used for fitting (mean over resplits of 400 labeled pairs), how often the error
+among decided test pairs was <= alpha, and the sets' coverage and size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+from scoreband.errors import InputError  # noqa: E402
+from scoreband.pairwise.pairs import LABELS, make_pairs  # noqa: E402
+from scoreband.pairwise.selective import fit_pairwise_arrays  # noqa: E402
+
+SECTIONS: dict = {}
+
+
+def thumb_pairs(root: Path, min_gap: float = 0.0) -> pd.DataFrame:
+    from real_tables import thumb_table
+
+    df, metrics = thumb_table(root)
+    res = make_pairs(df, system_col="SYS", item_col="seg_id", scores=metrics,
+                     target="human_score", response_col="hyp")
+    t = res.table
+    t = t[(t["human"] != "tie") & ((t["human_score_a"] - t["human_score_b"]).abs()
+                                  >= min_gap)]
+    return t.reset_index(drop=True)
+
+
+def selective_resplits(X, y, *, n_labeled: int, alpha: float, delta: float, resplits: int,
+                       start: str = "first", set_method: str = "lac", **kw) -> dict:
+    n = len(y)
+    dec, err, held, cov, size, acc_all = [], [], [], [], [], []
+    yi = np.array([LABELS.index(v) for v in y])
+    for b in range(resplits):
+        rng = np.random.default_rng(b)
+        lab = np.zeros(n, bool)
+        lab[rng.choice(n, n_labeled, replace=False)] = True
+        try:
+            rule = fit_pairwise_arrays(X[lab], y[lab],
+                                       columns=[f"x{j}" for j in range(X.reshape(n, -1)
+                                                                       .shape[1])],
+                                       alpha=alpha, delta=delta, seed=b, start=start,
+                                       set_method=set_method, **kw)
+        except InputError:
+            dec.append(0.0)
+            held.append(True)
+            continue
+        r = rule.decide(X[~lab])
+        d = r["decided"]
+        wrong = r["verdict"][d] != y[~lab][d]
+        dec.append(d.mean())
+        e = wrong.mean() if d.any() else 0.0
+        if d.any():
+            err.append(e)
+        held.append(e <= alpha)
+        S = r["sets"]
+        cov.append(S[np.arange(len(S)), yi[~lab]].mean())
+        size.append(S.sum(axis=1).mean())
+        acc_all.append((np.array(LABELS, dtype=object)[np.argmax(r["P"], axis=1)]
+                        == y[~lab]).mean())
+    return {"decided": float(np.mean(dec)), "error_decided": float(np.mean(err)) if err
+            else None, "guarantee_held": float(np.mean(held)),
+            "set_coverage": float(np.mean(cov)), "set_size": float(np.mean(size)),
+            "accuracy_all": float(np.mean(acc_all)), "n_pairs": int(n)}
+
+
+def run_thumb(root: Path, resplits: int) -> None:
+    from real_tables import thumb_table
+
+    _, metrics = thumb_table(root)
+    for gap in (1.0, 0.0):
+        t = thumb_pairs(root, gap)
+        y = t["human"].to_numpy(object)
+        print(f"\nTHumB caption pairs (ties dropped, human score gap >= {gap:g}): {len(t)} "
+              f"pairs; 400 labeled per resplit, {resplits} resplits, delta 0.1")
+        for name, feats in (("ensemble", ["ensemble"]), ("RefCLIPS", ["RefCLIPS"]),
+                            ("all 16 metrics", metrics)):
+            X = t[[f"{c}_diff" for c in feats]].to_numpy(float)
+            if len(feats) == 1:
+                x = X[:, 0]
+                acc = f"sign accuracy {((x > 0) == (y == 'A'))[x != 0].mean():.3f}"
+            else:
+                acc = "logistic"
+            for alpha in (0.05, 0.1):
+                for start in ("first", "likely"):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        r = selective_resplits(X, y, n_labeled=400, alpha=alpha, delta=0.1,
+                                               resplits=resplits, start=start)
+                    e = "-" if r["error_decided"] is None else f"{r['error_decided']:.3f}"
+                    print(f"  {name:14s} ({acc}; model accuracy {r['accuracy_all']:.3f}) "
+                          f"alpha {alpha:<4g} start {start:6s}: decided {r['decided']:.3f}, "
+                          f"error among decided {e}, held {r['guarantee_held']:.2f}; sets "
+                          f"cover {r['set_coverage']:.3f}, size {r['set_size']:.2f}")
+
+
+def run_simulated(resplits: int) -> None:
+    """The embedded world: position bias of the simulated judges, selective verdicts and
+    sets from judge-pairs' probabilities, rank-set coverage."""
+    from scoreband.pairwise.extract import judge_pairs, make_pair_judge
+    from scoreband.pairwise.ranking import rank_arrays
+    from scoreband.world.pairwise import world_pairs
+
+    print("\nSimulated world (embedded, no download)")
+    for spec, true in (("sim-pair-strong", 0.03), ("sim-pair-biased", 0.12),
+                       ("sim-pair-fair:bias=0.2", 0.2)):
+        df = world_pairs(500, seed=1)
+        out, _ = judge_pairs(df, make_pair_judge(spec))
+        print(f"  position bias {spec:24s}: measured {out.pair_position_bias.mean():+.4f}, "
+              f"true {true:+.2f}")
+    df = world_pairs(2000, seed=2)
+    out, _ = judge_pairs(df, make_pair_judge("sim-pair-biased"))
+    P = out[["pair_p_a", "pair_p_b", "pair_p_tie"]].to_numpy(float)
+    y = out["human"].to_numpy(object)
+    X = out["pair_pref"].to_numpy(float)
+    for kind, feats in (("logistic(pair_pref)", X), ("judge probs", P)):
+        for alpha in (0.05, 0.1):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = selective_resplits(feats, y, n_labeled=1000, alpha=alpha, delta=0.1,
+                                       resplits=resplits,
+                                       **({"kind": "probs"} if kind == "judge probs" else {}))
+            e = "-" if r["error_decided"] is None else f"{r['error_decided']:.3f}"
+            print(f"  sim-pair-biased, {kind:20s} alpha {alpha:<4g}: decided "
+                  f"{r['decided']:.3f}, error among decided {e}, held "
+                  f"{r['guarantee_held']:.2f}; sets cover {r['set_coverage']:.3f}, size "
+                  f"{r['set_size']:.2f} (labels A/B/tie)")
+    names = np.array(["s0", "s1", "s2", "s3", "s4"])
+    beta = np.array([0.0, 0.2, 0.4, 0.7, 1.0])
+    truth = {s: 5 - i for i, s in enumerate(names)}
+    for by in ("head-to-head", "bradley-terry"):
+        hits, width = 0, []
+        rng = np.random.default_rng(0)
+        for _ in range(resplits * 4):
+            n = 2000
+            a = rng.integers(0, 5, n)
+            b = (a + rng.integers(1, 5, n)) % 5
+            p = 1 / (1 + np.exp(-(beta[a] - beta[b])))
+            yy = (rng.uniform(size=n) < p).astype(float)
+            f = np.clip(p + 0.08 + rng.normal(0, 0.15, n), 0, 1)
+            lab = rng.uniform(size=n) < 0.1
+            d = rank_arrays(names[a], names[b], f, np.where(lab, yy, np.nan), alpha=0.1,
+                            by=by)
+            hits += all(r["ranks"][0] <= truth[r["system"]] <= r["ranks"][1]
+                        for r in d["ranking"])
+            width.append(np.mean([r["ranks"][1] - r["ranks"][0] + 1 for r in d["ranking"]]))
+        print(f"  rank sets ({by}, 5 BT systems, 2000 judged pairs, 10 % human-labeled, "
+              f"biased judge): coverage {hits / (resplits * 4):.3f} at nominal 0.90, mean "
+              f"set size {np.mean(width):.2f} ranks")
+
+
+SECTIONS["simulated"] = run_simulated
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--thumb", type=Path, default=Path("/work/data/thumb"))
+    ap.add_argument("--resplits", type=int, default=100)
+    ap.add_argument("--skip", nargs="*", default=[])
+    a = ap.parse_args()
+    if "thumb" not in a.skip and a.thumb.exists():
+        run_thumb(a.thumb, a.resplits)
+    for name, fn in SECTIONS.items():
+        if name not in a.skip:
+            fn(a.resplits)
+
+if __name__ == "__main__":
+    main()
