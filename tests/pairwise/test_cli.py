@@ -48,3 +48,30 @@ def test_bad_verdict_values_named(tmp_path):
                                  str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output
     assert "row 5" in r.output and "human" in r.output and "not a verdict" in r.output
+
+
+def test_world_end_to_end_judge_triage_systems(tmp_path):
+    import json
+
+    from scoreband.world.pairwise import world_pairs
+
+    df = world_pairs(400, seed=4)
+    df.to_csv(tmp_path / "w.csv", index=False)
+    run = CliRunner().invoke
+    r = run(app, ["judge-pairs", str(tmp_path / "w.csv"), "--judge", "sim-pair-strong",
+                  "--out", str(tmp_path / "j.csv")])
+    assert r.exit_code == 0, r.output
+    r = run(app, ["pairwise-triage", str(tmp_path / "j.csv"), "--label-col", "human",
+                  "--probs", "pair_p_a,pair_p_b,pair_p_tie", "--risk", "0.2", "--sets", "aps",
+                  "--groups", "task", "--out", str(tmp_path / "rule.json")])
+    assert r.exit_code == 0, r.output
+    rule = json.loads((tmp_path / "rule.json").read_text())
+    assert set(rule["set_quantile"]) == set(df.task)
+    j = pd.read_csv(tmp_path / "j.csv", keep_default_na=False)
+    j.loc[j.index % 5 != 0, "human"] = ""
+    j.to_csv(tmp_path / "j2.csv", index=False)
+    r = run(app, ["pairwise-systems", str(tmp_path / "j2.csv"), "--label-col", "human",
+                  "--out", str(tmp_path / "rank.json")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "rank.json").read_text())
+    assert doc["ranking"][0]["system"] == "sys-d"

@@ -132,6 +132,10 @@ def pairwise_triage(
                         "decided for a test to reject) | likely.")] = "first",
     train_frac: Annotated[float, typer.Option("--train-frac", callback=open_unit,
                                               help="Share fitting the verdict model.")] = 0.5,
+    asymmetric: Annotated[bool, typer.Option(
+        "--asymmetric", help="Let the logistic verdict model learn an order effect (e.g. "
+                             "the second system of the table's pairs is usually the better) "
+                             "instead of fitting it order-fair.")] = False,
     seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
     out: Annotated[Path | None, typer.Option("--out", help="The rule, JSON.")] = None,
     rule: Annotated[Path | None, typer.Option("--rule", help="A saved rule to apply.")] = None,
@@ -177,7 +181,7 @@ def pairwise_triage(
                                      probs=_cols([probs]) if probs else None, alpha=alpha,
                                      delta=delta, set_alpha=set_alpha, set_method=sets,
                                      groups=groups, train_frac=train_frac, seed=seed,
-                                     start=start)
+                                     start=start, symmetric=not asymmetric)
         report_rows(fitted.errors, len(df))
         for w in fitted.warnings:
             warn(w)
