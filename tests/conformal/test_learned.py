@@ -144,7 +144,7 @@ def test_r2ccp_sets_hold_every_target_whose_score_passes():
     rng = np.random.default_rng(3)
     probs = rng.dirichlet(np.full(50, 0.3), size=400)
     y = rng.integers(0, 13, 400) / 12
-    from scoreband.conformal.learned import _interp_density, density_sets
+    from scoreband.conformal.r2ccp import _interp_density, density_sets
     from scoreband.metrics import covered
 
     thr = float(np.quantile(_interp_density(probs, y), 0.3))

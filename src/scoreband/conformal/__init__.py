@@ -25,6 +25,8 @@ from scoreband.conformal.base import (
     list_methods,
 )
 from scoreband.conformal.boundary import adjust_band, boundary_adjust
+from scoreband.conformal.chr import CHR
+from scoreband.conformal.cqr import CQR
 from scoreband.conformal.crc import (
     CRC,
     DEFAULT_OMEGAS,
@@ -33,10 +35,12 @@ from scoreband.conformal.crc import (
     crc_select,
     quantiles_crossed,
 )
-from scoreband.conformal.learned import CHR, CQR, R2CCP, Fitted, Marginal
+from scoreband.conformal.fitted import Fitted
 from scoreband.conformal.mapping import MAP_KINDS, Mapped, MonotoneMap
+from scoreband.conformal.marginal import Marginal
 from scoreband.conformal.mondrian import ClusterConservative, Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
+from scoreband.conformal.r2ccp import R2CCP
 from scoreband.conformal.split import SplitConformal, absolute_residual_interval
 from scoreband.conformal.weighted import WeightedSplit, shift_test
 from scoreband.errors import InputError

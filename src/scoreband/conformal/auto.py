@@ -9,7 +9,7 @@ played no part in the choice. The choice is a function of the training and selec
 only, so the final step is ordinary split conformal on exchangeable fresh items: coverage
 ``>= 1 - alpha`` holds exactly (tested over >= 1000 resplits).
 
-The no-model marginal band (:class:`~scoreband.conformal.learned.Marginal`) is always a
+The no-model marginal band (:class:`~scoreband.conformal.marginal.Marginal`) is always a
 candidate: when no method beats it, it is returned and flagged, so ``auto`` never gives a band
 wider than what the targets alone justify (on the selection share).
 """
@@ -20,10 +20,17 @@ import math
 
 import numpy as np
 
-# the candidates' modules, so that their classes are registered before auto looks them up
+# the candidates' modules, so that their classes are registered before auto looks them up,
+# in the order that the registry (and so --help and the docs) lists them
+# isort: off
 import scoreband.conformal.crc  # noqa: F401
-import scoreband.conformal.learned  # noqa: F401
+import scoreband.conformal.fitted  # noqa: F401
+import scoreband.conformal.cqr  # noqa: F401
+import scoreband.conformal.r2ccp  # noqa: F401
+import scoreband.conformal.chr  # noqa: F401
+import scoreband.conformal.marginal  # noqa: F401
 import scoreband.conformal.split  # noqa: F401
+# isort: on
 from scoreband.conformal._core import min_calibration_size, split_at
 from scoreband.conformal.base import (
     INPUTS,

@@ -1,0 +1,72 @@
+"""``cqr``: conformalized quantile regression (linear quantile regressors on the
+features)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scoreband.conformal._core import row_matmul, unbounded
+from scoreband.conformal.base import register
+from scoreband.conformal.learned import LearnedCalibrator, features_of
+from scoreband.conformal.pointfit import fit_standardiser, standardise
+from scoreband.errors import InputError
+from scoreband.records import Band, Predictions
+
+__all__ = ["CQR"]
+
+
+@register
+class CQR(LearnedCalibrator):
+    """Conformalized quantile regression: linear quantile regressors for alpha/2 and
+    1 - alpha/2 on the features (scikit-learn), conformity ``max(q_lo - y, y - q_hi)``.
+
+    Linear models keep the calibrator a small JSON file; on a handful of log-prob features
+    they are what the LLM-as-a-judge uncertainty study uses.
+    """
+
+    method = "cqr"
+    names = {"cqr": ("conformalized linear quantile regression on `features`", {})}
+    needs = (("features",),)
+    auto_rank = 3
+
+    def fit_model(self, pred, y):
+        X = features_of(pred, self.method)
+        from sklearn.linear_model import QuantileRegressor
+
+        st = fit_standardiser(X)
+        Z = standardise(X, st)
+        coefs = {}
+        for name, q in (("lo", self.alpha / 2), ("hi", 1 - self.alpha / 2), ("mid", 0.5)):
+            r = QuantileRegressor(quantile=q, alpha=0.0, solver="highs").fit(Z, y)
+            if r.coef_ is None or not np.isfinite(r.coef_).all():
+                raise InputError(f"cqr: the {q:g}-quantile regression did not converge on "
+                                 "these features; try `method` r2ccp or split")
+            coefs[name] = {"coef": r.coef_.tolist(), "intercept": float(r.intercept_)}
+        self.model_ = {"n_features": X.shape[1], **st, **coefs}
+
+    def _q(self, pred, name):
+        c = self.model_[name]
+        Z = standardise(features_of(pred, self.method), self.model_)
+        return row_matmul(Z, np.asarray(c["coef"])) + c["intercept"]
+
+    def conformity(self, pred, y):
+        """``max(q_lo - y, y - q_hi)`` per item."""
+        return np.maximum(self._q(pred, "lo") - y, y - self._q(pred, "hi"))
+
+    def apply_params(self, pred, params):
+        full, q = unbounded(params["q"], len(pred))
+        lo, hi = self._q(pred, "lo") - q, self._q(pred, "hi") + q
+        # crossed regressors with a negative q can invert the band: keep it ordered
+        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params, pred)
+        return lo, hi, full
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        self._require_fitted()
+        self.check_pred(pred)
+        lo, hi, full = self.apply_params(pred, self.params_)
+        med = np.clip(self._q(pred, "mid"), 0, 1)
+        band = self._band(Predictions(med), lo, hi, full)
+        return band
+
+    def difficulty(self, pred):
+        return self._q(pred, "hi") - self._q(pred, "lo")
