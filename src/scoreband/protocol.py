@@ -212,6 +212,7 @@ class _Record:
             lab = level_labels(values, sc)
             for g in np.unique(lab[lab != ""]):
                 m = lab == g
+                g = str(g)
                 d = self.levels[kind].setdefault(g, {"n": [], "coverage": [], "sharpness": []})
                 d["n"].append(int(m.sum()))
                 d["coverage"].append(float(cov[m].mean()))
@@ -432,8 +433,11 @@ def _level_warning(kind: str, g: str, v: dict, nominal: float) -> str:
                 f"levels, not at each. Remedy: {REMEDY}")
     return (f"items whose human score is at level {g}: {head}; an auditor cannot trust these "
             f"bands there. No calibrator can promise coverage per true level (it is unknown "
-            f"when the band is made); Mondrian by predicted level makes every predicted level "
-            f"reach it, and the true levels as far as the score separates them: {REMEDY}")
+            f"when the band is made), and calibration per predicted level (--mondrian "
+            f"--groups on the rounded point score) does not repair it where the score cannot "
+            f"tell these items from their neighbours (on LLM-judge tables it left the top "
+            f"level at 0.4-0.7): say so where the bands are used, and check such items by "
+            f"hand or with a scorer that separates them")
 
 
 def _width_vs_error(err: np.ndarray, wid: np.ndarray, cov: np.ndarray, bins: int = 8) -> dict:
