@@ -54,9 +54,10 @@ def test_a_golden_saved_state_loads_and_gives_the_golden_bands(name):
 
 
 def _same(want, got, where=""):
-    """Every key and value of ``want`` is in ``got``, bit for bit (floats by their repr);
-    keys that ``got`` has besides (a report field added later) are not the calibration's
-    numbers and are let through."""
+    """Every key and every number, flag and null of ``want`` is in ``got``, bit for bit
+    (floats by their repr). Text is the report's wording (warnings, notes, which other
+    files own and edit) and is only required to be text; keys that ``got`` has besides (a
+    report field added later) are let through. The numbers are the calibration's."""
     if isinstance(want, dict):
         assert isinstance(got, dict), where
         for k, v in want.items():
@@ -66,6 +67,8 @@ def _same(want, got, where=""):
         assert isinstance(got, list) and len(got) == len(want), where
         for i, (a, b) in enumerate(zip(want, got, strict=True)):
             _same(a, b, f"{where}[{i}]")
+    elif isinstance(want, str):
+        assert isinstance(got, str), f"{where}: {want!r} -> {got!r}"
     else:
         assert type(got) is type(want) and repr(got) == repr(want), \
             f"{where}: {want!r} -> {got!r}"
