@@ -5,6 +5,7 @@ import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from scoreband.conformal import SplitConformal, absolute_residual_interval
+from scoreband.conformal.scores import ABSOLUTE_RESIDUAL
 from scoreband.records import Predictions
 
 mapie_regression = pytest.importorskip("mapie.regression")
@@ -35,7 +36,9 @@ CASES = [(50, 0.1, 0), (333, 0.1, 1), (1000, 0.05, 2), (77, 0.2, 3)]
 @pytest.mark.parametrize("n_cal,alpha,seed", CASES)
 def test_split_cp_matches_mapie(n_cal, alpha, seed):
     """The class users run (:class:`SplitConformal`, fit / predict, unclipped) and the pure
-    function give MAPIE's bounds."""
+    function give MAPIE's bounds; both compute them through the one absolute-residual score
+    (``score`` / ``interval`` of :data:`~scoreband.conformal.scores.ABSOLUTE_RESIDUAL`)."""
+    assert SplitConformal(alpha).score is ABSOLUTE_RESIDUAL
     rng = np.random.default_rng(seed)
     m = rng.uniform(0, 1, n_cal + 200)
     y = np.clip(m + rng.normal(0, 0.1, len(m)), 0, 1)

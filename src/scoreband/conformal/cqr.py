@@ -9,6 +9,7 @@ from scoreband.conformal._core import row_matmul, unbounded
 from scoreband.conformal.base import register
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
+from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions
 
@@ -49,15 +50,21 @@ class CQR(LearnedCalibrator):
         Z = standardise(features_of(pred, self.method), self.model_)
         return row_matmul(Z, np.asarray(c["coef"])) + c["intercept"]
 
+    #: its conformity score: ``max(q_lo - y, y - q_hi)`` around the two regressions
+    score = QUANTILE_RESIDUAL
+
+    def _outputs(self, pred) -> ModelOutput:
+        return ModelOutput(lo=self._q(pred, "lo"), hi=self._q(pred, "hi"))
+
     def conformity(self, pred, y):
         """``max(q_lo - y, y - q_hi)`` per item."""
-        return np.maximum(self._q(pred, "lo") - y, y - self._q(pred, "hi"))
+        return self.score.score(self._outputs(pred), y)
 
     def apply_params(self, pred, params):
-        full, q = unbounded(params["q"], len(pred))
-        lo, hi = self._q(pred, "lo") - q, self._q(pred, "hi") + q
-        # crossed regressors with a negative q can invert the band: keep it ordered
-        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params, pred)
+        full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
+        # crossed regressors with a negative q can invert the band: the score keeps it ordered
+        lo, hi = self.score.interval(self._outputs(pred), q)
+        lo, hi = self._open_ties(lo, hi, params, pred)
         return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:

@@ -9,6 +9,7 @@ from scoreband.conformal._core import unbounded
 from scoreband.conformal.base import register
 from scoreband.conformal.learned import LearnedCalibrator, features_of, looks_like_logprobs
 from scoreband.conformal.pointfit import fit_point_model, predict_point_model
+from scoreband.conformal.scores import ABSOLUTE_RESIDUAL, ModelOutput
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions
 
@@ -88,13 +89,16 @@ class Fitted(LearnedCalibrator):
                 raise InputError(f"fitted was fitted on {want} feature columns, got "
                                  f"{pred.features.shape[1]}")
 
+    #: its conformity score: the absolute residual around the fitted point score
+    score = ABSOLUTE_RESIDUAL
+
     def conformity(self, pred, y):
-        return np.abs(y - self.point(pred))
+        return self.score.score(ModelOutput(median=self.point(pred)), y)
 
     def apply_params(self, pred, params):
-        full, q = unbounded(params["q"], len(pred), at=1.0)
-        m = self.point(pred)
-        lo, hi = self._open_ties(m - q, m + q, params, pred)
+        full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
+        lo, hi = self.score.interval(ModelOutput(median=self.point(pred)), q)
+        lo, hi = self._open_ties(lo, hi, params, pred)
         return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:

@@ -8,6 +8,7 @@ import numpy as np
 from scoreband.conformal._core import unbounded
 from scoreband.conformal.base import register
 from scoreband.conformal.learned import LearnedCalibrator
+from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
 from scoreband.records import Band, Predictions
 
 __all__ = ["Marginal"]
@@ -35,15 +36,17 @@ class Marginal(LearnedCalibrator):
         lo, hi, mid = np.quantile(y, [self.alpha / 2, 1 - self.alpha / 2, 0.5])
         self.model_ = {"lo": float(lo), "hi": float(hi), "median": float(mid)}
 
+    #: its conformity score: ``max(lo - y, y - hi)`` around the training share's quantiles
+    score = QUANTILE_RESIDUAL
+
     def conformity(self, pred, y):
-        return np.maximum(self.model_["lo"] - y, y - self.model_["hi"])
+        return self.score.score(ModelOutput(lo=self.model_["lo"], hi=self.model_["hi"]), y)
 
     def apply_params(self, pred, params):
         n = len(pred)
-        full, q = unbounded(params["q"], n)
-        lo = np.full(n, self.model_["lo"] - q)
-        hi = np.full(n, self.model_["hi"] + q)
-        lo, hi = self._open_ties(np.minimum(lo, hi), np.maximum(lo, hi), params, pred)
+        full, q = unbounded(params["q"], n, at=self.score.full_at)
+        out = ModelOutput(lo=np.full(n, self.model_["lo"]), hi=np.full(n, self.model_["hi"]))
+        lo, hi = self._open_ties(*self.score.interval(out, q), params, pred)
         return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:

@@ -1,4 +1,6 @@
-"""Split conformal prediction with absolute residuals around a point prediction."""
+"""Split conformal prediction: the conformal quantile of a conformity score (by default the
+absolute residual around the point prediction; any score of
+:mod:`scoreband.conformal.scores`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ from scoreband.conformal._core import (
 )
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.randomness import keys_of, row_uniforms
-from scoreband.errors import CalibratorMismatch
+from scoreband.conformal.scores import (
+    ABSOLUTE_RESIDUAL,
+    ConformityScore,
+    ModelOutput,
+    score_from_config,
+)
+from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.records import Predictions
 
 __all__ = ["SplitConformal", "absolute_residual_interval", "TooFewCalibrationItems"]
@@ -37,7 +45,9 @@ def warn_too_small(n: int, alpha: float, where: str = "calibration set") -> None
 
 
 def absolute_residual_interval(median_cal, y_cal, median_test, alpha: float):
-    """Split CP: ``[m - q, m + q]`` with q the conformal quantile of ``|y - m|``.
+    """Split CP: ``[m - q, m + q]`` with q the conformal quantile of ``|y - m|``: the
+    absolute-residual score (:data:`~scoreband.conformal.scores.ABSOLUTE_RESIDUAL`, the one
+    :class:`SplitConformal` ranks by default) and its quantile, in one call.
 
     Returns ``(lo, hi, q)``; unclipped (q may be ``inf``).
 
@@ -45,10 +55,11 @@ def absolute_residual_interval(median_cal, y_cal, median_test, alpha: float):
     >>> round(q, 6), round(float(lo[0]), 6), round(float(hi[0]), 6)
     (0.1, 0.3, 0.5)
     """
-    m = np.asarray(median_cal, dtype=float)
-    q = conformal_quantile(np.abs(np.asarray(y_cal, dtype=float) - m), alpha)
-    mt = np.asarray(median_test, dtype=float)
-    return mt - q, mt + q, q
+    cal = ModelOutput(median=np.asarray(median_cal, dtype=float))
+    r = ABSOLUTE_RESIDUAL.score(cal, np.asarray(y_cal, dtype=float))
+    q = conformal_quantile(r, alpha, overwrite=True)
+    lo, hi = ABSOLUTE_RESIDUAL.interval(ModelOutput(median=np.asarray(median_test, dtype=float)), q)
+    return lo, hi, q
 
 
 
@@ -68,7 +79,17 @@ def quantile_params(scores: np.ndarray, alpha: float, randomize: bool, *,
 
 @register
 class SplitConformal(Calibrator):
-    """Absolute-residual split conformal: ``[m - q, m + q]`` (clipped to [0, 1] by default).
+    """Split conformal on a conformity score: by default the absolute residual,
+    ``[m - q, m + q]`` (clipped to [0, 1] by default).
+
+    Parameters
+    ----------
+    randomize : randomised tie-breaking at the band's edges (draws from
+        :mod:`scoreband.conformal.randomness`), with any score
+    score : a :class:`~scoreband.conformal.scores.ConformityScore` or its name
+        (``"absolute-residual"``, the default; ``"quantile-residual"`` around the given
+        ``lo``/``hi``; ``{"name": "crc-residual", "omega": w}``); wrapped in
+        :class:`~scoreband.conformal.mondrian.Mondrian` it is calibrated per group
 
     Examples
     --------
@@ -88,30 +109,51 @@ class SplitConformal(Calibrator):
 
     @classmethod
     def check_params(cls, params: dict, where: str, number) -> None:
-        super().check_params(params, where, number)
+        if "q" not in params:
+            raise CalibratorMismatch(f"{where} has no 'q'")
+        try:  # saved beside q when it is not the default (absolute residual)
+            score = score_from_config(params.get("score", ABSOLUTE_RESIDUAL))
+        except InputError as e:
+            raise CalibratorMismatch(f"{where}.score: {e}; recalibrate") from None
+        number(params["q"], f"{where}.q", lo=0.0 if score.nonnegative else None, inf_ok=True)
         q = float(params["q"])
-        if math.isfinite(q) and q > 1.0:
+        if math.isfinite(q) and q > score.full_at:
             # residuals live on [0, 1]: a finite q above 1 is an edit; a band too wide for
             # alpha is stored as inf and flagged full_range
-            raise CalibratorMismatch(f"{where}.q = {q:g} is above 1 (residuals are on [0, 1]; "
-                                     "a full-range band is stored as inf); recalibrate")
+            raise CalibratorMismatch(f"{where}.q = {q:g} is above {score.full_at:g} (residuals "
+                                     "are on [0, 1]; a full-range band is stored as inf); "
+                                     "recalibrate")
 
-    def __init__(self, alpha: float = 0.1, *, randomize: bool = False, seed: int = 0, **kw):
+    def __init__(self, alpha: float = 0.1, *, randomize: bool = False, seed: int = 0,
+                 score: ConformityScore | str | dict = ABSOLUTE_RESIDUAL, **kw):
         super().__init__(alpha, **kw)
         self.randomize, self.seed = bool(randomize), seed
+        self.score = score_from_config(score)
+
+    def _custom_score(self) -> dict:
+        """``{"score": config}`` when the score is not the default, else ``{}`` (the saved
+        files of the default stay as they were)."""
+        return {} if self.score == ABSOLUTE_RESIDUAL else {"score": self.score.to_config()}
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "randomize": self.randomize, "seed": self.seed}
+        return {**super().get_config(), "randomize": self.randomize, "seed": self.seed,
+                **self._custom_score()}
+
+    def check_pred(self, pred: Predictions) -> None:
+        if "interval" in self.score.needs and pred.lo is None:
+            raise InputError(f"split conformal on the {self.score.name} score needs the "
+                             "uncalibrated interval of each item: pass `lo` and `hi` columns")
 
     def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
-        r = np.subtract(y01, pred.median)
-        np.abs(r, out=r)
-        return quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize)
+        r = self.score.score(pred, y01)
+        return {**quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize),
+                **self._custom_score()}
 
     def apply_params(self, pred: Predictions, params: dict):
-        # q >= 1 on [0, 1] is the whole scale for every item: flagged like an infinite q
-        full, q = unbounded(params["q"], len(pred), at=1.0)
-        lo, hi = pred.median - q, pred.median + q
+        # q >= 1 on [0, 1] is the whole scale for every item (absolute residual): flagged
+        # like an infinite q
+        full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
+        lo, hi = self.score.interval(pred, q)
         if self.randomize:
             lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
                                      row_uniforms(keys_of(pred), self.seed, 2))

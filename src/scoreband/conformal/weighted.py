@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from scoreband.conformal.base import Calibrator, register
+from scoreband.conformal.scores import ABSOLUTE_RESIDUAL, ConformityScore, score_from_config
 from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.records import Band, Predictions
 
@@ -162,7 +163,9 @@ def shift_test(X_cal, X_test, folds: int = 5, seed: int = 0) -> dict:
 class WeightedSplit(Calibrator):
     """Split conformal around a point prediction, reweighted for covariate shift.
 
-    ``fit`` keeps the calibration items' absolute residuals and embeddings; ``predict`` fits
+    ``fit`` keeps the calibration items' conformity scores (``score``: by default the
+    absolute residual ``|y - m|``; any :mod:`scoreband.conformal.scores` score, e.g.
+    ``"quantile-residual"`` around the given ``lo``/``hi``) and embeddings; ``predict`` fits
     the domain classifier between them and the items it is given (transductive: the weights
     depend on the test table) and gives each item its own weighted threshold. Needs
     ``pred.embedding`` at fit and predict (e.g. the scorer's image or joint embedding).
@@ -198,27 +201,41 @@ class WeightedSplit(Calibrator):
         if not isinstance(scores, list) or not isinstance(emb, list) or len(scores) != len(emb):
             raise CalibratorMismatch(f"{where} needs 'scores' and 'embedding' lists of equal "
                                      "length")
+        try:  # saved beside the scores when it is not the default (absolute residual)
+            score = score_from_config(params.get("score", ABSOLUTE_RESIDUAL))
+        except InputError as e:
+            raise CalibratorMismatch(f"{where}.score: {e}; recalibrate") from None
         for i, v in enumerate(scores):
-            number(v, f"{where}.scores[{i}]", lo=0.0, inf_ok=False)
+            number(v, f"{where}.scores[{i}]", lo=0.0 if score.nonnegative else None,
+                   inf_ok=False)
 
-    def __init__(self, alpha: float = 0.1, *, C: float = 1.0, **kw):
+    def __init__(self, alpha: float = 0.1, *, C: float = 1.0,
+                 score: ConformityScore | str | dict = ABSOLUTE_RESIDUAL, **kw):
         super().__init__(alpha, **kw)
         self.C = C
+        self.score = score_from_config(score)
         self.last_shift_: dict | None = None
 
+    def _custom_score(self) -> dict:
+        return {} if self.score == ABSOLUTE_RESIDUAL else {"score": self.score.to_config()}
+
     def get_config(self) -> dict:
-        return {**super().get_config(), "C": self.C}
+        return {**super().get_config(), "C": self.C, **self._custom_score()}
 
     def check_pred(self, pred: Predictions) -> None:
         if pred.embedding is None:
             raise InputError("weighted conformal needs an embedding per item to estimate the "
                              "shift (embedding columns, e.g. `embedding` 'emb_*')")
-        if not np.isfinite(pred.median).all():
+        if "median" in self.score.needs and not np.isfinite(pred.median).all():
             raise InputError("weighted split conformal needs a point prediction (median)")
+        if "interval" in self.score.needs and pred.lo is None:
+            raise InputError(f"weighted conformal on the {self.score.name} score needs the "
+                             "uncalibrated interval of each item: pass `lo` and `hi` columns")
 
     def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
-        return {"scores": np.abs(y01 - pred.median).tolist(),
-                "embedding": np.asarray(pred.embedding).tolist(), "n": len(y01)}
+        return {"scores": self.score.score(pred, y01).tolist(),
+                "embedding": np.asarray(pred.embedding).tolist(), "n": len(y01),
+                **self._custom_score()}
 
     def apply_params(self, pred: Predictions, params: dict):
         scores = np.asarray(params["scores"], dtype=float)
@@ -244,8 +261,8 @@ class WeightedSplit(Calibrator):
                           "weights extrapolate and the coverage guarantee does not hold; "
                           "calibrate on items like these", SmallEffectiveSample, stacklevel=3)
         full = ~np.isfinite(q)
-        qq = np.where(full, 0.0, q)
-        return pred.median - qq, pred.median + qq, full
+        lo, hi = self.score.interval(pred, np.where(full, 0.0, q))
+        return lo, hi, full
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         band = super().predict(pred, groups)
