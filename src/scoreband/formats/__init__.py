@@ -143,11 +143,18 @@ def _head(p: Path) -> str:
 def _register_all() -> None:
     from scoreband.formats.delimited import CSV, TSV
     from scoreband.formats.hf_datasets import HF_DATASET
+    from scoreband.formats.inspect_log import INSPECT
     from scoreband.formats.json_table import JSON
     from scoreband.formats.jsonl import JSONL
+    from scoreband.formats.lm_eval import LM_EVAL
+    from scoreband.formats.openai_batch import OPENAI_BATCH
     from scoreband.formats.parquet import PARQUET
+    from scoreband.formats.promptfoo import PROMPTFOO
 
-    for fmt in (CSV, TSV, JSONL, JSON, PARQUET, HF_DATASET):
+    # the tables, then the files other tools write (read where they lie, never written):
+    # where one shares a suffix with a table, its content tells them apart (sniff)
+    for fmt in (CSV, TSV, JSONL, JSON, PARQUET, HF_DATASET, INSPECT, LM_EVAL, PROMPTFOO,
+                OPENAI_BATCH):
         register(fmt)
 
 

@@ -1,0 +1,117 @@
+"""OpenAI-compatible chat answers written one JSON object a line: what a vLLM or llama.cpp
+server answers to ``/v1/chat/completions`` (``{"id", "model", "choices": [...]}``), or the
+OpenAI Batch API's output lines (``{"custom_id", "response": {"status_code", "body":
+{...}}, "error"}``). One row per line: ``custom_id``, ``model``, ``answer`` (the message),
+``finish_reason``, ``batch_error`` (a failed request: its error, or a status other than 200)
+and, where the answers carry ``logprobs.content[]``, the score-token columns of
+``scoreband judge`` through its own parser (:mod:`scoreband.formats._answers`). Read only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from scoreband.formats._answers import DEFAULT_SCALE, answer_features, has_logprobs, parse_scale
+from scoreband.formats.base import ReadOnlyFormat
+
+__all__ = ["OPENAI_BATCH", "OpenAIBatch", "first_json_line"]
+
+
+def first_json_line(head: str):
+    """The first non-blank line of ``head`` parsed as JSON (None when it is not)."""
+    for line in head.splitlines():
+        if line.strip():
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+class OpenAIBatch(ReadOnlyFormat):
+    name = "openai-batch"
+    help = "OpenAI-compatible chat answers, one a line (vLLM, llama.cpp, the Batch API)"
+    suffixes = (".jsonl", ".ndjson")
+
+    def __init__(self, scale: tuple[int, int] = DEFAULT_SCALE):
+        self.scale = scale
+
+    def configure(self, options: str) -> OpenAIBatch:
+        return OpenAIBatch(parse_scale(options))
+
+    def sniff(self, path: Path, head: str) -> bool:
+        rec = first_json_line(head)
+        return isinstance(rec, dict) and (
+            "custom_id" in rec or isinstance(rec.get("choices"), list)
+            or (isinstance(rec.get("response"), dict) and "body" in rec["response"]))
+
+    def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
+        if path.stat().st_size > max_bytes:
+            return None
+        with open(path, encoding="utf-8-sig") as f:
+            return sum(1 for line in f if line.strip())
+
+    def read(self, path: Path, columns=None, *, text: bool = False) -> pd.DataFrame:
+        rows, answers = [], []
+        with open(path, encoding="utf-8-sig") as f:
+            for k, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                row, answer = _line(line, k)
+                rows.append(row)
+                answers.append(answer if has_logprobs(answer) else None)
+        df = pd.DataFrame.from_records(rows)
+        if any(a is not None for a in answers):
+            feats = answer_features(answers, self.scale)
+            df = pd.concat([df, pd.DataFrame(feats, index=df.index)], axis=1)
+        return df
+
+
+def _line(line: str, k: int) -> tuple[dict, dict | None]:
+    """One line as ``(row, chat-completions answer or None)``; a line that is not JSON, or
+    a request that failed, is a row with its ``batch_error``."""
+    row = {"custom_id": None, "model": None, "answer": None, "finish_reason": None,
+           "batch_error": ""}
+    try:
+        rec = json.loads(line)
+    except ValueError as e:
+        row["batch_error"] = f"line {k} is not JSON ({e})"
+        return row, None
+    if not isinstance(rec, dict):
+        row["batch_error"] = f"line {k} is not a JSON object"
+        return row, None
+    row["custom_id"] = rec.get("custom_id")
+    body = rec
+    resp = rec.get("response")
+    if isinstance(resp, dict) and "body" in resp:  # the Batch API's output line
+        body = resp.get("body")
+        status = resp.get("status_code")
+        if status not in (None, 200):
+            row["batch_error"] = f"status {status}: {_error_text(body)}"
+    if rec.get("error"):
+        row["batch_error"] = _error_text(rec["error"])
+    if not isinstance(body, dict):
+        return row, None
+    row["model"] = body.get("model")
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        msg = choices[0].get("message")
+        row["answer"] = msg.get("content") if isinstance(msg, dict) else None
+        row["finish_reason"] = choices[0].get("finish_reason")
+    elif not row["batch_error"]:
+        row["batch_error"] = f"line {k} has no choices"
+    return row, (body if not row["batch_error"] else None)
+
+
+def _error_text(err) -> str:
+    if isinstance(err, dict):
+        inner = err.get("error", err)
+        if isinstance(inner, dict):
+            return str(inner.get("message") or inner.get("code") or json.dumps(inner))[:300]
+        return str(inner)[:300]
+    return str(err)[:300]
+
+
+OPENAI_BATCH = OpenAIBatch()

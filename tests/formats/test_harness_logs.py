@@ -1,0 +1,280 @@
+"""The read-only formats on files made by the tools themselves, offline: an Inspect eval run
+on its mock model (skipped without inspect_ai: ``pip install "scoreband[harness]"``), a
+promptfoo results file (checked in, and remade with ``npx promptfoo`` where it is installed),
+LM Evaluation Harness samples in its documented layout (a run of a real model is too heavy
+here), and answers shaped as a llama.cpp server's, compared with what ``scoreband judge``
+makes of the same answers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoreband.errors import InputError
+from scoreband.formats import get_format, resolve
+from scoreband.tables import read_table, write_table
+from tests.formats.examples import HERE, chat_answer, lm_eval_lines
+
+LABELS5 = [str(v) for v in range(1, 6)]
+
+
+def _sha(p):
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from scoreband.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+# ------------------------------------------------------------------ Inspect
+@pytest.fixture(scope="module")
+def inspect_logs(tmp_path_factory):
+    pytest.importorskip("inspect_ai")
+    from tests.formats.inspect_mock import run
+
+    ratings = [1 + (i * 7) % 5 for i in range(40)]
+    logs = run(tmp_path_factory.mktemp("inspect"), ratings, epochs=1)
+    return logs, ratings
+
+
+def test_inspect_logs_one_row_per_sample_with_scores_and_judge_features(inspect_logs):
+    from tests.formats.inspect_mock import expected_logp
+
+    logs, ratings = inspect_logs
+    for fmt, path in logs.items():
+        before = _sha(path)
+        assert resolve(path)[0] is get_format("inspect")
+        df = read_table(f"inspect@1-5:{path}")
+        assert len(df) == len(ratings), fmt
+        assert list(df.columns[:6]) == ["sample_id", "epoch", "task", "model", "target",
+                                        "answer"]
+        assert set(df["task"]) == {"captions"} and set(df["epoch"]) == {1}
+        assert sorted(df["sample_id"]) == sorted(f"item{i}" for i in range(len(ratings)))
+        np.testing.assert_array_equal(df["score_match"], 1.0)   # "C" counted as 1
+        np.testing.assert_array_equal(df["score_includes"], 1.0)
+        mine = [ratings[int(s[4:])] for s in df["sample_id"]]  # the log keeps its own order
+        for i, n in enumerate(mine):
+            for col, v in expected_logp(n, LABELS5).items():
+                assert df[col][i] == pytest.approx(v, abs=1e-9), (fmt, i, col)
+        np.testing.assert_array_equal(df["judge_argmax"], mine)
+        assert (df["judge_error"] == "").all()
+        assert _sha(path) == before, "the log was modified"
+
+
+def test_inspect_json_log_reads_the_same_without_inspect_ai(inspect_logs, monkeypatch):
+    """The documented JSON log format, parsed without inspect_ai, gives the table its own
+    reader gives; a zstd .eval log without inspect_ai is refused, naming the extra."""
+    logs, _ = inspect_logs
+    with_lib = read_table(logs["json"])
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    without = read_table(logs["json"])
+    pd.testing.assert_frame_equal(with_lib, without)
+    try:
+        pd.testing.assert_frame_equal(read_table(logs["eval"]), with_lib)
+    except InputError as e:  # zstd members: the stdlib zip module cannot read them
+        assert "scoreband[harness]" in str(e)
+
+
+def test_inspect_log_calibrate_then_apply_with_no_converter(inspect_logs, tmp_path):
+    logs, ratings = inspect_logs
+    cal = tmp_path / "cal.json"
+    r = _cli("calibrate", f"inspect@1-5:{logs['json']}", "--target", "metadata_human",
+             "--scale", "1,5", "--median", "judge_expected", "--out", cal)
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "banded.csv"
+    before = _sha(logs["eval"])
+    r = _cli("apply", f"inspect@1-5:{logs['eval']}", "--calibrator", cal, "--out", out)
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(out)
+    assert len(df) == len(ratings)
+    assert {"sample_id", "score_match", "band_lo", "band_hi"} <= set(df.columns)
+    assert (df["band_lo"] <= df["band_hi"]).all()
+    assert _sha(logs["eval"]) == before
+
+
+# ------------------------------------------------------------------ OpenAI-style answers
+def test_batch_answers_give_what_scoreband_judge_gives(tmp_path):
+    """The same llama.cpp-shaped answers through ``scoreband judge`` (a fake server) and
+    read from a file of answers: the same logp_<label> and judge_* columns."""
+    from PIL import Image
+
+    from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+    from tests.judges.fake_openai import FakeOpenAI, image_url, user_text
+
+    n = 12
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)).save(
+            tmp_path / f"img{i}.png")
+    df = pd.DataFrame({"image": [f"img{i}.png" for i in range(n)],
+                       "instruction": ["Rate it."] * n,
+                       "response": [f"row {i} text" for i in range(n)]})
+    answers = {}
+
+    def respond(body):
+        i = int(user_text(body).split("row ")[1].split()[0])
+        a = chat_answer(1 + i % 5, k=body.get("top_logprobs") or 1, idx=i)
+        if i == 5:  # a label list too short to hold a score: the same refusal in both
+            a = chat_answer(3, k=1, idx=i)
+        if image_url(body) is not None:  # not the one text-only probe of the image check
+            answers[i] = a
+        return 200, a
+
+    with FakeOpenAI(respond) as srv:
+        judge = make_judge("openai:m", JudgePrompt(1, 5), base_url=srv.url, allow_blind=True)
+        judged, bad = extract_judge_table(df, judge, base_dir=tmp_path)
+    assert bad == 1
+    lines = []
+    for i in range(n):  # half as plain answers, half as Batch API output lines
+        lines.append(answers[i] if i % 2 else
+                     {"id": f"batch_req_{i}", "custom_id": f"row-{i}", "error": None,
+                      "response": {"status_code": 200, "request_id": f"r{i}",
+                                   "body": answers[i]}})
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    before = _sha(path)
+    assert resolve(path)[0] is get_format("openai-batch")
+    got = read_table(f"openai-batch@1-5:{path}")
+    assert len(got) == n
+    cols = [f"logp_{lab}" for lab in LABELS5] + [
+        "judge_expected", "judge_argmax", "judge_entropy", "judge_max_prob",
+        "judge_missing_mass", "judge_unseen_mass", "judge_position"]
+    pd.testing.assert_frame_equal(got[cols], judged[cols], check_dtype=False)
+    assert (got["judge_error"] == "").tolist() == (judged["judge_error"] == "").tolist()
+    # the same reason; the k named is the list the answer has (the judge names the k asked)
+    assert re.sub(r"top-\d+", "top-k", got["judge_error"][5]) == \
+        re.sub(r"top-\d+", "top-k", judged["judge_error"][5]) != ""
+    assert "top-1 list" in got["judge_error"][5]
+    assert got["custom_id"][0] == "row-0" and pd.isna(got["custom_id"][1])
+    assert got["answer"][0] == "Fine. Score: 1" and got["model"][0] == "tiny.gguf"
+    assert _sha(path) == before
+
+
+def test_batch_failed_requests_and_bad_lines_are_row_errors(tmp_path):
+    path = tmp_path / "out.jsonl"
+    lines = [json.dumps({"custom_id": "a", "response": {"status_code": 200,
+                                                        "body": chat_answer(4)}}),
+             json.dumps({"custom_id": "b", "response": {"status_code": 429, "body": {
+                 "error": {"message": "rate limited"}}}, "error": None}),
+             json.dumps({"custom_id": "c", "response": None,
+                         "error": {"code": "timeout", "message": "took too long"}}),
+             "{torn"]
+    path.write_text("\n".join(lines) + "\n")
+    df = read_table(path)
+    assert df["custom_id"].tolist()[:3] == ["a", "b", "c"]
+    assert df["batch_error"].tolist()[:3] == ["", "status 429: rate limited", "took too long"]
+    assert "not JSON" in df["batch_error"][3]
+    assert df["judge_error"][0] == "" and df["judge_argmax"][0] == 4
+    assert (df["judge_error"][1:] != "").all()
+    with pytest.raises(InputError, match="read only"):
+        write_table(df, f"openai-batch:{tmp_path / 'x.jsonl'}")
+
+
+def test_a_plain_jsonl_table_is_still_a_table(tmp_path):
+    p = tmp_path / "t.jsonl"
+    write_table(pd.DataFrame({"a": [1, 2], "choices_made": ["x", "y"]}), p)
+    assert resolve(p)[0] is get_format("jsonl")
+    q = tmp_path / "t.json"
+    write_table(pd.DataFrame({"results": [1, 2], "eval": [3, 4]}), q)
+    assert resolve(q)[0] is get_format("json")
+
+
+# ------------------------------------------------------------------ lm-eval
+def test_lm_eval_samples_log_likelihood_choices_as_features(tmp_path):
+    p = tmp_path / "samples_arc_easy_2026-01-01T00-00-00.123456.jsonl"
+    recs = lm_eval_lines(5)
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert resolve(p)[0] is get_format("lm-eval")
+    df = read_table(p)
+    assert df["task"].unique().tolist() == ["arc_easy"]
+    assert df["doc_id"].tolist() == list(range(5))
+    assert df["doc_question"].tolist() == [f"q{i}" for i in range(5)]
+    for i, r in enumerate(recs):
+        for j, (lp, greedy) in enumerate(r["filtered_resps"]):
+            assert df[f"logprob_{j}"][i] == float(lp)
+            assert bool(df[f"is_greedy_{j}"][i]) == (greedy == "True")
+        assert df["acc"][i] == r["acc"] and df["acc_norm"][i] == 1.0
+    # a generation task: the filtered answer
+    g = tmp_path / "samples_gsm8k_2026-01-01T00-00-00.jsonl"
+    g.write_text(json.dumps({"doc_id": 0, "doc": {"q": "1+1"}, "target": "2",
+                             "arguments": {"gen_args_0": {"arg_0": "1+1=", "arg_1": {}}},
+                             "resps": [["The answer is 2"]], "filtered_resps": ["2"],
+                             "filter": "strict-match", "metrics": ["exact_match"],
+                             "exact_match": 1.0}) + "\n")
+    got = read_table(g)
+    assert got.loc[0, ["task", "filter", "answer", "exact_match"]].tolist() == [
+        "gsm8k", "strict-match", "2", 1.0]
+
+
+# ------------------------------------------------------------------ promptfoo
+def _check_promptfoo(df):
+    assert len(df) == 2
+    assert set(df["provider"]) == {"echo"}
+    by = df.set_index("vars_caption")
+    assert by.loc["a red cube", "answer"] == "Caption: a red cube. Score: 4"
+    assert bool(by.loc["a red cube", "success"]) and not bool(by.loc["two dogs", "success"])
+    assert by.loc["two dogs", "score_has_score"] == 0.0
+    assert by.loc["a red cube", "score_length"] == pytest.approx(0.29)
+    assert by.loc["two dogs", "result_error"] == ""        # a failed assertion, not an error
+    assert "contain" in by.loc["two dogs", "grading_reason"]
+
+
+def test_promptfoo_results_file(tmp_path):
+    src = HERE / "promptfoo_results.json"
+    p = tmp_path / "results.json"
+    shutil.copy(src, p)
+    assert resolve(p)[0] is get_format("promptfoo")
+    _check_promptfoo(read_table(p))
+
+
+PROMPTFOO_CONFIG = """\
+prompts:
+  - "Caption: {{caption}}. Score: {{score}}"
+providers:
+  - echo
+tests:
+  - vars: {caption: "a red cube", score: 4}
+    assert:
+      - {type: contains, value: "4", metric: has_score}
+      - {type: javascript, value: "output.length / 100", metric: length}
+  - vars: {caption: "two dogs", score: 2}
+    assert:
+      - {type: contains, value: "5", metric: has_score}
+"""
+
+
+@pytest.mark.slow
+def test_promptfoo_made_by_promptfoo(tmp_path):
+    """``npx promptfoo eval`` with its echo provider, offline (skipped where promptfoo is
+    not installed: ``npm install promptfoo``)."""
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("no node / npx")
+    tool = [shutil.which("promptfoo")] if shutil.which("promptfoo") else \
+        [npx, "--no-install", "promptfoo"]
+    env = {"PATH": __import__("os").environ["PATH"], "HOME": str(tmp_path),
+           "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1"}
+    try:
+        subprocess.run([*tool, "--version"], check=True,
+                       capture_output=True, timeout=120, env=env, cwd=tmp_path)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        pytest.skip("promptfoo is not installed here")
+    (tmp_path / "promptfooconfig.yaml").write_text(PROMPTFOO_CONFIG)
+    subprocess.run([*tool, "eval", "-c", "promptfooconfig.yaml",
+                    "-o", "results.json", "--no-cache", "--no-progress-bar", "--no-write"],
+                   capture_output=True, timeout=300, env=env, cwd=tmp_path)
+    out = tmp_path / "results.json"  # promptfoo exits 100 when a test fails
+    assert out.is_file()
+    _check_promptfoo(read_table(out))
