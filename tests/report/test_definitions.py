@@ -19,3 +19,7 @@ def test_the_width_figure_names_its_head_and_split(tmp_path):
     p = width_figure(tmp_path / "w.svg", {"clean": np.array([1.0, 2.0, 1.5])},
                      what="chained_ci head, CRC at alpha 0.1")
     assert "chained_ci head, CRC at alpha 0.1" in p.read_text()
+
+
+def test_a_stress_report_says_what_a_claim_marked_no_means():
+    assert "claim marked no" in dict(_definitions([{"study": "stress"}]))

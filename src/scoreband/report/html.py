@@ -79,6 +79,11 @@ DEMO_DEFINITIONS = [
     ("chained_ci_clusters", "chained_ci calibrated with the cluster-conservative rule "
                             "(CRC per k-means cluster of the embeddings, the most "
                             "conservative (omega, beta) for all)."),
+]
+
+
+#: what a finding marked "no" means (the demo's and the stress study's findings)
+FINDINGS_DEFINITIONS = [
     ("claim marked no", "A claim of the paper this run did not reproduce: the measured value "
                         "lies outside the bound the claim states. On the small embedded "
                         "world with few splits a claim can miss by chance; rerun with more "
@@ -696,6 +701,8 @@ def _definitions(docs) -> list:
         defs += SYSTEMS_DEFINITIONS
     if any(kind_of(d) == "demo" for d in docs):
         defs += DEMO_DEFINITIONS
+    if any(kind_of(d) in ("demo", "stress") for d in docs):
+        defs += FINDINGS_DEFINITIONS
     return defs
 
 
