@@ -278,3 +278,27 @@ def test_promptfoo_made_by_promptfoo(tmp_path):
     out = tmp_path / "results.json"  # promptfoo exits 100 when a test fails
     assert out.is_file()
     _check_promptfoo(read_table(out))
+
+
+def test_no_output_over_a_file_named_with_a_format_prefix(tmp_path):
+    """``NAME:PATH`` names no file the command can see; the file behind it is still one of
+    its inputs, and an output onto it is refused, the file left as it was."""
+    from tests.formats.examples import _batch
+
+    src = _batch(tmp_path / "answers.jsonl")
+    table = tmp_path / "t.csv"
+    pd.DataFrame({"judge_expected": np.linspace(1, 5, 40),
+                  "human": np.clip(np.round(np.linspace(1, 5, 40) + 0.3), 1, 5)}).to_csv(
+        table, index=False)
+    cal = tmp_path / "cal.json"
+    r = _cli("calibrate", table, "--target", "human", "--scale", "1,5", "--median",
+             "judge_expected", "--out", cal)
+    assert r.exit_code == 0, r.output
+    before = _sha(src)
+    r = _cli("apply", f"openai-batch@1-5:{src}", "--calibrator", cal, "--out", src)
+    assert r.exit_code != 0 and "never writes over one of its own inputs" in r.output
+    assert _sha(src) == before
+    r = _cli("apply", f"openai-batch@1-5:{src}", "--calibrator", cal, "--out",
+             tmp_path / "banded.csv")
+    assert r.exit_code == 0, r.output
+    assert len(pd.read_csv(tmp_path / "banded.csv")) == 5

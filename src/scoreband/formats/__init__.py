@@ -97,7 +97,19 @@ def split_address(path) -> tuple[TableFormat | None, Path]:
     fmt = get_format(name)
     if at:
         fmt = fmt.configure(opts)
+    _declare_input(Path(rest))
     return fmt, Path(rest)
+
+
+def _declare_input(p: Path) -> None:
+    """The file behind a ``NAME:PATH`` address is one of the running command's inputs: added
+    to its output policy (:func:`scoreband.files.output_policy`), so that no output is
+    written over it (the command declared the address, which names no file)."""
+    from scoreband import files
+
+    pol = files._POLICY.get()
+    if pol is not None and p.exists() and not any(files._same(p, q) for _, q in pol.inputs):
+        pol.inputs.append(("TABLE", p.expanduser()))
 
 
 def resolve(path, *, write: bool = False) -> tuple[TableFormat, Path]:
