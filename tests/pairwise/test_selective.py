@@ -38,7 +38,7 @@ def test_selective_error_and_set_coverage_over_resplits():
     for b in range(R):
         _, y, _, J = sample(400, rng)
         rule = fit_pairwise_arrays(J, y, columns=["pa", "pb", "pt"], kind="probs",
-                                   alpha=alpha, delta=delta, seed=b, grid_size=50)
+                                   alpha=alpha, delta=delta, seed=b)
         acc = ut <= rule.threshold
         dec, err = acc.mean(), (et[acc].mean() if acc.any() else 0.0)
         cov = np.mean(np.sum((St <= rule.set_q["(all)"] + 1e-12) * Pt, axis=1))
