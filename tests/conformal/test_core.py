@@ -70,7 +70,7 @@ def test_crc_with_one_omega_spends_every_item_on_beta():
     import math
 
     from scoreband.conformal import CRC
-    from scoreband.conformal._core import conformal_rank
+    from scoreband.conformal.core import conformal_rank
     from scoreband.conformal.crc import crc_residuals
     from scoreband.records import Predictions
 
@@ -85,3 +85,40 @@ def test_crc_with_one_omega_spends_every_item_on_beta():
     r = np.sort(crc_residuals(m, m - sd, m + sd, y, 1.3))
     assert cal.params_["n"] == n and cal.params_["selection"] == "fixed"
     assert cal.params_["omega"] == 1.3 and math.isclose(cal.params_["beta"], r[k - 1])
+
+
+def test_the_former_private_core_module_still_imports_with_a_deprecation_warning():
+    import scoreband.conformal._core as old
+    from scoreband.conformal import core
+
+    with pytest.warns(DeprecationWarning, match="import split_at from scoreband.conformal.core"):
+        f = old.split_at
+    assert f is core.split_at
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018
+
+
+#: modules outside scoreband.conformal that still import its private ``_core`` and that
+#: their owners are to move to ``scoreband.conformal.core``; this list may only shrink
+STILL_PRIVATE = {"metrics.py", "protocol.py", "inference/systems.py"}
+
+
+def test_no_private_conformal_module_is_imported_from_outside_the_package():
+    """Other packages import ``scoreband.conformal``'s public modules only."""
+    import ast
+    from pathlib import Path
+
+    import scoreband
+
+    root = Path(scoreband.__file__).parent
+    found = set()
+    for f in root.rglob("*.py"):
+        rel = f.relative_to(root).as_posix()
+        if rel.startswith("conformal/"):
+            continue
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(n.startswith("scoreband.conformal._") for n in names):
+                found.add(rel)
+    assert found <= STILL_PRIVATE, found - STILL_PRIVATE

@@ -8,14 +8,6 @@ each class.
 import importlib
 import pkgutil
 
-from scoreband.conformal._core import (
-    check_alpha,
-    conformal_quantile,
-    conformal_rank,
-    coverage_bounds,
-    expected_coverage,
-    min_calibration_size,
-)
 from scoreband.conformal.auto import Auto
 from scoreband.conformal.base import (
     METHODS,
@@ -26,6 +18,14 @@ from scoreband.conformal.base import (
 )
 from scoreband.conformal.boundary import adjust_band, boundary_adjust
 from scoreband.conformal.chr import CHR
+from scoreband.conformal.core import (
+    check_alpha,
+    conformal_quantile,
+    conformal_rank,
+    coverage_bounds,
+    expected_coverage,
+    min_calibration_size,
+)
 from scoreband.conformal.cqr import CQR
 from scoreband.conformal.crc import (
     CRC,

@@ -31,7 +31,6 @@ import scoreband.conformal.chr  # noqa: F401
 import scoreband.conformal.marginal  # noqa: F401
 import scoreband.conformal.split  # noqa: F401
 # isort: on
-from scoreband.conformal._core import min_calibration_size, split_at
 from scoreband.conformal.base import (
     INPUTS,
     Calibrator,
@@ -44,6 +43,7 @@ from scoreband.conformal.base import (
     register,
 )
 from scoreband.conformal.boundary import adjust_band
+from scoreband.conformal.core import min_calibration_size, split_at
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
@@ -84,7 +84,7 @@ class Auto(Calibrator):
     adjust_boundary : compare widths after snapping to the achievable targets (the grid of
         ``pred.n_ratings`` ratings on an integer scale), as the bands will be reported
     randomize : randomised tie-breaking for the candidates that have it (split, CQR, CHR,
-        marginal; see :func:`~scoreband.conformal._core.tie_keep_probability`)
+        marginal; see :func:`~scoreband.conformal.core.tie_keep_probability`)
 
     Examples
     --------

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scoreband.conformal._core import check_alpha, split_at
+from scoreband.conformal.core import check_alpha, split_at
 from scoreband.errors import CalibratorMismatch, InputError, NotFittedError
 from scoreband.files import to_jsonable as _jsonable
 from scoreband.records import Band, Predictions, Scale

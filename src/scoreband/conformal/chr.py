@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import row_matmul, whole_scale
 from scoreband.conformal.base import register
 from scoreband.conformal.bins import (
     MIN_ITEMS_PER_CLASS,
@@ -19,6 +18,7 @@ from scoreband.conformal.bins import (
     spread_histogram,
     target_classes,
 )
+from scoreband.conformal.core import row_matmul, whole_scale
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
 from scoreband.conformal.randomness import keys_of, row_uniforms

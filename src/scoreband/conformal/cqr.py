@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.conformal._core import row_matmul, unbounded
 from scoreband.conformal.base import register
+from scoreband.conformal.core import row_matmul, unbounded
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
 from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput

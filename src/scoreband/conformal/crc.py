@@ -17,8 +17,8 @@ import warnings
 
 import numpy as np
 
-from scoreband.conformal._core import conformal_rank, split_at
 from scoreband.conformal.base import Calibrator, register
+from scoreband.conformal.core import conformal_rank, split_at
 from scoreband.conformal.split import warn_too_small
 from scoreband.errors import InputError
 from scoreband.records import Predictions

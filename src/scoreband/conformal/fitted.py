@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.conformal._core import unbounded
 from scoreband.conformal.base import register
+from scoreband.conformal.core import unbounded
 from scoreband.conformal.learned import LearnedCalibrator, features_of, looks_like_logprobs
 from scoreband.conformal.pointfit import fit_point_model, predict_point_model
 from scoreband.conformal.scores import ABSOLUTE_RESIDUAL, ModelOutput

@@ -20,8 +20,8 @@ import warnings
 
 import numpy as np
 
-from scoreband.conformal._core import open_tied_edges
 from scoreband.conformal.base import Calibrator
+from scoreband.conformal.core import open_tied_edges
 from scoreband.conformal.randomness import keys_of, row_uniforms
 from scoreband.conformal.split import quantile_params
 from scoreband.errors import InputError

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.conformal._core import split_at
 from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
+from scoreband.conformal.core import split_at
 from scoreband.conformal.randomness import keys_of
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale

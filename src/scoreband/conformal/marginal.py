@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.conformal._core import unbounded
 from scoreband.conformal.base import register
+from scoreband.conformal.core import unbounded
 from scoreband.conformal.learned import LearnedCalibrator
 from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
 from scoreband.records import Band, Predictions

@@ -23,7 +23,6 @@ import warnings
 import numpy as np
 
 from scoreband.clustering import assign_clusters, choose_k, fit_kmeans
-from scoreband.conformal._core import min_calibration_size, split_at, whole_scale
 from scoreband.conformal.base import (
     Calibrator,
     _jsonable,
@@ -32,6 +31,7 @@ from scoreband.conformal.base import (
     check_targets,
     register,
 )
+from scoreband.conformal.core import min_calibration_size, split_at, whole_scale
 from scoreband.errors import InputError
 from scoreband.records import Band, Predictions, Scale
 
@@ -102,7 +102,7 @@ def pool_plan(counts: dict[str, int], need: int) -> tuple[list[str], list[str]]:
     Parameters
     ----------
     counts : calibration items per group (0 for a known group without items)
-    need : :func:`~scoreband.conformal._core.min_calibration_size` of alpha
+    need : :func:`~scoreband.conformal.core.min_calibration_size` of alpha
 
     Returns
     -------

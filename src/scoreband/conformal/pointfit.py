@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.conformal._core import row_matmul
+from scoreband.conformal.core import row_matmul
 from scoreband.conformal.mapping import MonotoneMap
 
 __all__ = ["fit_point_model", "predict_point_model", "fit_standardiser", "standardise"]

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from scoreband.conformal._core import row_matmul, whole_scale
 from scoreband.conformal.base import register
+from scoreband.conformal.core import row_matmul, whole_scale
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.records import Band, Predictions
 
@@ -144,7 +144,7 @@ class R2CCP(LearnedCalibrator):
 
     def probs(self, pred: Predictions) -> np.ndarray:
         """The classifier's bin probabilities, ``(n, bins)``: the trained MLP run in numpy
-        (:func:`~scoreband.conformal._core.row_matmul`), so a row's probabilities do not
+        (:func:`~scoreband.conformal.core.row_matmul`), so a row's probabilities do not
         depend on the other rows of the call (torch's kernels change with the batch)."""
         from scipy.special import softmax
 

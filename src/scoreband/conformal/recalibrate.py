@@ -20,7 +20,7 @@ import math
 
 from scipy import stats
 
-from scoreband.conformal._core import _exact, check_alpha, conformal_rank, min_calibration_size
+from scoreband.conformal.core import _exact, check_alpha, conformal_rank, min_calibration_size
 from scoreband.errors import InputError
 
 __all__ = ["min_labels", "coverage_guarantee", "labels_for_slack", "label_plan"]

@@ -9,14 +9,14 @@ import warnings
 
 import numpy as np
 
-from scoreband.conformal._core import (
+from scoreband.conformal.base import Calibrator, register
+from scoreband.conformal.core import (
     conformal_quantile,
     min_calibration_size,
     open_tied_edges,
     tie_keep_probability,
     unbounded,
 )
-from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.randomness import keys_of, row_uniforms
 from scoreband.conformal.scores import (
     ABSOLUTE_RESIDUAL,
