@@ -1,13 +1,26 @@
 """One contract over every calibration method the registry holds, read from what each
-method's class declares (names, needs, auto candidacy, whole-table application): a method
-added in a module of its own is tested here without a line of this file changing."""
+method's class declares (names, needs, auto candidacy, whole-table application), with the
+cases of :mod:`tests.conformal.contract` (every ``--method`` name, and the variants that put
+a wrapper or a switch on one): fit -> save -> load -> apply gives exactly the bands of
+``predict``, in Python and through the CLI (``calibrate`` + ``apply``), and ``evaluate``'s
+bands are those of calibrate + apply on the same split. A method added in a module of its
+own is tested here without a line of this file changing."""
+
+from __future__ import annotations
+
+import json
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from scoreband.cli import app
 from scoreband.conformal import (
     METHODS,
     Auto,
+    list_methods,
     load_calibrator,
     make_calibrator,
     save_calibrator,
@@ -22,9 +35,110 @@ from scoreband.conformal.base import (
     needs_whole_table,
 )
 from scoreband.errors import InputError
+from scoreband.metrics import coverage, sharpness
+from scoreband.protocol import split_indices
 from scoreband.records import Predictions, Scale
+from tests.conformal.contract import BASE, CASES, SCALE, judge_table, library_band
 
-SCALE = Scale(1, 5)
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def halves():
+    df = judge_table(400)
+    cal, test = split_indices(len(df), 0.5, np.random.default_rng(0))
+    return df.iloc[cal].reset_index(drop=True), df.iloc[test].reset_index(drop=True)
+
+
+def test_the_cases_cover_every_method_and_every_saved_class():
+    used = set()
+    for method, kw, _ in CASES.values():
+        cal = make_calibrator(method, 0.1, scale=SCALE, **kw)
+        while cal is not None:
+            used.add(cal.method)
+            cal = getattr(cal, "base", None)
+    assert set(list_methods()) <= used, set(list_methods()) - used
+    assert set(METHODS.names()) <= set(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fit_save_load_apply_equals_predict(tmp_path, halves, name):
+    df_cal, df_test = halves
+    method, _, _ = CASES[name]
+    cls = calibrator_class(method)
+    assert cls.method in SAVED and all(set(alt) <= set(INPUTS) for alt in cls.needs)
+    cal, band, test_in = library_band(name, df_cal, df_test)
+    assert needs_whole_table(cal) == cls.whole_table
+    assert len(band.lo01) == len(test_in.pred) and (band.lo01 <= band.hi01 + 1e-12).all()
+    assert (band.lo01 >= 0).all() and (band.hi01 <= 1).all()
+    np.testing.assert_allclose(band.lo, SCALE.from01(band.lo01), rtol=0, atol=1e-12)
+    path = save_calibrator(tmp_path / "c.json", cal)
+    loaded, _ = load_calibrator(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = loaded.predict(test_in.pred, groups=test_in.groups)
+    np.testing.assert_array_equal(again.lo01, band.lo01)
+    np.testing.assert_array_equal(again.hi01, band.hi01)
+    np.testing.assert_allclose(again.median01, band.median01, rtol=0, atol=1e-12)
+    assert again.method == band.method
+    assert (again.sets01 is None) == (band.sets01 is None)
+    if band.sets01 is not None:
+        assert again.sets01 == band.sets01
+    assert band.width01.mean() < 1.0  # a real band, not the whole scale
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cli_calibrate_apply_equals_library(tmp_path, halves, name):
+    df_cal, df_test = halves
+    method, kw, flags = CASES[name]
+    df_cal.to_csv(tmp_path / "cal.csv", index=False)
+    df_test.drop(columns=["human", "ratings"]).to_csv(tmp_path / "test.csv", index=False)
+    res = runner.invoke(app, ["calibrate", str(tmp_path / "cal.csv"), *BASE, "--method", method,
+                              *flags, "--out", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    saved = json.loads((tmp_path / "c.json").read_text())["inputs"]["columns"]
+    assert all(len(c) > 1 for c in saved["features"] + saved["embedding"]), saved
+    res = runner.invoke(app, ["apply", str(tmp_path / "test.csv"), "--calibrator",
+                              str(tmp_path / "c.json"), "--out", str(tmp_path / "out.csv")])
+    assert res.exit_code == 0, res.output
+    out = pd.read_csv(tmp_path / "out.csv")
+    _, band, _ = library_band(name, df_cal, df_test)
+    if kw.get("adjust_boundary"):
+        from scoreband.conformal import adjust_band
+
+        band = adjust_band(band, 3)
+    np.testing.assert_allclose(out["band_lo01"], band.lo01, atol=1e-12)
+    np.testing.assert_allclose(out["band_hi01"], band.hi01, atol=1e-12)
+    np.testing.assert_allclose(out["band_lo"], band.lo, atol=1e-9)
+    assert len(out) == len(df_test) and out["band_error"].isna().all()
+    if band.sets01 is not None:
+        assert out["band_sets"].notna().all()
+
+
+@pytest.mark.parametrize("name", ["split", "crc", "chr", "auto", "isotonic-split"])
+def test_evaluate_is_calibrate_plus_apply_on_the_same_split(tmp_path, name):
+    df = judge_table(400, seed=3)
+    method, kw, flags = CASES[name]
+    df.to_csv(tmp_path / "all.csv", index=False)
+    extra = ["--adjust-boundary"] if "--adjust-boundary" in flags else []
+    res = runner.invoke(app, ["evaluate", str(tmp_path / "all.csv"), *BASE, "--method", method,
+                              *flags, *extra, "--seeds", "1", "--out", str(tmp_path / "m.json")])
+    assert res.exit_code == 0, res.output
+    ev = json.loads((tmp_path / "m.json").read_text())
+    cal, test = split_indices(len(df), 0.5, np.random.default_rng(0))
+    df.iloc[cal].to_csv(tmp_path / "cal.csv", index=False)
+    df.iloc[test].to_csv(tmp_path / "test.csv", index=False)
+    assert runner.invoke(app, ["calibrate", str(tmp_path / "cal.csv"), *BASE, "--method",
+                               method, *flags, "--out", str(tmp_path / "c.json")]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(tmp_path / "test.csv"), "--calibrator",
+                               str(tmp_path / "c.json"), "--out",
+                               str(tmp_path / "o.csv")]).exit_code == 0
+    out = pd.read_csv(tmp_path / "o.csv")
+    y01 = SCALE.to01(out["human"].to_numpy())
+    assert ev["after"]["coverage"]["mean"] == pytest.approx(
+        coverage(out["band_lo01"], out["band_hi01"], y01), abs=1e-12)
+    assert ev["after"]["sharpness"]["mean"] == pytest.approx(
+        sharpness(out["band_lo01"], out["band_hi01"]), abs=1e-12)
 
 
 def _data(n, seed, drop=()):
@@ -44,26 +158,6 @@ def _data(n, seed, drop=()):
     return Predictions(**parts), y
 
 
-@pytest.mark.parametrize("name", METHODS.names())
-def test_every_method_fits_predicts_and_round_trips(name, tmp_path):
-    cls = calibrator_class(name)
-    assert cls.method in SAVED and all(set(alt) <= set(INPUTS) for alt in cls.needs)
-    cal = make_calibrator(name, 0.1, scale=SCALE, seed=1)
-    pred, y = _data(600, 0)
-    test, _ = _data(200, 1)
-    assert any(has_inputs(pred, alt) for alt in cls.needs)
-    band = cal.fit(pred, y).predict(test)
-    assert len(band.lo01) == 200 and (band.lo01 <= band.hi01 + 1e-12).all()
-    assert (band.lo01 >= 0).all() and (band.hi01 <= 1).all()
-    assert np.allclose(band.lo, SCALE.from01(band.lo01))
-    assert needs_whole_table(cal) == cls.whole_table
-    f = save_calibrator(tmp_path / "c.json", cal)
-    again, _ = load_calibrator(f)
-    b2 = again.predict(test)
-    np.testing.assert_allclose(b2.lo01, band.lo01, atol=1e-9)
-    np.testing.assert_allclose(b2.hi01, band.hi01, atol=1e-9)
-
-
 @pytest.mark.parametrize("name", [n for n in METHODS.names()
                                   if calibrator_class(n).needs != ((),) and n != "auto"])
 def test_a_method_refuses_predictions_without_what_it_declares(name):
@@ -73,7 +167,7 @@ def test_a_method_refuses_predictions_without_what_it_declares(name):
     pred, y = _data(300, 2, drop=drop)
     assert not any(has_inputs(pred, alt) for alt in cls.needs)
     with pytest.raises(InputError):
-        make_calibrator(name, 0.1, scale=SCALE).fit(pred, y)
+        make_calibrator(name, 0.1, scale=Scale(1, 5)).fit(pred, y)
 
 
 def test_auto_chooses_among_the_declared_candidates_that_the_inputs_allow():
@@ -88,8 +182,6 @@ def test_auto_chooses_among_the_declared_candidates_that_the_inputs_allow():
                                                                          "marginal"]
     with pytest.raises(InputError, match="crc needs a point prediction .* and an uncalibrated"):
         Auto(0.1, candidates=["split", "crc"]).fit(*_data(400, 4, drop={"interval"}))
-
-
 def test_the_registry_lists_the_methods_in_their_documented_order():
     """Modules of their own register in the order --help and the docs list them."""
     assert METHODS.names()[:10] == ["split", "crc", "crc-exact", "crc-same", "fitted", "cqr",
