@@ -364,11 +364,13 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def atomic_path(path):
+def atomic_path(path, *, durable: bool = True):
     """Yield a temporary path beside ``path``; on success it is fsynced and renamed onto
     ``path``, on any error it is removed. A crash never leaves a half-written file.
+    ``durable=False`` skips the fsync (a cache entry that a crash may leave empty is found
+    damaged and asked again; the fsync was 40 % of a judged row's time).
 
-    Every writer in scoreband (tables, JSON, weights, checkpoints) goes through this.
+    Every writer in scoreband (tables, JSON, weights, checkpoints, caches) goes through this.
     """
     path = check_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -379,8 +381,9 @@ def atomic_path(path):
         # created with the umask (O_EXCL: never someone else's file under that name)
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         yield tmp
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+        if durable:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
         check_output(path)  # again: the path may have changed while the file was written
         record_written(path)  # listed first: a concurrent run that sees the file finds it
         os.replace(tmp, path)
@@ -413,14 +416,14 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
+def atomic_write_bytes(path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_path`)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+    with atomic_path(path, durable=durable) as tmp, open(tmp, "wb") as f:
         f.write(data)
 
 
-def atomic_write_text(path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path, text: str, *, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
 def write_json(path, obj) -> None:

@@ -44,7 +44,7 @@ import warnings
 from pathlib import Path
 
 from scoreband.errors import InputError
-from scoreband.files import check_output, read_json
+from scoreband.files import atomic_write_text, read_json
 from scoreband.http import MAX_RESPONSE_BYTES, EndpointClient, public_url
 from scoreband.images import decode_image, read_image_bytes
 from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeResult, JudgeStop
@@ -356,23 +356,10 @@ class OpenAIJudge(EndpointClient):
 
 
 def _write_cache(path: Path, text: str) -> None:
-    """A cache entry, written beside and renamed into place (never seen half-written), but
-    without the fsync of an output (it was 40 % of a row's time against a local server): an
-    entry a crash leaves empty or torn is found damaged and asked again."""
-    import os
-    import tempfile
-
-    check_output(path, what="judge cache entry")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """A cache entry, through the one atomic writer (renamed into place, listed as
+    scoreband's, created with the umask, cleaned on a signal) but without the fsync of an
+    output: an entry a crash leaves empty or torn is found damaged and asked again."""
+    atomic_write_text(path, text, durable=False)
 
 
 def _prompt_tokens(resp) -> int | None:
