@@ -16,7 +16,7 @@ EXTRAS = {
     "diffusers": "hf", "albumentations": "stress", "albucore": "stress", "cv2": "stress",
     "ray": "ray", "pycocoevalcap": "text", "ppi_py": "systems", "open_clip": "open_clip",
     "torchmetrics": "torchmetrics", "lightning_utilities": "torchmetrics",
-    "onnxruntime": "onnx", "onnx": "onnx", "onnxscript": "onnx",
+    "onnxruntime": "onnx", "onnx": "onnx", "onnxscript": "onnx", "inspect_ai": "harness",
 }
 
 

@@ -16,7 +16,6 @@ from importlib import metadata
 from pathlib import Path
 
 from scoreband.files import file_sha256, write_json
-from scoreband.http import redact
 
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
            "weights_fingerprint", "plain_settings"]
@@ -73,7 +72,7 @@ def provenance(components: dict | None = None, *, files: dict | None = None) -> 
     """A provenance record; ``files`` maps a role (e.g. "calibrator") to a path to hash."""
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": [redact(a) for a in sys.argv],  # no credentials from a URL or a key
+        "command": [_redact(a) for a in sys.argv],  # no credentials from a URL or a key
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": package_versions(),
@@ -89,3 +88,9 @@ def write_provenance(out_path, components: dict | None = None, *,
     p = Path(str(out_path) + ".provenance.json")
     write_json(p, provenance(components, files=files))
     return p
+
+
+def _redact(text: str) -> str:
+    from scoreband.http import redact  # lazy: httpx is not needed to record a command
+
+    return redact(text)

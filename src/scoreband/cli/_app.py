@@ -212,7 +212,7 @@ PARAM_ALIASES = {"n_clusters": "clusters", "cache_dir": "cache", "keep_dir": "ke
 
 
 #: options that name what a command writes; every other path option is an input
-OUTPUT_OPTIONS = ("out", "html", "cache", "keep_images")
+OUTPUT_OPTIONS = ("out", "html", "cache", "keep_images", "apply_out")
 #: commands whose --out is a folder (only files they wrote there may be replaced)
 FOLDER_COMMANDS = {"demo", "stress", "judge_study", "roundtrip_study", "train", "world"}
 
@@ -222,8 +222,10 @@ def _path_of(value) -> Path | None:
     string such as ``@rubric.txt`` or ``hf:./model`` (prefix stripped)."""
     import re
 
-    if isinstance(value, Path):
-        return value
+    if isinstance(value, Path):  # a table may be addressed as FORMAT[@OPTIONS]:PATH
+        from scoreband.formats import split_address
+
+        return split_address(value)[1]
     if isinstance(value, str) and value:
         s = value[1:] if value.startswith("@") else re.sub(r"^[a-z][a-z0-9_-]*:(?!//)", "",
                                                             value)

@@ -17,8 +17,10 @@ def _column(flag: str, help: str):
     return Annotated[str | None, typer.Option(flag, help=help)]
 
 
-Table_ = Annotated[Path, typer.Argument(help="Table: .csv .tsv .jsonl .json .parquet, or a "
-                                             "Hugging Face datasets directory.")]
+Table_ = Annotated[Path, typer.Argument(help="Table: .csv .tsv .jsonl .json .parquet, a "
+                                             "Hugging Face datasets directory, an Inspect / "
+                                             "lm-eval / promptfoo / OpenAI-answers file, or "
+                                             "FORMAT:PATH.")]
 TargetOpt = _column("--target", "Column of the human target (mean rating).")
 RatingsOpt = _column("--ratings", "Column of ';'-separated annotator ratings (replaces "
                      "--target; the target is their mean and the achievable grid follows from "

@@ -11,7 +11,7 @@ from scoreband.cli._options import check_engine
 from scoreband.engine.journal import discard_journal
 from scoreband.engine.ray_engine import stage_ray
 from scoreband.engine.rows import RowRun, build_stage, run_file, run_rows
-from scoreband.engine.stream import STREAMABLE, as_text
+from scoreband.engine.stream import as_text
 from scoreband.provenance import write_provenance
 from scoreband.tables import read_table, write_table
 
@@ -34,11 +34,14 @@ def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict 
                  "or run with --engine local")
         return _ray(table, out, factory, kw, engine_opts, error_column, components,
                     vectorized), None
-    stage = build_stage(factory, {**kw, **(local or {}), "base_dir": Path(table).parent})
+    from scoreband.formats import resolve, split_address  # the table's format and file
+
+    stage = build_stage(factory, {**kw, **(local or {}),
+                                  "base_dir": split_address(table)[1].parent})
     # a vectorized stage (apply) keeps no journal: it never reads, writes or removes one
     journal = None if stage.vectorized else Path(str(out) + ".partial.jsonl")
-    streamed = (df is None and post is None and Path(table).suffix.lower() in STREAMABLE
-                and out.suffix.lower() in STREAMABLE)
+    streamed = (df is None and post is None and resolve(table)[0].streamable
+                and resolve(out, write=True)[0].streamable)
     if streamed:
         run = run_file(table, stage, out, journal=journal, progress=err,
                        chunk_rows=10 * CHUNK_ROWS if stage.vectorized else CHUNK_ROWS)

@@ -24,8 +24,9 @@ def example(
 ):
     """Write the example predictions table shipped with scoreband.
 
-    2,000 simulated quantile-scorer outputs with 3 annotators each; see
-    scripts/make_example_predictions.py).
+    2,000 simulated quantile-scorer outputs with 3 annotators each: the table
+    ``scoreband.example_table()`` points to; its columns are described in the README's quick
+    start.
     """
     from importlib import resources
 

@@ -21,12 +21,13 @@ from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
     BaseUrlOpt,
-    HtmlOpt,
     ImageColOpt,
     NRatingsOpt,
     RatingsOpt,
+    StudyHtmlOpt,
     Table_,
     TargetOpt,
+    check_scale,
     positive,
     with_options,
 )
@@ -44,7 +45,7 @@ def judge(
     judge_spec: Annotated[str, typer.Option(
         "--judge", help=JUDGES.choices() + ".")],
     out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
-    scale: Annotated[str, typer.Option("--scale", help="Integer label scale 'A,B', e.g. 1,5; "
+    scale: Annotated[str, typer.Option("--scale", callback=check_scale, help="Integer label scale 'A,B', e.g. 1,5; "
                                                        "every label must be one token.")] = "1,5",
     image_col: ImageColOpt = "image",
     instruction_col: Annotated[str, typer.Option(
@@ -176,7 +177,7 @@ def judge_study(
                         "in label order), repeatable; several judges are also fused.")] = None,
     target: TargetOpt = None,
     ratings: RatingsOpt = None,
-    scale: Annotated[str, typer.Option("--scale", help="Label scale 'A,B' (K = B - A + 1 "
+    scale: Annotated[str, typer.Option("--scale", callback=check_scale, help="Label scale 'A,B' (K = B - A + 1 "
                                                        "labels).")] = "1,5",
     task_col: Annotated[str | None, typer.Option(
         "--task-col", help="Column of the task / category (Mondrian groups and the "
@@ -196,7 +197,7 @@ def judge_study(
         "--map-method", help="Bands of the reliability map: split (around the judge's own "
                              "score: can its absolute scores be used?) or r2ccp (a model "
                              "re-learned on its log-probs). Both are computed.")] = "split",
-    html: HtmlOpt = None,
+    html: StudyHtmlOpt = None,
 ):
     """Calibrate judges' log-probs: methods, Mondrian, boundary, reliability map.
 

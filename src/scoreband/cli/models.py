@@ -20,6 +20,7 @@ from scoreband.cli._options import (
     Table_,
     TargetOpt,
     TextColOpt,
+    check_scale,
     positive,
     with_options,
 )
@@ -43,7 +44,7 @@ def train(
     = "embedded:default",
     target: TargetOpt = None,
     ratings: RatingsOpt = None,
-    scale: Annotated[str | None, typer.Option("--scale", help="Native scale of the target, "
+    scale: Annotated[str | None, typer.Option("--scale", callback=check_scale, help="Native scale of the target, "
                                                               "'A,B' (with TRAIN_TABLE).")]
     = None,
     val: Annotated[Path | None, typer.Option(

@@ -14,12 +14,13 @@ from scoreband.cli._options import (
     BaseUrlOpt,
     DeviceOpt,
     DtypeOpt,
-    HtmlOpt,
     ImageColOpt,
     NRatingsOpt,
+    StudyHtmlOpt,
     Table_,
     TargetOpt,
     TextColOpt,
+    check_scale,
     with_options,
 )
 from scoreband.cli._rows import run_stage
@@ -155,7 +156,7 @@ def roundtrip_study(
     image_col: ImageColOpt = "image",
     text_col: TextColOpt = "caption",
     target: TargetOpt = None,
-    scale: Annotated[str, typer.Option("--scale", help="Native scale of --target.")] = "1,5",
+    scale: Annotated[str, typer.Option("--scale", callback=check_scale, help="Native scale of --target.")] = "1,5",
     n_ratings: NRatingsOpt = None,
     seeds: Annotated[int, typer.Option("--seeds", min=1, max=10_000,
                                        help="Random 50/50 splits.")] = 10,
@@ -169,7 +170,7 @@ def roundtrip_study(
     device: DeviceOpt = "cpu",
     dtype: DtypeOpt = "float32",
     base_url: BaseUrlOpt = "https://api.openai.com/v1",
-    html: HtmlOpt = None,
+    html: StudyHtmlOpt = None,
 ):
     """Validate the round-trip score and calibrate a band around it.
 

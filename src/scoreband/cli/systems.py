@@ -11,7 +11,14 @@ from rich.table import Table
 
 from scoreband import api
 from scoreband.cli._app import app, console, guard, report_rows, warn
-from scoreband.cli._options import HtmlOpt, Table_, open_unit, positive
+from scoreband.cli._options import (
+    HtmlOpt,
+    Table_,
+    check_scale,
+    open_unit,
+    positive,
+    split_commas,
+)
 from scoreband.engine.stream import as_text
 from scoreband.errors import InputError
 from scoreband.inference import MIN_LABELS
@@ -25,7 +32,8 @@ def systems(
     table: Table_,
     system_col: Annotated[str, typer.Option("--system-col",
                                             help="Column naming the system of each row.")],
-    scale: Annotated[str, typer.Option("--scale", help="Scale of the human score, 'A,B'.")],
+    scale: Annotated[str, typer.Option("--scale", callback=check_scale,
+                                       help="Scale of the human score, 'A,B'.")],
     out: Annotated[Path, typer.Option(
         "--out", help="Results JSON (with --propose-labels: the table with inclusion_prob "
                       "and propose_label, format by extension).")],
@@ -33,8 +41,9 @@ def systems(
         "--target", help="Column of the human score; empty cells are unlabeled rows (with "
                          "--propose-labels it may be absent: no labels yet).")] = None,
     score: Annotated[list[str] | None, typer.Option(
-        "--score", help="Metric or judge column (repeat for several: they are combined in "
-                        "one map onto the human scale).")] = None,
+        "--score", callback=split_commas,
+        help="Metric or judge column(s): a comma list or the option repeated (several are "
+             "combined in one map onto the human scale).")] = None,
     item_col: Annotated[str | None, typer.Option(
         "--item-col", help="Column of the item (prompt, image) each row answers: pairs of "
                            "systems are compared on the items they share.")] = None,

@@ -23,7 +23,7 @@ def _hf_judge(model, prompt, *, max_new_tokens=0, device="cpu", dtype="float32")
 
 @JUDGES.register("openai:", argument="MODEL",
                  help="an OpenAI-compatible chat-completions endpoint with logprobs "
-                      "(`base_url`, key from $OPENAI_API_KEY)")
+                      "(--base-url, key from $OPENAI_API_KEY)")
 def _openai_judge(model, prompt, **kw):
     import inspect
 

@@ -310,7 +310,9 @@ def _ms(d) -> str:
 def kind_of(doc: dict) -> str:
     """Which command wrote a results document."""
     what = ("not a scoreband results file (evaluate, demo, judge-study, roundtrip-study, "
-            "stress or systems)")
+            "stress, systems or a triage rule)")
+    if isinstance(doc, dict) and doc.get("format") == "scoreband-triage-rule":
+        return "triage"
     if not isinstance(doc, dict):
         raise ValueError(f"{what}: a JSON {_json_type(doc)}, where a results file is an "
                          "object")
@@ -632,6 +634,15 @@ _SECTIONS = {"evaluate": _evaluate, "demo": _demo, "judge-study": _judge,
              "roundtrip-study": _roundtrip, "stress": _stress, "systems": _systems}
 
 
+def _triage(doc: dict) -> str:
+    from scoreband.decisions.report import triage_section  # the decisions package's own
+
+    return triage_section(doc)
+
+
+_SECTIONS["triage"] = _triage
+
+
 def _provenance(doc: dict) -> str:
     p = doc.get("provenance") or doc.get("_meta", {}).get("provenance")
     if not p:
@@ -703,6 +714,10 @@ def _definitions(docs) -> list:
         defs += DEMO_DEFINITIONS
     if any(kind_of(d) in ("demo", "stress") for d in docs):
         defs += FINDINGS_DEFINITIONS
+    if any(kind_of(d) == "triage" for d in docs):
+        from scoreband.decisions.report import DEFINITIONS as TRIAGE_DEFINITIONS
+
+        defs += list(TRIAGE_DEFINITIONS)
     return defs
 
 

@@ -376,6 +376,15 @@ MODELS: dict[str, type[BaseModel]] = {
     "roundtrip-study": RoundtripDoc, "stress": StressDoc, "systems": SystemsDoc}
 
 
+def _triage_model() -> type[BaseModel]:
+    from scoreband.decisions.report import triage_model  # the decisions package's own
+
+    return triage_model()
+
+
+MODELS["triage"] = _triage_model()
+
+
 def check_results(doc: Any, kind: str, path) -> None:
     """Raise an InputError naming ``path`` and the key when ``doc`` (a results document of
     ``kind``) lacks a key its report section reads, or holds the wrong type there."""

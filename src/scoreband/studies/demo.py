@@ -132,7 +132,9 @@ def run(*, n_test: int = 600, seeds: int = 10, alpha: float = 0.1,
     from scoreband.report.figures import examples_figure, width_figure  # lazy: loads matplotlib
 
     return StudyResult("demo", doc, results_markdown(doc), [
-        ("widths.png", lambda p: width_figure(p, widths)),
+        ("widths.png", lambda p: width_figure(p, widths, what=(
+            f"chained_ci head, CRC at alpha {alpha:g} fitted on each whole test set (no "
+            "held-out split)"))),
         ("examples.png", lambda p: examples_figure(p, sets["clean"], bands["clean"], n=8))])
 
 
