@@ -187,7 +187,7 @@ def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
 def _apply(fitted, rule_path: Path, table: Path, out: Path) -> None:
     from scoreband.cli._rows import run_stage
 
-    run, stage = run_stage(table, out, "scoreband.decisions.stage:triage_stage",
+    run, stage = run_stage(table, out, "scoreband.decisions.triage:triage_stage",
                            {"rule": str(rule_path)}, None, error_column="triage_error",
                            local={"on_warning": warn}, vectorized=True)
     report_rows(stage.errors, run.rows, action="escalated (could not be judged)")

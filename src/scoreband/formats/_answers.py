@@ -7,9 +7,9 @@ Reused, not rewritten: the answer is parsed by
 :meth:`scoreband.judges.endpoint.OpenAIJudge._parse` (the score position found by the
 delimiter from the end, ``"4"`` and ``" 4"`` merged, labels missing from ``top_logprobs``
 given -inf and the mass they may hold measured), checked by
-:func:`scoreband.judges.extract._judge_row` (no label listed, or the unseen labels may hold
+:func:`scoreband.judges.answers.judge_row` (no label listed, or the unseen labels may hold
 more than :data:`~scoreband.judges.base.MAX_UNSEEN_SHARE`: the row gets no score and the
-reason) and turned into columns by :func:`scoreband.judges.extract._feature_columns`
+reason) and turned into columns by :func:`scoreband.judges.answers.feature_columns`
 (log-softmax over the labels, a missing label floored at -1e4, ``judge_expected`` ...).
 Those three are private today; the refactor that makes them public is in the report of the
 change that added this module.
@@ -92,7 +92,7 @@ def answer_features(answers: list, scale: tuple[int, int] = DEFAULT_SCALE) -> di
     object, or None for a row without one): ``logp_<label>``, ``judge_expected``,
     ``judge_argmax``, ``judge_entropy``, ``judge_max_prob``, ``judge_missing_mass``,
     ``judge_unseen_mass``, ``judge_position``, ``judge_error`` (why a row has no score)."""
-    from scoreband.judges.extract import _feature_columns, _judge_row
+    from scoreband.judges.answers import feature_columns, judge_row
 
     parser = _parser(scale)
     labels = parser.prompt.labels
@@ -102,13 +102,13 @@ def answer_features(answers: list, scale: tuple[int, int] = DEFAULT_SCALE) -> di
             records.append({"logp": None, "judge_missing_mass": None, "judge_unseen_mass": None,
                             "judge_position": "", "error": "no answer with log-probs"})
             continue
-        records.append(_judge_row(_Answered(parser, a), "-", "", "", None, ("", "", "")))
+        records.append(judge_row(_Answered(parser, a), "-", "", "", None, ("", "", "")))
     raw = np.full((len(records), len(labels)), np.nan)
     for i, rec in enumerate(records):
         if rec.get("logp") is not None:
             raw[i] = [-np.inf if x is None else x for x in rec["logp"]]
     ok = np.array([r["error"] == "" for r in records], dtype=bool)
-    out = _feature_columns(raw, ok, labels)
+    out = feature_columns(raw, ok, labels)
 
     def num(key):
         return np.array([np.nan if r.get(key) is None else float(r[key]) for r in records])

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from scoreband.formats._io import TEXT_CSV, _check_header, _csv_quoting, _read_delimited
 from scoreband.formats.base import Sink, TableFormat
-from scoreband.tables import TEXT_CSV, _check_header, _csv_quoting, _read_delimited
 
 __all__ = ["Delimited", "CSV", "TSV"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from scoreband.errors import InputError
+from scoreband.formats._io import _read_dir
 from scoreband.formats.base import TableFormat
-from scoreband.tables import _read_dir
 
 __all__ = ["HF_DATASET"]
 

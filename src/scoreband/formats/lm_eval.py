@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from scoreband.formats._io import jsonl_records
 from scoreband.formats.base import ReadOnlyFormat
 from scoreband.formats.openai_batch import first_json_line
-from scoreband.tables import jsonl_records
 
 __all__ = ["LM_EVAL", "task_of"]
 
