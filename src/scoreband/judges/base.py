@@ -54,6 +54,9 @@ class JudgePrompt:
     template: str = DEFAULT_TEMPLATE
     rubric: str = DEFAULT_RUBRIC
     delimiter: str = "Score:"
+    #: an endpoint answer without the delimiter is read at its first token when that token
+    #: is a label ("4"); a pairwise prompt turns this off ("A careful look ..." is no verdict)
+    first_token_fallback: bool = True
 
     def __post_init__(self) -> None:
         fields = "{instruction}, {response}, {rubric}, {delimiter}, {lo}, {hi}"

@@ -326,7 +326,8 @@ class OpenAIJudge(EndpointClient):
         where = "generated"
         if pos is None:
             first = next((i for i, t in enumerate(texts) if canonical_token(t)), None)
-            if first is None or canonical_token(texts[first]) not in labels:
+            if (first is None or canonical_token(texts[first]) not in labels
+                    or not self.prompt.first_token_fallback):
                 raise JudgeError(f"no {self.prompt.delimiter!r} in the answer and it does not "
                                  f"start with a score{cut}: {''.join(texts)[-120:]!r}")
             pos, where = first, "first-token"

@@ -58,6 +58,7 @@ class PairPrompt(JudgePrompt):
     rubric: str = PAIR_RUBRIC
     delimiter: str = "Verdict:"
     tie: str | None = "tie"
+    first_token_fallback: bool = False  # "A careful look ..." is not a verdict
 
     def render(self, instruction: str, response: str, response_b: str = "r") -> str:
         try:
