@@ -19,6 +19,7 @@ import numpy as np
 
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.core import conformal_rank, split_at
+from scoreband.conformal.scores import crc_interval, crc_residuals
 from scoreband.conformal.split import warn_too_small
 from scoreband.errors import InputError
 from scoreband.records import Predictions
@@ -56,24 +57,6 @@ def quantiles_crossed(median, lo, hi, quantiles=None, tol: float = 1e-9) -> np.n
         q = np.asarray(quantiles, dtype=float)
         crossed |= (np.diff(q, axis=1) < -tol).any(axis=1)
     return crossed
-
-
-def crc_residuals(median, lo, hi, y, omega: float) -> np.ndarray:
-    """``r_i(omega)``: the smallest beta that covers item i at this omega."""
-    m = np.asarray(median, dtype=float)
-    return np.maximum(m + omega * (np.asarray(lo) - m) - y, y - m - omega * (np.asarray(hi) - m))
-
-
-def crc_interval(median, lo, hi, omega: float, beta: float, clip: bool = True):
-    """The calibrated interval ``(l_hat, u_hat)``, with ``l_hat <= m <= u_hat`` kept."""
-    m = np.asarray(median, dtype=float)
-    lo_hat = m + omega * (np.asarray(lo) - m) - beta
-    hi_hat = m + omega * (np.asarray(hi) - m) + beta
-    # beta can be negative when omega over-widens; never let the band leave the median.
-    lo_hat, hi_hat = np.minimum(lo_hat, m), np.maximum(hi_hat, m)
-    if clip:
-        lo_hat, hi_hat = np.clip(lo_hat, 0.0, 1.0), np.clip(hi_hat, 0.0, 1.0)
-    return lo_hat, hi_hat
 
 
 class _Workspace:

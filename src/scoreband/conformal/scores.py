@@ -17,7 +17,8 @@ The scores here:
   interval; band ``[lo - q, hi + q]`` (CQR's score, the no-model ``marginal`` band's);
 * :class:`CRCResidual` (``"crc-residual"``): ``max(m + w (lo - m) - y, y - m - w (hi - m))``
   for a fixed ``omega`` = w; band ``[m + w (lo - m) - q, m + w (hi - m) + q]`` kept around
-  ``m`` (CRC's residual at its chosen omega, :func:`~scoreband.conformal.crc.crc_residuals`).
+  ``m`` (CRC's residual at its chosen omega, :func:`crc_residuals`, which
+  :mod:`scoreband.conformal.crc` uses).
 
 A score reads the fields it names in ``needs`` (:data:`~scoreband.conformal.base.INPUTS`)
 from a :class:`~scoreband.records.Predictions`, or from a :class:`ModelOutput` a learned
@@ -37,7 +38,25 @@ from scoreband.errors import InputError
 
 __all__ = ["ConformityScore", "AbsoluteResidual", "QuantileResidual", "CRCResidual",
            "ModelOutput", "SCORES", "score_from_config", "ABSOLUTE_RESIDUAL",
-           "QUANTILE_RESIDUAL"]
+           "QUANTILE_RESIDUAL", "crc_residuals", "crc_interval"]
+
+
+def crc_residuals(median, lo, hi, y, omega: float) -> np.ndarray:
+    """``r_i(omega)``: the smallest beta that covers item i at this omega."""
+    m = np.asarray(median, dtype=float)
+    return np.maximum(m + omega * (np.asarray(lo) - m) - y, y - m - omega * (np.asarray(hi) - m))
+
+
+def crc_interval(median, lo, hi, omega: float, beta: float, clip: bool = True):
+    """The calibrated interval ``(l_hat, u_hat)``, with ``l_hat <= m <= u_hat`` kept."""
+    m = np.asarray(median, dtype=float)
+    lo_hat = m + omega * (np.asarray(lo) - m) - beta
+    hi_hat = m + omega * (np.asarray(hi) - m) + beta
+    # beta can be negative when omega over-widens; never let the band leave the median.
+    lo_hat, hi_hat = np.minimum(lo_hat, m), np.maximum(hi_hat, m)
+    if clip:
+        lo_hat, hi_hat = np.clip(lo_hat, 0.0, 1.0), np.clip(hi_hat, 0.0, 1.0)
+    return lo_hat, hi_hat
 
 
 @dataclass
@@ -135,7 +154,7 @@ class QuantileResidual(ConformityScore):
 class CRCResidual(ConformityScore):
     """CRC's residual at a fixed ``omega``: ``max(m + omega (lo - m) - y,
     y - m - omega (hi - m))``; band ``[m + omega (lo - m) - q, m + omega (hi - m) + q]``,
-    never leaving the median (:func:`~scoreband.conformal.crc.crc_interval`).
+    never leaving the median (:func:`crc_interval`).
 
     >>> s = CRCResidual(omega=2.0)
     >>> p = ModelOutput(median=np.array([0.5]), lo=np.array([0.45]), hi=np.array([0.55]))
@@ -154,13 +173,9 @@ class CRCResidual(ConformityScore):
         self.omega = omega
 
     def score(self, pred, y) -> np.ndarray:
-        from scoreband.conformal.crc import crc_residuals
-
         return crc_residuals(pred.median, pred.lo, pred.hi, y, self.omega)
 
     def interval(self, pred, q):
-        from scoreband.conformal.crc import crc_interval
-
         return crc_interval(pred.median, pred.lo, pred.hi, self.omega, q, clip=False)
 
     def to_config(self) -> dict:
