@@ -10,7 +10,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from scoreband.conformal._core import check_alpha, coverage_bounds
+from scoreband.conformal.core import check_alpha, coverage_bounds
 from scoreband.errors import InputError
 
 __all__ = [

@@ -19,9 +19,9 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import n_conformal
-from scoreband.conformal._core import split_at
 from scoreband.conformal.base import Calibrator, guarantee_of
 from scoreband.conformal.boundary import adjust_band, check_on_grid
+from scoreband.conformal.core import split_at
 from scoreband.errors import InputError
 from scoreband.records import Predictions
 

@@ -100,7 +100,7 @@ def test_the_former_private_core_module_still_imports_with_a_deprecation_warning
 
 #: modules outside scoreband.conformal that still import its private ``_core`` and that
 #: their owners are to move to ``scoreband.conformal.core``; this list may only shrink
-STILL_PRIVATE = {"metrics.py", "protocol.py", "inference/systems.py"}
+STILL_PRIVATE: set[str] = set()
 
 
 def test_no_private_conformal_module_is_imported_from_outside_the_package():

@@ -12,7 +12,6 @@ from scoreband.conformal.base import Calibrator, calibrator_class, calibrator_fr
 from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.files import atomic_write_text, file_sha256, read_json
 from scoreband.records import Scale
-from scoreband.schemas import CalibratorDoc, validate
 
 __all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256",
            "content_checksum", "validate_calibrator_document"]
@@ -98,6 +97,8 @@ def validate_calibrator_document(doc: dict, path="calibrator") -> None:
                                  "calibrate` rather than editing the file")
     # every key, type and range of the document (scoreband.schemas), then each method's
     # parameters, which depend on the method
+    from scoreband.schemas import CalibratorDoc, validate  # lazy: loads pydantic
+
     validate(CalibratorDoc, doc, path, error=CalibratorMismatch,
              fix="recalibrate with `scoreband calibrate` rather than editing the file")
     state = doc["calibrator"]

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
-
 from scoreband.conformal.core import _exact, check_alpha, conformal_rank, min_calibration_size
 from scoreband.errors import InputError
 
@@ -49,6 +47,8 @@ def coverage_guarantee(m: int, alpha: float, delta: float = 0.1) -> dict:
         raise InputError(f"{m} labeled rows are too few for alpha = {a:g}: the conformal step "
                          f"needs at least {min_labels(a)} (ceil(1/alpha) - 1)")
     k = conformal_rank(m, a)  # exact: a float ceil is one too high at alpha 0.45, m = 99
+    from scipy import stats  # lazy: apply and calibrate load this module, not scipy.stats
+
     dist = stats.beta(k, m + 1 - k)
     return {"m": int(m), "alpha": a, "expected_low": 1 - a,
             "expected_high": min(1.0, 1 - a + 1 / (m + 1)),
@@ -74,6 +74,8 @@ def labels_for_slack(alpha: float, slack: float, delta: float = 0.1) -> int:
         raise InputError(f"`plan` slack must lie in (0, {1 - a:g}), got {slack:g}")
     if not 0 < delta < 1:
         raise InputError(f"`delta` must lie in (0, 1), got {delta:g}")
+    from scipy import stats
+
     z = stats.norm.ppf(1 - delta)
     guess = z * z * a * (1 - a) / slack**2  # the normal approximation
     m = np.arange(min_labels(a), int(10 * guess) + 10 * math.ceil(1 / a) + 100)

@@ -357,7 +357,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     (task, dimension); each system's mean is then the size-weighted mean of per-stratum PPI++
     estimates, each with its own weight (stratified PPI++).
     """
-    from scoreband.conformal._core import check_alpha  # lazy: loads pydantic
+    from scoreband.conformal.core import check_alpha  # lazy: loads pydantic
 
     check_alpha(alpha)
     if method not in METHODS:
