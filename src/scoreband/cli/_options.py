@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -204,3 +205,21 @@ def check_engine(opts: dict) -> bool:
     if opts["engine"] not in ("local", "ray"):
         raise InputError(f"--engine {opts['engine']!r}: choose local or ray")
     return opts["engine"] == "ray"
+
+
+class LaterPath(os.PathLike):
+    """An output path the command checks itself (``--apply-out``): read by the output
+    policy as neither an input nor, until it is declared one, an output."""
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def later_path(value: str | None):
+    return None if value is None else LaterPath(value)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,26 +9,8 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
-from scoreband.cli._options import HtmlOpt, IdOpt, open_unit
+from scoreband.cli._options import HtmlOpt, IdOpt, later_path, open_unit
 from scoreband.textsafe import plain
-
-
-class _Later(os.PathLike):
-    """An output path the command checks itself (``--apply-out``): read by the output
-    policy as neither an input nor, until it is declared one, an output."""
-
-    def __init__(self, path: str):
-        self.path = Path(path)
-
-    def __fspath__(self) -> str:
-        return str(self.path)
-
-    def __str__(self) -> str:
-        return str(self.path)
-
-
-def _later(value: str | None):
-    return None if value is None else _Later(value)
 
 
 def _nonnegative(value: float | None) -> float | None:
@@ -101,7 +82,7 @@ def triage(
     apply_table: Annotated[Path | None, typer.Option(
         "--apply", help="Table to triage with the rule (every row and column kept).")] = None,
     apply_out: Annotated[str | None, typer.Option(
-        "--apply-out", callback=_later, help="Where the triaged table goes "
+        "--apply-out", callback=later_path, help="Where the triaged table goes "
                                              "(.csv .tsv .jsonl .parquet).")] = None,
     html: HtmlOpt = None,
 ):

@@ -3,7 +3,6 @@ better than they score: compare two responses instead of scoring one)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -11,25 +10,8 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
-from scoreband.cli._options import open_unit
+from scoreband.cli._options import later_path, open_unit
 from scoreband.textsafe import plain
-
-
-class _Later(os.PathLike):
-    """An output path the command checks itself (``--apply-out``)."""
-
-    def __init__(self, path: str):
-        self.path = Path(path)
-
-    def __fspath__(self) -> str:
-        return str(self.path)
-
-    def __str__(self) -> str:
-        return str(self.path)
-
-
-def _later(value: str | None):
-    return None if value is None else _Later(value)
 
 
 def _cols(values: list[str] | None) -> list[str]:
@@ -142,7 +124,7 @@ def pairwise_triage(
     apply_table: Annotated[Path | None, typer.Option(
         "--apply", help="Pair table to give verdicts (every row and column kept).")] = None,
     apply_out: Annotated[str | None, typer.Option(
-        "--apply-out", callback=_later, help="Where the verdicts go.")] = None,
+        "--apply-out", callback=later_path, help="Where the verdicts go.")] = None,
 ):
     """Calibrated pairwise verdicts: decide a pair (A or B better, or tie) only when the
     verdict model is confident enough, with the threshold chosen on labeled pairs
