@@ -19,7 +19,7 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import n_conformal
-from scoreband.conformal.base import Calibrator, guarantee_of
+from scoreband.conformal.base import Calibrator, guarantee_of, wrapper_chain
 from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.conformal.core import split_at
 from scoreband.errors import InputError
@@ -118,13 +118,8 @@ def median_source(cal: Calibrator, pred: Predictions) -> str:
     given median mapped by ``--map``, or the given median."""
     from scoreband.conformal.mapping import Mapped
 
-    mapped, c = False, cal
-    while True:
-        mapped = mapped or isinstance(c, Mapped)
-        inner = getattr(c, "base", None) or getattr(c, "winner_", None)
-        if not isinstance(inner, Calibrator):
-            break
-        c = inner
+    chain = list(wrapper_chain(cal))
+    mapped, c = any(isinstance(w, Mapped) for w in chain), chain[-1]
     if c.method == "marginal":
         return "the training share's median target (marginal: the same for every item)"
     if c.learned:

@@ -44,7 +44,7 @@ from scoreband.registry import Registry
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",
            "METHODS", "INPUTS", "has_inputs", "calibrator_class", "auto_candidates",
-           "needs_whole_table", "uses_row_draws", "guarantee_of"]
+           "needs_whole_table", "uses_row_draws", "guarantee_of", "wrapper_chain"]
 
 log = logging.getLogger(__name__)
 
@@ -102,41 +102,36 @@ def auto_candidates() -> tuple[str, ...]:
     return tuple(name for _, name in sorted(ranked))
 
 
+def wrapper_chain(cal):
+    """The calibrator, then each calibrator it wraps (a monotone map's or Mondrian's
+    ``base``, ``auto``'s ``winner_``), outermost first: the one walk every question about a
+    wrapped calibrator takes."""
+    while isinstance(cal, Calibrator):
+        yield cal
+        cal = getattr(cal, "base", None) or getattr(cal, "winner_", None)
+
+
 def needs_whole_table(cal) -> bool:
     """Whether a fitted calibrator (through its wrappers: a monotone map, Mondrian groups,
     ``auto``'s winner) must be applied to every row at once (its class's ``whole_table``)."""
-    while True:
-        if type(cal).whole_table:
-            return True
-        inner = getattr(cal, "base", None) or getattr(cal, "winner_", None)
-        if not isinstance(inner, Calibrator):
-            return False
-        cal = inner
+    return any(type(c).whole_table for c in wrapper_chain(cal))
 
 
 def guarantee_of(cal) -> str:
     """What a (possibly wrapped) calibrator guarantees: its own ``guarantee``, else that of
     the method it wraps."""
-    while True:
-        own = any("guarantee" in c.__dict__ for c in type(cal).__mro__ if c is not Calibrator)
-        inner = getattr(cal, "base", None) or getattr(cal, "winner_", None)
-        if own or not isinstance(inner, Calibrator):
-            return cal.guarantee
-        cal = inner
+    chain = list(wrapper_chain(cal))
+    for c in chain:
+        if any("guarantee" in k.__dict__ for k in type(c).__mro__ if k is not Calibrator):
+            return c.guarantee
+    return chain[-1].guarantee
 
 
 def uses_row_draws(cal) -> bool:
     """Whether a calibrator (through its wrappers) draws per-item uniforms (randomised
     tie-breaking), so its predictions need the items' identities
     (:mod:`scoreband.conformal.randomness`)."""
-    stack = [cal]
-    while stack:
-        c = stack.pop()
-        if getattr(c, "randomize", False):
-            return True
-        stack += [x for x in (getattr(c, "base", None), getattr(c, "winner_", None))
-                  if isinstance(x, Calibrator)]
-    return False
+    return any(getattr(c, "randomize", False) for c in wrapper_chain(cal))
 
 
 def _init_options(cls) -> set[str]:
