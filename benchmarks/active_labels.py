@@ -39,12 +39,12 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from real_tables import thumb_table  # noqa: E402
 
-from scoreband.inference.active import (  # noqa: E402
+from scoreband.system_level.active import (  # noqa: E402
     inclusion_probabilities,
     predicted_variance_ratio,
     systematic_draw,
 )
-from scoreband.inference.systems import systems_study  # noqa: E402
+from scoreband.system_level.study import systems_study  # noqa: E402
 
 DIMS = ("coherence", "consistency", "fluency", "relevance")
 

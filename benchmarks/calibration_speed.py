@@ -18,7 +18,7 @@ import tracemalloc
 import numpy as np
 
 from scoreband.conformal import CRC, SplitConformal
-from scoreband.records import Predictions
+from scoreband.datatypes import Predictions
 
 
 def best_of(fn, reps=3):
@@ -129,7 +129,7 @@ def chr_vs_floor(n: int) -> None:
 
     from scoreband.conformal import CHR
     from scoreband.conformal.learned import standardise
-    from scoreband.records import Scale
+    from scoreband.datatypes import Scale
 
     tr, ytr = chr_data(20_000, 0)
     pc, yc = chr_data(n, 1)

@@ -26,7 +26,7 @@ from tiny_models import tiny_clip  # noqa: E402
 
 import scoreband.backbones.dual as dual  # noqa: E402
 import scoreband.images as images  # noqa: E402
-from scoreband.scorers.scoring import score_any  # noqa: E402
+from scoreband.scorers.stages import score_any  # noqa: E402
 
 
 def plain(model_dir, df) -> np.ndarray:

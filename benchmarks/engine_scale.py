@@ -59,7 +59,7 @@ def run_child(src: Path, cal: Path, out: Path) -> tuple[float, int]:
 FLOOR = """
 import time, numpy as np, pyarrow as pa, pyarrow.parquet as pq
 from scoreband.conformal import load_calibrator
-from scoreband.records import Predictions
+from scoreband.datatypes import Predictions
 t = time.perf_counter()
 cal, _ = load_calibrator(CAL)
 w = None

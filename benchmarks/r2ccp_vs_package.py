@@ -34,7 +34,7 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import CQR, R2CCP
-from scoreband.records import Predictions, Scale
+from scoreband.datatypes import Predictions, Scale
 from scoreband.world import make_dataset
 from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
 

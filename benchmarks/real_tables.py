@@ -22,7 +22,7 @@ them since issue 30: a learned method's training share is drawn anew in each spl
 Protocol: as the paper's, repeated random 50/50 calibration/test splits (seed s = 0..seeds-1),
 alpha = 0.1, every band snapped to the achievable targets (means of 3 ratings:
 ``adjust_boundary`` with 3 ratings) and reported on the native 1-5 scale. Every scoreband
-number comes from :func:`scoreband.protocol.evaluate_splits`, the code behind ``scoreband
+number comes from :func:`scoreband.evaluation.evaluate_splits`, the code behind ``scoreband
 evaluate``. The paper's R2CCP width is of the hull of its sets, without snapping.
 """
 
@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from scoreband.conformal import make_calibrator
-from scoreband.judges.features import expected_score
-from scoreband.protocol import evaluate_splits
-from scoreband.records import Predictions, Scale
+from scoreband.datatypes import Predictions, Scale
+from scoreband.evaluation import evaluate_splits
+from scoreband.logprobs import expected_score
 
 LIKERT = Scale(1, 5, integer=True)
 DIMS = ("coherence", "consistency", "fluency", "relevance")
@@ -88,7 +88,7 @@ def judge_cell(path: Path, seeds: int, methods=JUDGE_METHODS, decimals: int | No
 
 def _auto_choices(pred, y01, seeds) -> dict:
     """Which method auto chose in each split (same splits as evaluate_splits)."""
-    from scoreband.protocol import split_indices
+    from scoreband.evaluation import split_indices
 
     counts: dict[str, int] = {}
     for s in range(seeds):

@@ -20,8 +20,8 @@ import numpy as np
 
 from scoreband.conformal import CRC, WeightedSplit
 from scoreband.conformal.recalibrate import coverage_guarantee
+from scoreband.datatypes import Scale
 from scoreband.metrics import covered
-from scoreband.records import Scale
 from scoreband.scorers.scorer import Scorer
 from scoreband.world import make_dataset
 

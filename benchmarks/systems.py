@@ -31,7 +31,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).parent))
 from real_tables import thumb_table  # noqa: E402
 
-from scoreband.inference.systems import systems_study  # noqa: E402
+from scoreband.system_level.study import systems_study  # noqa: E402
 
 
 def resample(df: pd.DataFrame, scores, n: int, reps: int, seed: int = 0) -> dict:

@@ -33,10 +33,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scoreband.datatypes import Scale  # noqa: E402
 from scoreband.decisions.triage import fit_triage_arrays, losses  # noqa: E402
 from scoreband.decisions.uncertainty import Signals  # noqa: E402
-from scoreband.judges.features import expected_score  # noqa: E402
-from scoreband.records import Scale  # noqa: E402
+from scoreband.logprobs import expected_score  # noqa: E402
 
 LIKERT = Scale(1, 5, integer=True)
 TASKS = ("Summeval", "Dialsumm")

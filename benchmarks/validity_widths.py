@@ -46,8 +46,8 @@ def judges(root: Path, names, seeds: int) -> dict:
 
 def thumb(root: Path, seeds: int) -> dict:
     from scoreband.conformal import make_calibrator
-    from scoreband.protocol import evaluate_splits
-    from scoreband.records import Predictions, Scale
+    from scoreband.datatypes import Predictions, Scale
+    from scoreband.evaluation import evaluate_splits
 
     df, metrics = rt.thumb_table(root)
     scale = Scale(1, 5)

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.columns import ColumnSpec, load_inputs
-from scoreband.records import Predictions
+from scoreband.datatypes import Predictions
 from tests.conformal.contract import BASE, FEATURES, PRED, SCALE, judge_table, library_band
 
 __all__ = ["judge_table"]  # tests elsewhere build their tables from it
@@ -26,7 +26,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def halves():
-    from scoreband.protocol import split_indices
+    from scoreband.evaluation import split_indices
 
     df = judge_table(400)
     cal, test = split_indices(len(df), 0.5, np.random.default_rng(0))

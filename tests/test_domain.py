@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from scoreband import api
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.records import Scale
 
 
 def _table(n=300, seed=0):

@@ -477,7 +477,7 @@ def test_score_odd_table(w):
     """A 1.5 GB image, a 300-character path, a text column empty in the first chunk and
     integers beyond int64: rows flagged, the rest scored, every value kept exactly."""
     from scoreband.engine.rows import run_file
-    from scoreband.scorers.scoring import score_stage
+    from scoreband.scorers.stages import score_stage
 
     out = w / "odd_streamed.parquet"
     stage = score_stage(base_dir=w / "world")

@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 
 from scoreband.columns import ColumnSpec, load_inputs
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.records import Scale
 from scoreband.tables import read_table, write_table
 
 

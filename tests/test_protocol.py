@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from scoreband.conformal import make_calibrator
-from scoreband.protocol import LEVEL_SHORTFALL, evaluate_splits, level_labels
-from scoreband.records import Predictions, Scale
+from scoreband.datatypes import Predictions, Scale
+from scoreband.evaluation import LEVEL_SHORTFALL, evaluate_splits, level_labels
 
 LIKERT = Scale(1, 5, integer=True)
 

@@ -21,8 +21,8 @@ from scoreband.conformal import (
     coverage_bounds,
 )
 from scoreband.conformal.split import TooFewCalibrationItems
+from scoreband.datatypes import Predictions, Scale
 from scoreband.metrics import covered
-from scoreband.records import Predictions, Scale
 from tests.conftest import heteroscedastic
 
 pytestmark = pytest.mark.statistical

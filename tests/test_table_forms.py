@@ -11,8 +11,8 @@ import pytest
 
 import scoreband as sb
 from scoreband.conformal.bins import target_classes
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.records import Scale
 from scoreband.report.html import best_judge_method
 
 LIKERT = Scale(1, 5, integer=True)
@@ -70,7 +70,7 @@ def test_chr_classes_are_the_union_grid_for_uneven_rater_counts():
 
 def _uneven_1_to_7(rng, n):
     """A judge table with 3 to 11 ratings per item on 1-7 and 7 score-token log-probs."""
-    from scoreband.records import Predictions
+    from scoreband.datatypes import Predictions
 
     seven = Scale(1, 7, integer=True)
     q = rng.beta(3, 2, n) * 6 + 1
@@ -120,8 +120,8 @@ def test_chr_on_targets_that_take_a_few_values_of_a_continuous_scale():
     values made CHR 3.6 wide on THumB): CHR within 1.1x split conformal on a fitted score,
     and valid although 5 % of the targets lie between the common values."""
     from scoreband.conformal import make_calibrator
+    from scoreband.datatypes import Predictions
     from scoreband.metrics import covered
-    from scoreband.records import Predictions
 
     cont = Scale(1, 5)
     rng = np.random.default_rng(3)

@@ -7,12 +7,12 @@ The table functions of :mod:`scoreband.api` are here too (loaded on first use, s
 """
 
 from scoreband._version import __version__  # noqa: E402
-from scoreband.records import Band, Predictions, Record, Scale  # noqa: E402
+from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 
 _API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "propose_labels", "read_table",
         "example_table", "CalibrationConfig")
 
-__all__ = ["Band", "Predictions", "Record", "Scale", "__version__", *_API]
+__all__ = ["Band", "Predictions", "Scale", "__version__", *_API]
 
 
 def __getattr__(name):
@@ -20,6 +20,14 @@ def __getattr__(name):
         import importlib
 
         return getattr(importlib.import_module("scoreband.api"), name)
+    if name == "Record":  # deprecated: nothing builds one; goes in the next release
+        import warnings
+
+        from scoreband.datatypes import Record
+
+        warnings.warn("scoreband.Record is deprecated (tables are the input); it goes in the "
+                      "next release", DeprecationWarning, stacklevel=2)
+        return Record
     raise AttributeError(f"module 'scoreband' has no attribute {name!r}")
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoreband.bands import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
+from scoreband.apply_stage import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
 from scoreband.columns import ColumnSpec, expand_columns, load_inputs
 from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
 from scoreband.conformal.base import uses_row_draws
@@ -42,8 +42,8 @@ from scoreband.tables import read_table
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
     import pandas as pd
 
-    from scoreband.inference.systems import SystemsResult
-from scoreband.records import Band, Scale
+    from scoreband.system_level.study import SystemsResult
+from scoreband.datatypes import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
            "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
@@ -186,7 +186,7 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
     True
     """
-    from scoreband.protocol import evaluate_splits  # lazy: loads scipy
+    from scoreband.evaluation import evaluate_splits  # lazy: loads scipy
 
     spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
     if cfg.map not in (None, "none"):
@@ -394,7 +394,7 @@ def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path
     are those recorded at calibration; ``columns`` overrides some (``median``, ``lo``, ``hi``,
     ``groups``). Rows that cannot be banded keep empty bands and the reason in band_error.
     For a table larger than memory see :func:`apply_file`. Both run the row engine's apply
-    stage (:class:`scoreband.bands.ApplyStage`).
+    stage (:class:`scoreband.apply_stage.ApplyStage`).
     """
     df = _frame(table)
     stage = _stage(calibrator, columns, scorer_id, n_ratings, on_warning)
@@ -457,7 +457,7 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
     been labeled (from :func:`propose_labels`): the inverse-probability-weighted
     (self-normalised) PPI++ estimate; ``strata``: a column to estimate stratum by stratum
     and combine by size (stratified PPI++).
-    Returns a :class:`scoreband.inference.systems.SystemsResult` (``.doc``, ``.table()``,
+    Returns a :class:`scoreband.system_level.study.SystemsResult` (``.doc``, ``.table()``,
     ``.write(out, html=None)``); the same as ``scoreband systems``.
 
     >>> import numpy as np, pandas as pd
@@ -471,7 +471,7 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
     >>> [r["system"] for r in res.doc["ranking"]], res.doc["pairs"][0]["significant"]
     (['b', 'a'], True)
     """
-    from scoreband.inference.systems import systems_study  # lazy: loads scipy
+    from scoreband.system_level.study import systems_study  # lazy: loads scipy
 
     return systems_study(_frame(table), system_col=system_col, scores=score, target=target,
                          scale=scale, item_col=item_col, alpha=alpha, method=method,
@@ -488,11 +488,11 @@ def propose_labels(table: pd.DataFrame | str | Path, *, system_col: str, n_label
     per system, each row (or item, with ``item_col``) drawn with a probability proportional
     to the metric's uncertainty there (``calibrator``'s band width, else a residual model
     on the rows already labeled, else uniform) mixed with uniform (``mix``) and capped.
-    Returns a :class:`scoreband.inference.propose.Proposal` whose ``table`` holds every input
+    Returns a :class:`scoreband.system_level.propose.Proposal` whose ``table`` holds every input
     row and column plus ``inclusion_prob`` and ``propose_label``; label the proposed rows and
     pass ``inclusion_prob="inclusion_prob"`` to :func:`systems`. The same as ``scoreband
     systems --propose-labels N``."""
-    from scoreband.inference.propose import propose_labels as _propose  # lazy: scipy
+    from scoreband.system_level.propose import propose_labels as _propose  # lazy: scipy
 
     return _propose(_frame(table), system_col=system_col, n_labels=n_labels, scores=score,
                     target=target, scale=scale, item_col=item_col, calibrator=calibrator,

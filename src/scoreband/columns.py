@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError, RowError
-from scoreband.records import Predictions, Scale
 from scoreband.tables import NA_TEXT, table_columns
 
 __all__ = ["ColumnSpec", "Inputs", "RowIds", "load_inputs", "parse_ratings",
@@ -181,7 +181,7 @@ def _avail(columns) -> str:
     return ", ".join(cols[:30]) + more
 
 
-def _check_columns(df: pd.DataFrame, names: list[tuple[str, str]]) -> None:
+def require_columns(df: pd.DataFrame, names: list[tuple[str, str]]) -> None:
     for flag, col in names:
         if col is not None and col not in df.columns:
             raise InputError(
@@ -221,7 +221,7 @@ def parse_ratings(cell, sep: str = ";") -> list[float]:
     return out
 
 
-def _row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
+def row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
     return RowError(row_id, column, reason, position=int(i))
 
 
@@ -267,7 +267,7 @@ def _is_boolean(raw: pd.Series) -> bool:
     ).all())
 
 
-def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
+def numeric_column(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
     """Column as floats; non-numeric, missing and infinite cells become row errors. A column
     of booleans is refused (True/False would silently read as ratings 1/0). A column read
     as text is parsed here (its cells stay text in the output table)."""
@@ -291,7 +291,7 @@ def _numeric(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.nda
         else:
             reason = (f"infinite value ({num[i]:g}); replace it with a finite number (for a "
                       "score token missing from a top-k list: a floor log-prob)")
-        errors.setdefault(i, _row_error(i, ids[i], col, reason))
+        errors.setdefault(i, row_error(i, ids[i], col, reason))
     return num
 
 
@@ -307,7 +307,7 @@ def _check_spec(df: pd.DataFrame, spec: ColumnSpec, features, embedding, *,
     if require_median and not spec.median and not features:
         raise InputError("give the scorer's point prediction: `median` (or `features` for "
                          "a learned calibrator)")
-    _check_columns(df, [("`target`", spec.target), ("`ratings`", spec.ratings),
+    require_columns(df, [("`target`", spec.target), ("`ratings`", spec.ratings),
                         ("`median`", spec.median), ("`lo`", spec.lo), ("`hi`", spec.hi),
                         ("`groups`", spec.groups), ("`split_by`", spec.split_by),
                         ("`id_col`", spec.id_col)]
@@ -352,7 +352,7 @@ class RowIds(Sequence):
         return view
 
 
-def _row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> RowIds:
+def row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> RowIds:
     return RowIds(df, id_col, offset)
 
 
@@ -370,16 +370,16 @@ def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> 
             try:
                 r = parse_ratings(cell, spec.ratings_sep)
             except ValueError as e:
-                errors.setdefault(i, _row_error(i, ids[i], spec.ratings, str(e)))
+                errors.setdefault(i, row_error(i, ids[i], spec.ratings, str(e)))
                 continue
             bad = [v for v in r if v < scale.lo or v > scale.hi]
             if bad:
-                errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
+                errors.setdefault(i, row_error(i, ids[i], spec.ratings,
                                               f"rating {bad[0]:g} outside the scale "
                                               f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
                 continue
             if scale.integer and any(v != int(v) for v in r):
-                errors.setdefault(i, _row_error(i, ids[i], spec.ratings,
+                errors.setdefault(i, row_error(i, ids[i], spec.ratings,
                                               "non-integer rating on an integer scale"))
                 continue
             y[i] = float(np.mean(r))
@@ -387,10 +387,10 @@ def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> 
         return y, nr
     if not spec.target:
         return None, nr
-    y = _numeric(df, spec.target, errors, ids)
+    y = numeric_column(df, spec.target, errors, ids)
     out = np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
     for i in np.flatnonzero(out):
-        errors.setdefault(i, _row_error(i, ids[i], spec.target,
+        errors.setdefault(i, row_error(i, ids[i], spec.target,
                                       f"target {y[i]:g} outside the scale "
                                       f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
     if n_ratings is not None and scale.integer:
@@ -424,14 +424,14 @@ def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
     errors, never a silent zero-width band (unless ``raw_predictions``)."""
     if col is None:
         return None
-    v = _numeric(df, col, errors, ids)
+    v = numeric_column(df, col, errors, ids)
     if spec.raw_predictions:
         return v
     pscale = spec.pred_scale or spec.scale
     tol = 1e-9 * pscale.width
     out = np.isfinite(v) & ((v < pscale.lo - tol) | (v > pscale.hi + tol))
     for i in np.flatnonzero(out):
-        errors.setdefault(i, _row_error(
+        errors.setdefault(i, row_error(
             i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
             f"[{pscale.lo:g}, {pscale.hi:g}]; give the scale the scorer writes "
             "(`pred_scale` A,B) or map a raw metric onto the target (`map` isotonic)"))
@@ -439,7 +439,7 @@ def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
 
 
 def _matrix(df, cols, errors: dict, ids):
-    return np.column_stack([_numeric(df, c, errors, ids) for c in cols]) if cols else None
+    return np.column_stack([numeric_column(df, c, errors, ids) for c in cols]) if cols else None
 
 
 def _groups(df, col, errors: dict, ids):
@@ -447,7 +447,7 @@ def _groups(df, col, errors: dict, ids):
         return None
     g = df[col]
     for i in np.flatnonzero(_missing(g)):
-        errors.setdefault(i, _row_error(i, ids[i], col, "missing group label"))
+        errors.setdefault(i, row_error(i, ids[i], col, "missing group label"))
     return g.astype(str).to_numpy()
 
 
@@ -466,7 +466,7 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     embedding = expand_columns(spec.embedding, df.columns)
     _check_spec(df, spec, features, embedding, require_target=require_target,
                 require_median=require_median)
-    n, ids = len(df), _row_ids(df, spec.id_col, row_offset)
+    n, ids = len(df), row_ids(df, spec.id_col, row_offset)
     errors: dict[int, RowError] = {}
     notes: list[str] = []
     y, nr = _targets(df, spec, errors, ids, n_ratings, notes)
@@ -475,7 +475,7 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
                                                                       errors, ids)
     if lo is not None:
         for i in np.flatnonzero(np.isfinite(lo) & np.isfinite(hi) & (lo > hi + 1e-12)):
-            errors.setdefault(i, _row_error(i, ids[i], spec.lo,
+            errors.setdefault(i, row_error(i, ids[i], spec.lo,
                                           f"lo ({df[spec.lo].iloc[i]}) > hi "
                                           f"({df[spec.hi].iloc[i]}); swap or fix the interval"))
     feats, emb = _matrix(df, features, errors, ids), _matrix(df, embedding, errors, ids)

@@ -15,20 +15,10 @@ import pandas as pd
 
 from scoreband.errors import InputError
 from scoreband.files import atomic_path, check_readable
-from scoreband.formats._io import (  # noqa: F401  (the names this module always had)
+from scoreband.formats.common import (  # noqa: F401  (the helpers the formats share)
     NA_TEXT,
     TEXT_CSV,
     JsonNumber,
-    _check_header,
-    _csv_quoting,
-    _json_column,
-    _json_value,
-    _object_frame,
-    _read_delimited,
-    _read_dir,
-    _read_json_table,
-    _splits,
-    _write_json_records,
     arrow_table,
     check_unique_columns,
     jsonl_records,

@@ -300,7 +300,7 @@ def test_clip_preprocessing_in_threads_equals_the_processor(models, tmp_path):
     import scoreband.backbones.dual as dual
     import scoreband.images as images
     from scoreband.backbones import load_backbone
-    from scoreband.scorers.scoring import score_any
+    from scoreband.scorers.stages import score_any
 
     rng = np.random.default_rng(0)
     rows = []
@@ -342,7 +342,7 @@ def test_processor_backbones_take_jpegs_decoded_towards_their_size(models, tmp_p
     import pandas as pd
 
     import scoreband.images as images
-    from scoreband.scorers.scoring import score_any
+    from scoreband.scorers.stages import score_any
 
     clip = load_backbone(f"hf:{models['clip']}")
     assert clip.min_image_edge == 32

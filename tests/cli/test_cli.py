@@ -117,7 +117,7 @@ def test_version():
 
 
 def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, monkeypatch):
-    import scoreband.protocol as protocol
+    import scoreband.evaluation as protocol
 
     def boom(*a, **k):
         raise RuntimeError("something broke\nover two lines")

@@ -18,7 +18,7 @@ from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.conformal import METHODS, make_calibrator
 from scoreband.conformal.base import calibrator_class
 from scoreband.conformal.randomness import frame_keys
-from scoreband.records import Scale
+from scoreband.datatypes import Scale
 from tests.golden.cases import judge_table
 
 __all__ = ["judge_table", "SCALE", "BASE", "PRED", "FEATURES", "INTERVAL", "CASES",

@@ -4,8 +4,8 @@ from hypothesis import strategies as st
 
 from scoreband.conformal import SplitConformal, adjust_band, boundary_adjust
 from scoreband.conformal.boundary import check_on_grid
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
-from scoreband.records import Predictions, Scale
 
 unit = st.floats(0, 1, allow_nan=False)
 

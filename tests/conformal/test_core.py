@@ -72,7 +72,7 @@ def test_crc_with_one_omega_spends_every_item_on_beta():
     from scoreband.conformal import CRC
     from scoreband.conformal.core import conformal_rank
     from scoreband.conformal.crc import crc_residuals
-    from scoreband.records import Predictions
+    from scoreband.datatypes import Predictions
 
     rng = np.random.default_rng(4)
     n = 1000

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from scoreband.conformal import CQR, R2CCP, Mondrian, conformal_quantile, coverage_bounds
+from scoreband.datatypes import Predictions
 from scoreband.errors import InputError
-from scoreband.judges.features import expected_score
-from scoreband.records import Predictions
+from scoreband.logprobs import expected_score
 from scoreband.world import make_dataset
 from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
 

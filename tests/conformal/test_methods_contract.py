@@ -34,10 +34,10 @@ from scoreband.conformal.base import (
     has_inputs,
     needs_whole_table,
 )
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
+from scoreband.evaluation import split_indices
 from scoreband.metrics import coverage, sharpness
-from scoreband.protocol import split_indices
-from scoreband.records import Predictions, Scale
 from tests.conformal.contract import BASE, CASES, SCALE, judge_table, library_band
 
 runner = CliRunner()

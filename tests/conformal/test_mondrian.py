@@ -28,9 +28,9 @@ from scoreband.conformal.mondrian import (
     pool_plan,
 )
 from scoreband.conformal.persist import content_checksum
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
 from scoreband.metrics import covered
-from scoreband.records import Predictions, Scale
 
 TOL_SE = 2.5
 MAX_SE = 0.006

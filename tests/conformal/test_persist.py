@@ -11,8 +11,8 @@ from scoreband.conformal import (
     load_calibrator,
     save_calibrator,
 )
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import CalibratorMismatch, NotFittedError
-from scoreband.records import Predictions, Scale
 from tests.conftest import heteroscedastic
 
 
@@ -102,7 +102,7 @@ def _saved(tmp_path, method="split"):
     import numpy as np
 
     from scoreband.conformal import CRC, SplitConformal, save_calibrator
-    from scoreband.records import Predictions, Scale
+    from scoreband.datatypes import Predictions, Scale
 
     rng = np.random.default_rng(0)
     m = rng.uniform(0.2, 0.8, 300)

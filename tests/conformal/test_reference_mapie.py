@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from scoreband.conformal import SplitConformal, absolute_residual_interval
 from scoreband.conformal.scores import ABSOLUTE_RESIDUAL
-from scoreband.records import Predictions
+from scoreband.datatypes import Predictions
 
 mapie_regression = pytest.importorskip("mapie.regression")
 

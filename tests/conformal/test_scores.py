@@ -31,8 +31,8 @@ from scoreband.conformal.scores import (
     QuantileResidual,
     score_from_config,
 )
+from scoreband.datatypes import Predictions
 from scoreband.errors import CalibratorMismatch, InputError
-from scoreband.records import Predictions
 
 
 def _pred(n, seed, emb_shift=0.0):

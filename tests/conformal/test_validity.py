@@ -23,7 +23,7 @@ from scoreband import api
 from scoreband.conformal import METHODS
 from scoreband.conformal.base import calibrator_class, uses_row_draws
 from scoreband.conformal.randomness import frame_keys
-from scoreband.records import Predictions, Scale
+from scoreband.datatypes import Predictions, Scale
 
 LIKERT = Scale(1, 5, integer=True)
 #: methods whose coverage has no conformal guarantee (SPEC section 3): the cluster rule

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.datasets import list_benchmarks, load_benchmark, load_generic
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.records import Scale
 
 
 def _png(colour=(200, 0, 0)) -> bytes:

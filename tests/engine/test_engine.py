@@ -121,7 +121,7 @@ def test_streamed_score_equals_whole_table_score(pairs, tmp_path, suffix):
     run_rows makes from the whole table, and reports the same failures and counts (bands
     to 1e-6: the float32 model sees other batches when the chunks cut them otherwise)."""
     from scoreband.engine.rows import run_file, run_rows
-    from scoreband.scorers.scoring import score_stage
+    from scoreband.scorers.stages import score_stage
     from scoreband.tables import read_table, write_table
 
     d, df = pairs
@@ -143,7 +143,7 @@ def test_streamed_run_resumes_from_its_journal_across_chunks(pairs, tmp_path):
     """A journal written by an interrupted streamed run is reused row by row (whatever the
     chunking), and removed once the output is complete."""
     from scoreband.engine.rows import run_file
-    from scoreband.scorers.scoring import score_stage
+    from scoreband.scorers.stages import score_stage
 
     d, df = pairs
     journal = tmp_path / "o.csv.partial.jsonl"
@@ -178,7 +178,7 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_run(tmp_path):
 
 def test_stage_records_never_raise_for_bad_rows(pairs):
     """Every row gets a record; a bad one has the reason, the good ones values."""
-    from scoreband.scorers.scoring import score_stage
+    from scoreband.scorers.stages import score_stage
 
     d, df = pairs
     recs = score_stage(base_dir=d).process(df, [4, 5, 23])
@@ -188,7 +188,7 @@ def test_stage_records_never_raise_for_bad_rows(pairs):
 
 def test_score_any_scores_a_table_in_memory(pairs):
     """The library entry for an in-memory table: the run's table and its failures."""
-    from scoreband.scorers.scoring import score_any
+    from scoreband.scorers.stages import score_any
 
     d, df = pairs
     run = score_any(df.head(8), base_dir=d, journal=None)
@@ -201,7 +201,7 @@ def test_apply_is_one_vectorized_stage_of_the_row_engine(fitted, tmp_path):
     """apply in memory, apply_file and the CLI all run ApplyStage through the row engine:
     no journal is written, row errors carry whole-table positions, and the stage's summary
     is what apply_file reports."""
-    from scoreband.bands import ApplyStage
+    from scoreband.apply_stage import ApplyStage
     from scoreband.engine.rows import run_file, run_rows
 
     d, new = fitted

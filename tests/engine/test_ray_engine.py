@@ -136,7 +136,7 @@ def test_a_worker_killed_mid_run_loses_no_row(world, tmp_path):
             killed.append(pids[0])
 
     n, failures = stage_ray(world / "big.csv", tmp_path / "ray.csv",
-                            "scoreband.scorers.scoring:score_stage", kw,
+                            "scoreband.scorers.stages:score_stage", kw,
                             error_column="band_error", actors=2, batch_rows=8,
                             on_rows=on_rows, write_rows=8)
     assert killed, "no actor process was found to kill"

@@ -52,7 +52,7 @@ def array_data(n: int, seed: int):
     """Predictions holding every input a method can need (a point prediction, an
     uncalibrated interval, features, an embedding, rater counts), targets on [0, 1] that are
     means of 3 ratings on 1-5 (so ties), and a group label per item."""
-    from scoreband.records import Predictions
+    from scoreband.datatypes import Predictions
 
     rng = np.random.default_rng(seed)
     q = rng.beta(4, 2, n)
@@ -102,7 +102,7 @@ def band_record(method: str, options: dict) -> dict:
     """Fit ``method`` on fixed seeded items and record its test bands (hex floats) and its
     saved state (canonical JSON text)."""
     from scoreband.conformal import make_calibrator
-    from scoreband.records import Scale
+    from scoreband.datatypes import Scale
 
     scale = Scale(1, 5, integer=True)
     pred, y, groups = array_data(300, 0)

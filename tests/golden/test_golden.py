@@ -41,7 +41,7 @@ def test_a_golden_saved_state_loads_and_gives_the_golden_bands(name):
     """Calibrator files written by the golden code load (same ``method`` names) and apply
     to the same bands."""
     from scoreband.conformal import calibrator_from_state
-    from scoreband.records import Scale
+    from scoreband.datatypes import Scale
 
     want = BANDS[name]
     cal = calibrator_from_state(json.loads(want["state"]), Scale(1, 5, integer=True))

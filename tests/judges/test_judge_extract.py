@@ -398,7 +398,7 @@ def test_judge_study_refuses_the_wrong_grid_and_runs_without_tasks(tmp_path):
 
 
 def test_roundtrip_calibration_refuses_the_wrong_grid():
-    from scoreband.records import Scale
+    from scoreband.datatypes import Scale
     from scoreband.studies.roundtrip import calibration_study
 
     rng = np.random.default_rng(0)

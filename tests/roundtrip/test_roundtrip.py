@@ -17,8 +17,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from scoreband.cli import app
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.records import Scale
 from scoreband.roundtrip.encoders import EmbeddedEncoder, cosine, make_encoder
 from scoreband.roundtrip.generators import (
     EmbeddedRenderer,
@@ -31,7 +31,7 @@ from scoreband.roundtrip.metric import roundtrip_scores, roundtrip_table
 from scoreband.studies.roundtrip import ScoreMap, calibration_study, validation_study
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
-from scoreband.world.scenes import _relation
+from scoreband.world.scenes import relation
 
 runner = CliRunner()
 
@@ -55,7 +55,7 @@ def test_scene_makes_the_caption_true(caption):
             assert any(o.colour == want["colour"] and o.shape == want["shape"]
                        and (want["size"] is None or o.size == want["size"]) for o in objs)
         if facts["relation"]:
-            assert _relation(objs[0], objs[1]) == facts["relation"]
+            assert relation(objs[0], objs[1]) == facts["relation"]
     # deterministic by seed, different across seeds
     assert scene_for(caption, 3) == scene_for(caption, 3)
     g = EmbeddedRenderer()

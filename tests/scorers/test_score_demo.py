@@ -106,7 +106,7 @@ def test_bundled_model_loads_and_matches_its_calibrator():
 def test_score_resumes_from_its_journal(tmp_path):
     """An interrupted run's journal is reused: the rows it holds are not scored again and the
     output equals an uninterrupted run's."""
-    from scoreband.scorers.scoring import score_table
+    from scoreband.scorers.stages import score_table
     from scoreband.world import make_dataset
 
     ds = make_dataset(12, 4)
@@ -125,7 +125,7 @@ def test_score_resumes_from_its_journal(tmp_path):
 
 
 def test_captions_outside_the_models_vocabulary_are_flagged(tmp_path):
-    from scoreband.scorers.scoring import score_table
+    from scoreband.scorers.stages import score_table
     from scoreband.world import make_dataset
 
     ds = make_dataset(3, 5)

@@ -148,9 +148,9 @@ def test_backbone_trainer_resumes_bit_identical(tmp_path, freeze):
     from tiny_models import tiny_clip
 
     from scoreband.backbones import load_backbone
-    from scoreband.records import Scale
-    from scoreband.scorers.backbone_scorer import BackboneTrainConfig, train_backbone_scorer
+    from scoreband.datatypes import Scale
     from scoreband.scorers.pairs import LazyImages
+    from scoreband.scorers.train_backbone import BackboneTrainConfig, train_backbone_scorer
 
     clip = tiny_clip(tmp_path / "clip")
     rng = np.random.default_rng(0)

@@ -31,7 +31,7 @@ def check_scale(ctx: typer.Context, param: typer.CallbackParam, value):
     not after the table was read and the splits run)."""
     if value is None:
         return value
-    from scoreband.records import Scale
+    from scoreband.datatypes import Scale
 
     try:
         Scale.parse(value, integer=False if param.name == "pred_scale" else None,

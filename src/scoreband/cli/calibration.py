@@ -195,7 +195,7 @@ def evaluate(
             from scoreband.report.html import write_report  # lazy: loads matplotlib
 
             write_report([res], html)
-    mostly = report_rows([_row_error(e) for e in res["skipped_rows"]], len(df),
+    mostly = report_rows([row_error(e) for e in res["skipped_rows"]], len(df),
                          listed_in=out and f"{out} (skipped_rows)")
     print_warnings(res.get("warnings", []))
     for note in res.get("notes", []):
@@ -247,7 +247,7 @@ def _curve_point(a: float, r: dict, ci) -> dict:
             "width": r["after"]["sharpness_native"]["mean"]}
 
 
-def _row_error(d: dict):
+def row_error(d: dict):
     return RowError(**d)
 
 
@@ -386,7 +386,7 @@ def apply(
 
         kw["calibrator_text"] = json.dumps(load_calibrator(calibrator, scorer_fingerprint=
                                                            scorer_id)[1])
-    run, stage = run_stage(table, out, "scoreband.bands:apply_stage", kw, engine_opts,
+    run, stage = run_stage(table, out, "scoreband.apply_stage:apply_stage", kw, engine_opts,
                            error_column="band_error", local={"on_warning": warn},
                            vectorized=True)
     if stage is None:  # Ray: the reasons as the rows passed

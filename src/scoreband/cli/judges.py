@@ -32,8 +32,8 @@ from scoreband.cli._options import (
     with_options,
 )
 from scoreband.cli._rows import run_stage
+from scoreband.datatypes import Scale
 from scoreband.judges.registry import JUDGES
-from scoreband.records import Scale
 from scoreband.tables import read_table
 
 

@@ -109,14 +109,14 @@ def train(
     scoreband train train.csv --backbone hf:clip-dir --target human --scale 1,5
     --val val.csv --out clip-model
     """
-    from scoreband.scorers.backbone_scorer import (  # lazy: loads safetensors, torch
-        BackboneTrainConfig,
-        train_on_table,
-    )
     from scoreband.scorers.train import (  # lazy: loads safetensors, torch
         TrainConfig,
         claim_model_folder,
         train_embedded,
+    )
+    from scoreband.scorers.train_backbone import (  # lazy: loads safetensors, torch
+        BackboneTrainConfig,
+        train_on_table,
     )
 
     resolve_backbone(backbone)
@@ -217,7 +217,7 @@ def score(
               text_col=text_col, batch_size=batch_size, device=device, dtype=dtype)
     if runtime != "eager":
         kw["runtime"] = runtime
-    run, stage = run_stage(table, out, "scoreband.scorers.scoring:score_stage", kw,
+    run, stage = run_stage(table, out, "scoreband.scorers.stages:score_stage", kw,
                            engine_opts, error_column="score_error" if scorer else "band_error")
     if run.reused:
         err.print(f"{run.reused} rows resumed from the journal")

@@ -24,8 +24,8 @@ from scoreband.cli._options import (
     with_options,
 )
 from scoreband.cli._rows import run_stage
+from scoreband.datatypes import Scale
 from scoreband.engine.stream import as_text
-from scoreband.records import Scale
 from scoreband.roundtrip.captioner import caption_with
 from scoreband.roundtrip.encoders import ENCODERS, make_encoder
 from scoreband.roundtrip.generators import GENERATORS, make_generator

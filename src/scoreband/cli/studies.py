@@ -20,7 +20,7 @@ from scoreband.cli._options import (
     TextColOpt,
     check_scale,
 )
-from scoreband.records import Scale
+from scoreband.datatypes import Scale
 from scoreband.tables import read_table
 from scoreband.textsafe import plain
 

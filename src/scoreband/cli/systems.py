@@ -21,7 +21,7 @@ from scoreband.cli._options import (
 )
 from scoreband.engine.stream import as_text
 from scoreband.errors import InputError
-from scoreband.inference import MIN_LABELS
+from scoreband.system_level import MIN_LABELS
 from scoreband.tables import read_table, write_table
 from scoreband.textsafe import plain
 

@@ -1,7 +1,7 @@
 """Conformal calibration: model-agnostic, on arrays of predictions and targets.
 
 Every method is an estimator: ``fit(pred, y01, groups=None)`` returns self, ``predict(pred)``
-returns a :class:`~scoreband.records.Band`. The maths lives in small pure functions beside
+returns a :class:`~scoreband.datatypes.Band`. The maths lives in small pure functions beside
 each class.
 """
 

@@ -44,8 +44,8 @@ from scoreband.conformal.base import (
 )
 from scoreband.conformal.boundary import adjust_band
 from scoreband.conformal.core import min_calibration_size, split_at
+from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
-from scoreband.records import Band, Predictions, Scale
 
 __all__ = ["Auto", "usable_candidates"]
 

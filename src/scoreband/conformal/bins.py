@@ -24,8 +24,8 @@ import warnings
 
 import numpy as np
 
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.records import Scale
 
 __all__ = ["TargetClasses", "target_classes", "support_bins", "coarse_edges", "spread_histogram", "nested_order",
            "nested_scores", "nested_bands", "MIN_ITEMS_PER_CLASS"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoreband.datatypes import Band, Scale
 from scoreband.errors import InputError
-from scoreband.records import Band, Scale
 
 __all__ = ["boundary_adjust", "adjust_band", "check_on_grid", "snap_to_grid", "stored_decimals"]
 

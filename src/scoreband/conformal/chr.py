@@ -22,8 +22,8 @@ from scoreband.conformal.core import row_matmul, whole_scale
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
 from scoreband.conformal.randomness import keys_of, row_uniforms
+from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
-from scoreband.records import Band, Predictions
 
 __all__ = ["CHR", "fit_softmax", "softmax_probs"]
 
@@ -96,7 +96,7 @@ class CHR(LearnedCalibrator):
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(1, 6, 600) / 4 - 0.25                      # single ratings 1-5 on [0, 1]
     >>> X = (y + rng.normal(0, 0.3, 600))[:, None]
-    >>> from scoreband.records import Scale
+    >>> from scoreband.datatypes import Scale
     >>> cal = CHR(0.1, scale=Scale(1, 5, integer=True)).fit(Predictions(np.full(600, np.nan), features=X,
     ...                                                   n_ratings=np.ones(600)), y)
     >>> band = cal.predict(Predictions(np.full(3, np.nan), features=[[0.0], [0.5], [1.0]]))

@@ -10,8 +10,8 @@ from scoreband.conformal.core import row_matmul, unbounded
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
 from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
+from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
-from scoreband.records import Band, Predictions
 
 __all__ = ["CQR"]
 

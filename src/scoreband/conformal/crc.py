@@ -21,8 +21,8 @@ from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.core import conformal_rank, split_at
 from scoreband.conformal.scores import crc_interval, crc_residuals
 from scoreband.conformal.split import warn_too_small
+from scoreband.datatypes import Predictions
 from scoreband.errors import InputError
-from scoreband.records import Predictions
 
 __all__ = [
     "DEFAULT_OMEGAS",

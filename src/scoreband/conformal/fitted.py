@@ -10,8 +10,8 @@ from scoreband.conformal.core import unbounded
 from scoreband.conformal.learned import LearnedCalibrator, features_of, looks_like_logprobs
 from scoreband.conformal.pointfit import fit_point_model, predict_point_model
 from scoreband.conformal.scores import ABSOLUTE_RESIDUAL, ModelOutput
+from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
-from scoreband.records import Band, Predictions
 
 __all__ = ["Fitted"]
 

@@ -24,8 +24,8 @@ from scoreband.conformal.base import Calibrator
 from scoreband.conformal.core import open_tied_edges
 from scoreband.conformal.randomness import keys_of, row_uniforms
 from scoreband.conformal.split import quantile_params
+from scoreband.datatypes import Predictions
 from scoreband.errors import InputError
-from scoreband.records import Predictions
 
 __all__ = ["LearnedCalibrator", "features_of", "looks_like_logprobs"]
 

@@ -12,8 +12,8 @@ import numpy as np
 from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
 from scoreband.conformal.core import split_at
 from scoreband.conformal.randomness import keys_of
+from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
-from scoreband.records import Band, Predictions, Scale
 
 __all__ = ["Mapped", "MonotoneMap", "MAP_KINDS", "MIN_MAP_ITEMS"]
 

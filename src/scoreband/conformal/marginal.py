@@ -9,7 +9,7 @@ from scoreband.conformal.base import register
 from scoreband.conformal.core import unbounded
 from scoreband.conformal.learned import LearnedCalibrator
 from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
-from scoreband.records import Band, Predictions
+from scoreband.datatypes import Band, Predictions
 
 __all__ = ["Marginal"]
 

@@ -32,8 +32,8 @@ from scoreband.conformal.base import (
     register,
 )
 from scoreband.conformal.core import min_calibration_size, split_at, whole_scale
+from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
-from scoreband.records import Band, Predictions, Scale
 
 __all__ = ["Mondrian", "ClusterConservative", "SmallGroupWarning", "DIFFICULTY_LABELS",
            "SMALL_GROUP_POLICIES", "pool_plan", "group_share_size"]

@@ -10,7 +10,7 @@ import numpy as np
 from scoreband.conformal.base import register
 from scoreband.conformal.core import row_matmul, whole_scale
 from scoreband.conformal.learned import LearnedCalibrator, features_of
-from scoreband.records import Band, Predictions
+from scoreband.datatypes import Band, Predictions
 
 __all__ = ["R2CCP", "density_sets"]
 

@@ -21,7 +21,7 @@ The scores here:
   :mod:`scoreband.conformal.crc` uses).
 
 A score reads the fields it names in ``needs`` (:data:`~scoreband.conformal.base.INPUTS`)
-from a :class:`~scoreband.records.Predictions`, or from a :class:`ModelOutput` a learned
+from a :class:`~scoreband.datatypes.Predictions`, or from a :class:`ModelOutput` a learned
 method fills with its model's outputs (CQR's two quantile regressions).
 """
 

@@ -24,8 +24,8 @@ from scoreband.conformal.scores import (
     ModelOutput,
     score_from_config,
 )
+from scoreband.datatypes import Predictions
 from scoreband.errors import CalibratorMismatch, InputError
-from scoreband.records import Predictions
 
 __all__ = ["SplitConformal", "absolute_residual_interval", "TooFewCalibrationItems"]
 

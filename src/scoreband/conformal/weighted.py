@@ -33,8 +33,8 @@ import numpy as np
 
 from scoreband.conformal.base import Calibrator, register
 from scoreband.conformal.scores import ABSOLUTE_RESIDUAL, ConformityScore, score_from_config
+from scoreband.datatypes import Band, Predictions
 from scoreband.errors import CalibratorMismatch, InputError
-from scoreband.records import Band, Predictions
 
 __all__ = ["WeightedSplit", "weighted_thresholds", "likelihood_ratio_weights",
            "effective_sample_size", "shift_test", "SmallEffectiveSample"]

@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
 from scoreband.files import atomic_path, read_json
 from scoreband.images import decode_image
-from scoreband.records import Scale
 from scoreband.tables import read_table
 
 __all__ = ["BENCHMARKS", "Benchmark", "load_benchmark", "list_benchmarks", "load_generic"]

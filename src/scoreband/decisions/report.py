@@ -40,10 +40,10 @@ def triage_figure(rule):
     axis, the target ``alpha`` dashed) and the share accepted (right axis) against the
     threshold on the uncertainty; the chosen threshold marked (none when nothing could be
     trusted). ``rule``: a :class:`TriageRule`, its JSON document or its path."""
-    from scoreband.report.blocks import _plt
+    from scoreband.report.blocks import pyplot
 
     doc = _doc(rule)
-    plt = _plt()
+    plt = pyplot()
     c = doc["report"]["curve"]
     thr = np.array([_num(v) for v in c["threshold"]])
     share = np.array([_num(v) for v in c["accepted_share"]])
@@ -102,23 +102,23 @@ HEADER = ["group", "calibration rows", "threshold", "accepted", "risk among acce
 def triage_section(rule) -> dict:
     """The report section of a rule, shaped as :mod:`scoreband.report.html`'s sections
     (``{"title", "verdict", "blocks"}``)."""
-    from scoreband.report.blocks import _fig, _svg, _table
+    from scoreband.report.blocks import fig_block, svg, table_block
 
     doc = _doc(rule)
     return {"title": f"trust or escalate: {doc['report'].get('table', '')}".rstrip(": "),
             "verdict": _verdict(doc),
-            "blocks": [_fig(_svg(triage_figure(doc)),
+            "blocks": [fig_block(svg(triage_figure(doc)),
                             "Risk among the accepted calibration rows and the share accepted "
                             "against the threshold; the vertical line is the threshold "
                             "Learn-then-Test chose."),
-                       _table(HEADER, _rows(doc), f"uncertainty {doc['uncertainty']}, map "
+                       table_block(HEADER, _rows(doc), f"uncertainty {doc['uncertainty']}, map "
                                                   f"{doc['map_kind']}, delta {doc['delta']:g}")]}
 
 
 def triage_html(rule) -> str:
     """A self-contained HTML fragment (``<section>``): the verdict, the figure as inline
     SVG and the per-group table."""
-    from scoreband.report.blocks import _svg
+    from scoreband.report.blocks import svg
 
     doc = _doc(rule)
     esc = _html.escape
@@ -126,7 +126,7 @@ def triage_html(rule) -> str:
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>"
                    for r in _rows(doc))
     return (f'<section class="triage"><h2>Trust or escalate</h2><p>{esc(_verdict(doc))}</p>'
-            f"{_svg(triage_figure(doc))}<table><thead><tr>{head}</tr></thead>"
+            f"{svg(triage_figure(doc))}<table><thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table></section>")
 
 

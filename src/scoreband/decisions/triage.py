@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scoreband.datatypes import Scale
 from scoreband.decisions.ltt import (
     accepted_counts,
     choose_start,
@@ -63,7 +64,6 @@ from scoreband.decisions.uncertainty import (
 )
 from scoreband.engine.rows import Stage
 from scoreband.errors import InputError, NotFittedError, RowError
-from scoreband.records import Scale
 
 __all__ = ["TriageRule", "Triage", "fit_triage", "fit_triage_arrays", "load_rule",
            "TRIAGE_COLUMNS", "RULE_FORMAT", "LOSS_SLACK", "TriageStage", "triage_stage",
@@ -459,7 +459,7 @@ def signals_of(inp, feats: list[str], uncertainty: str | None, band=None) -> Sig
 def band_widths(df, calibrator, offset: int = 0) -> tuple[np.ndarray, list[RowError]]:
     """Each row's band width on [0, 1] under ``calibrator`` (a path or a ``(calibrator,
     document)`` pair), NaN with a row error where it gives none."""
-    from scoreband.bands import ApplyStage
+    from scoreband.apply_stage import ApplyStage
 
     stage = ApplyStage(calibrator)
     stage.offset = offset

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.columns import _check_columns
+from scoreband.columns import require_columns
 from scoreband.engine.journal import RowJournal, discard_journal
 from scoreband.engine.stream import ChunkWriter, as_text, iter_chunks, table_rows
 from scoreband.errors import InputError
@@ -39,7 +39,7 @@ def build_stage(factory: str, kw: dict) -> Stage:
 
 def check_columns(df: pd.DataFrame, needed: dict[str, str]) -> None:
     """Every ``{parameter: column}`` must be in the table (the error names both)."""
-    _check_columns(df, [(f"`{param}`", col) for param, col in needed.items()])
+    require_columns(df, [(f"`{param}`", col) for param, col in needed.items()])
 
 
 def check_added_columns(columns, added) -> None:

@@ -1,5 +1,5 @@
 """CSV and TSV: one format told apart by its separator (``,`` / tab). Read with pandas
-behind the guards of :func:`scoreband.tables._check_header` (duplicated names refused, a bare
+behind the guards of :func:`scoreband.formats.common._check_header` (duplicated names refused, a bare
 carriage return kept inside a cell); with ``text`` every cell is the text it is
 (:data:`scoreband.tables.TEXT_CSV`); written with every text cell quoted when one holds a
 carriage return, appended chunk by chunk."""
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scoreband.formats._io import TEXT_CSV, _check_header, _csv_quoting, _read_delimited
 from scoreband.formats.base import Sink, TableFormat
+from scoreband.formats.common import TEXT_CSV, _check_header, _csv_quoting, _read_delimited
 
 __all__ = ["Delimited", "CSV", "TSV"]
 

@@ -1,6 +1,6 @@
 """A Hugging Face ``datasets`` folder (``save_to_disk`` output: ``*.arrow`` files) or a folder
 of Parquet files, read whole; a ``DatasetDict`` folder with several splits is refused, naming
-them (:func:`scoreband.tables._read_dir`). Read only: scoreband writes tables as files."""
+them (:func:`scoreband.formats.common._read_dir`). Read only: scoreband writes tables as files."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from scoreband.errors import InputError
-from scoreband.formats._io import _read_dir
 from scoreband.formats.base import TableFormat
+from scoreband.formats.common import _read_dir
 
 __all__ = ["HF_DATASET"]
 

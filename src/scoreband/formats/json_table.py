@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scoreband.formats._io import _read_json_table, _write_json_records
 from scoreband.formats.base import TableFormat
+from scoreband.formats.common import _read_json_table, _write_json_records
 
 __all__ = ["JSON"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scoreband.formats._io import _write_json_records, jsonl_records, read_jsonl
 from scoreband.formats.base import Sink, TableFormat
+from scoreband.formats.common import _write_json_records, jsonl_records, read_jsonl
 
 __all__ = ["JSONL", "JsonLines"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scoreband.formats._io import jsonl_records
 from scoreband.formats.base import ReadOnlyFormat
+from scoreband.formats.common import jsonl_records
 from scoreband.formats.openai_batch import first_json_line
 
 __all__ = ["LM_EVAL", "task_of"]

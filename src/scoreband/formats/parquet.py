@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scoreband.formats._io import arrow_table, check_unique_columns
 from scoreband.formats.base import Sink, TableFormat
+from scoreband.formats.common import arrow_table, check_unique_columns
 
 __all__ = ["PARQUET", "unify_schemas", "cast_table"]
 

@@ -46,7 +46,7 @@ class CalibratedScore(_tm.Metric):
     def __init__(self, model: str = "embedded:default", *, ci_alpha: float = 0.05,
                  device: str = "cpu", **kwargs):
         super().__init__(**kwargs)
-        from scoreband.scorers.scoring import (
+        from scoreband.scorers.stages import (
             score_stage,  # lazy: loads pandas, pyarrow, pydantic, safetensors
         )
 

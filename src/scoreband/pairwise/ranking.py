@@ -8,9 +8,9 @@ labeled pairs are a random sample of the pairs of their two systems (labeling do
 at the preference).
 
 * **Head-to-head**: for systems a, b, ``theta_ab = E[y] - 1/2`` over their pairs, by PPI++
-  (:func:`scoreband.inference.ppi.ppi_mean`: labeled pairs rectify the judge on all pairs);
+  (:func:`scoreband.system_level.ppi.ppi_mean`: labeled pairs rectify the judge on all pairs);
   its Student-t p-value of ``theta_ab = 0``; Holm over all system pairs; simultaneous rank
-  sets (:func:`scoreband.inference.ppi.rank_sets`).
+  sets (:func:`scoreband.system_level.ppi.rank_sets`).
 * **Win rate** of a system: its mean preference over every pair it is in, PPI++ likewise.
 * **Bradley-Terry strengths** ``beta`` (``P(a beats b) = sigmoid(beta_a - beta_b)``, the
   last system 0): the prediction-powered M-estimator ``mean_U x (f - s(x b)) + mean_L
@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from scoreband.errors import InputError, RowError
-from scoreband.inference import MIN_LABELS
-from scoreband.inference.ppi import classical_mean, holm, p_value, ppi_mean, rank_sets
 from scoreband.pairwise.pairs import pair_labels, parse_labels
+from scoreband.system_level import MIN_LABELS
+from scoreband.system_level.ppi import classical_mean, holm, p_value, ppi_mean, rank_sets
 
 __all__ = ["rank_systems", "rank_arrays", "bradley_terry_ppi", "judge_preference"]
 

@@ -9,10 +9,10 @@ import io
 
 import numpy as np
 
-__all__ = ["_svg", "_plt", "_f", "_table", "_fig"]
+__all__ = ["svg", "pyplot", "fmt", "table_block", "fig_block"]
 
 
-def _svg(fig) -> str:
+def svg(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
@@ -22,7 +22,7 @@ def _svg(fig) -> str:
     return text[text.index("<svg"):]  # no XML prologue inside HTML
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -34,13 +34,13 @@ def _plt():
     return plt
 
 
-def _f(v, d: int = 3) -> str:
+def fmt(v, d: int = 3) -> str:
     return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{d}f}"
 
 
-def _table(header, rows, title=None) -> dict:
+def table_block(header, rows, title=None) -> dict:
     return {"kind": "table", "header": header, "rows": rows, "title": title}
 
 
-def _fig(svg, caption) -> dict:
+def fig_block(svg, caption) -> dict:
     return {"kind": "figure", "svg": svg, "caption": caption}

@@ -15,7 +15,7 @@ from scoreband._version import __version__
 from scoreband.errors import InputError
 from scoreband.files import atomic_write_text, read_json
 from scoreband.metrics import binomial_ci
-from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
+from scoreband.report.blocks import fig_block, fmt, pyplot, svg, table_block
 from scoreband.report.schema import FIX, check_results
 from scoreband.report.systems import DEFINITIONS as SYSTEMS_DEFINITIONS
 from scoreband.report.systems import systems_section
@@ -97,7 +97,7 @@ FINDINGS_DEFINITIONS = [
 
 
 def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str, list]:
-    plt = _plt()
+    plt = pyplot()
     names = list(groups)
     rows = []
     for g in names:
@@ -118,11 +118,11 @@ def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str
     ax.set_yticks(y, [label(g) for g in names])
     ax.set_xlabel("coverage (95 % Clopper-Pearson interval)")
     ax.legend(loc="lower left", fontsize=8)
-    return _svg(fig), rows
+    return svg(fig), rows
 
 
 def _width_quantile_figure(q: dict, unit: str, mean: float | None = None) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 1.7))
     ax.broken_barh([(q["q25"], q["q75"] - q["q25"])], (0.3, 0.4), color="#90cdf4")
     ax.plot([q["q05"], q["q95"]], [0.5, 0.5], color="#2b6cb0")
@@ -133,14 +133,14 @@ def _width_quantile_figure(q: dict, unit: str, mean: float | None = None) -> str
         ax.legend(fontsize=7, loc="upper right")
     ax.set_yticks([])
     ax.set_xlabel(f"band width (points on {unit}): box 25-75 %, line 5-95 %, bar median")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _curve_figure(curve: list, alpha: float, tc: dict) -> str:
     """Empirical against nominal coverage over alpha, each point with its 95 %
     Clopper-Pearson interval on the distinct items tested; the evaluated alpha's
     theoretical band drawn where it lies."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 4.4))
     nom = np.array([c["nominal"] for c in curve])
     cov = np.array([c["coverage"] for c in curve])
@@ -164,13 +164,13 @@ def _curve_figure(curve: list, alpha: float, tc: dict) -> str:
     ax.set_xlim(lo_all, 1.0)
     ax.set_ylim(lo_all, 1.01)
     ax.legend(fontsize=7, loc="upper left")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _width_error_figure(we: dict, unit: str, constant: bool) -> str:
     """Band width against the absolute error of the calibrated median (native points):
     every sampled item, and per error bin the mean width with its quartiles."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     ax.scatter(we["error"], we["width"], s=6, alpha=0.25, color="#90a4ae",
                label="items (a sample of every split's test side)")
@@ -194,13 +194,13 @@ def _width_error_figure(we: dict, unit: str, constant: bool) -> str:
         ax.set_title("one width for every band (cut only at the scale's ends): "
                      "the band does not adapt to the error", fontsize=8)
     ax.legend(fontsize=7, loc="upper right")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _levels_figure(by: dict, target: float) -> str:
     """Coverage by the human score's level and by the predicted level, each with its 95 %
     Clopper-Pearson interval on distinct items; the nominal coverage and 0.1 below it."""
-    plt = _plt()
+    plt = pyplot()
     kinds = [k for k in ("target", "predicted") if by.get(k)]
     fig, axes = plt.subplots(1, len(kinds), figsize=(3.4 * len(kinds) + 0.6, 3.4),
                              squeeze=False, sharey=True)
@@ -229,7 +229,7 @@ def _levels_figure(by: dict, target: float) -> str:
         ax.set_xlabel("level")
     axes[0][0].set_ylabel("coverage (95 % Clopper-Pearson interval)")
     axes[0][0].legend(fontsize=7, loc="lower left")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _group_map_figure(rows: list, widths: dict, target: float, span: float,
@@ -237,7 +237,7 @@ def _group_map_figure(rows: list, widths: dict, target: float, span: float,
     """The reliability map of the groups: each group's mean band width (points) as a bar,
     coloured by whether its coverage interval reaches the target and the band is narrow
     enough to tell low from high (at most half the scale)."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rows) + 1.3))
     y = np.arange(len(rows))
     w = np.array([widths[r[0]] for r in rows])
@@ -254,13 +254,13 @@ def _group_map_figure(rows: list, widths: dict, target: float, span: float,
                   "wide, red: under-covered", fontsize=8)
     ax.invert_yaxis()
     ax.legend(fontsize=7, loc="lower right")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _bar_figure(labels, values, *, xlabel: str, target: float | None = None,
                 colors=None, intervals=None) -> str:
     """Horizontal bars; ``intervals``: (lo, hi) per bar, drawn as error bars."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 0.42 * len(labels) + 1.2))
     y = np.arange(len(labels))
     xerr = None
@@ -275,12 +275,12 @@ def _bar_figure(labels, values, *, xlabel: str, target: float | None = None,
     ax.set_yticks(y, [label(v) for v in labels], fontsize=8)
     ax.set_xlabel(xlabel)
     ax.invert_yaxis()
-    return _svg(fig)
+    return svg(fig)
 
 
 def _lines_figure(series: dict[str, tuple[list, list]], *, xlabel: str, ylabel: str,
                   target: float | None = None, logx: bool = False, xticks=None) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     for name, (x, y) in series.items():
         ax.plot(x, y, "o-", label=label(name))
@@ -293,13 +293,13 @@ def _lines_figure(series: dict[str, tuple[list, list]], *, xlabel: str, ylabel: 
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7, ncol=2)
-    return _svg(fig)
+    return svg(fig)
 
 
 
 
 def _ms(d) -> str:
-    return "-" if not isinstance(d, dict) else f"{_f(d.get('mean'))} ± {_f(d.get('std'))}"
+    return "-" if not isinstance(d, dict) else f"{fmt(d.get('mean'))} ± {fmt(d.get('std'))}"
 
 
 
@@ -365,7 +365,7 @@ def _evaluate(doc: dict) -> dict:
         verdict += (f"; but items {'whose human score is' if k == 'target' else 'predicted'} "
                     f"at level {g} are covered only {c:.3f}")
     if doc.get("calibration_curve"):
-        blocks.append(_fig(_curve_figure(doc["calibration_curve"], doc["alpha"], tc),
+        blocks.append(fig_block(_curve_figure(doc["calibration_curve"], doc["alpha"], tc),
                            f"Calibration curve ({doc['method']}): empirical coverage of "
                            "held-out items against the nominal 1 - alpha, each point with "
                            "its 95 % Clopper-Pearson interval on the distinct items tested "
@@ -374,7 +374,7 @@ def _evaluate(doc: dict) -> dict:
                            "calibrated; above it they over-cover (ties of discrete targets), "
                            "below it they under-cover. The green bar: the theoretical band."))
     if by:
-        blocks.append(_fig(_levels_figure(by, target),
+        blocks.append(fig_block(_levels_figure(by, target),
                            "Coverage where it matters: by the human score's level (left) and "
                            "by the level the calibrated median predicts (right), each with "
                            "its 95 % Clopper-Pearson interval on distinct items; red: more "
@@ -383,18 +383,18 @@ def _evaluate(doc: dict) -> dict:
                            "red level. Remedy (per predicted level): --mondrian --groups on "
                            "a column of the rounded point score."))
         rows = [[f"{'human score' if k == 'target' else 'predicted'} {g}",
-                 v.get("n_items", v["n"]), _f(v["coverage"]["mean"]),
-                 f"{_f((v.get('ci') or [None, None])[0])}-{_f((v.get('ci') or [None, None])[1])}",
-                 _f(v["sharpness"]["mean"] * span, 2)]
+                 v.get("n_items", v["n"]), fmt(v["coverage"]["mean"]),
+                 f"{fmt((v.get('ci') or [None, None])[0])}-{fmt((v.get('ci') or [None, None])[1])}",
+                 fmt(v["sharpness"]["mean"] * span, 2)]
                 for k in ("target", "predicted") for g, v in (by.get(k) or {}).items()]
-        blocks.append(_table(["level", "items", "coverage", "95 % CI",
+        blocks.append(table_block(["level", "items", "coverage", "95 % CI",
                               f"width (points on {unit})"], rows,
                              "Coverage by level"))
     we = doc.get("width_vs_error")
     constant = bool(a.get("constant_width"))
     if we and we.get("bins"):
         ups = (a.get("ups") or {}).get("mean")
-        blocks.append(_fig(_width_error_figure(we, unit, constant),
+        blocks.append(fig_block(_width_error_figure(we, unit, constant),
                            f"Is the band wide where the score is wrong? Band width against "
                            f"the absolute error of the calibrated median, every test item of "
                            f"every split ({splits}). Bands that adapt rise to the right"
@@ -408,11 +408,11 @@ def _evaluate(doc: dict) -> dict:
         widest = max(doc["groups"], key=lambda g: doc["groups"][g]["sharpness"]["mean"])
         verdict += (f"; least covered group {worst[0]} ({worst[2]:.3f}, 95 % CI "
                     f"{worst[3]:.3f}-{worst[4]:.3f}); widest group {widest}")
-        blocks.append(_fig(svg, "Coverage per group against the target, with the 95 % "
+        blocks.append(fig_block(svg, "Coverage per group against the target, with the 95 % "
                                 "Clopper-Pearson interval on the group's distinct items "
                                 "(red: the interval lies below the target)."))
         widths = {g: doc["groups"][g]["sharpness"]["mean"] * span for g in doc["groups"]}
-        blocks.append(_fig(_group_map_figure(rows, widths, target, span, unit),
+        blocks.append(fig_block(_group_map_figure(rows, widths, target, span, unit),
                            "Reliability map of the groups: mean band width per group in "
                            "points, and its coverage. Green: covered and at most half the "
                            "scale wide (the scores can be trusted to tell low from high); "
@@ -422,14 +422,14 @@ def _evaluate(doc: dict) -> dict:
         def points(d):  # a [0, 1] width in points of the native scale
             return {k: d[k] * span for k in ("mean", "std") if k in d}
 
-        blocks.append(_table(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]",
+        blocks.append(table_block(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]",
                               f"width (points on {unit})"],
-                             [[g, n, _f(c), f"{_f(lo)}-{_f(hi)}",
+                             [[g, n, fmt(c), f"{fmt(lo)}-{fmt(hi)}",
                                _ms(doc["groups"][g]["sharpness"]),
                                _ms(points(doc["groups"][g]["sharpness"]))]
                               for g, n, c, lo, hi in rows]))
     if a.get("width_quantiles"):
-        blocks.append(_fig(_width_quantile_figure(a["width_quantiles"], unit,
+        blocks.append(fig_block(_width_quantile_figure(a["width_quantiles"], unit,
                                                   a["sharpness_native"]["mean"]),
                            f"Distribution of the calibrated band widths ({splits}) over "
                            "every test item of every split."))
@@ -442,7 +442,7 @@ def _evaluate(doc: dict) -> dict:
         metrics = tuple(m for m in metrics if m != "ups")
     rows = [[names.get(m, m), _ms(doc.get("before", {}).get(m)), _ms(a.get(m))]
             for m in metrics if m in a or m in doc.get("before", {})]
-    blocks.append(_table(["metric", "before calibration", "after calibration"], rows,
+    blocks.append(table_block(["metric", "before calibration", "after calibration"], rows,
                          f"{doc['method']}, alpha {doc['alpha']}, n = {doc['n']}, "
                          f"{doc['seeds']} splits (mean ± standard deviation over the "
                          "splits)"))
@@ -459,7 +459,7 @@ def _paper_table_figure(doc: dict, sets: list[str], target: float) -> str:
     """The demo's main table as the paper prints it: heads x test sets, coverage and width
     (points on 1-5) before -> after calibration; a cell is green where the calibrated
     coverage reaches the target."""
-    plt = _plt()
+    plt = pyplot()
     heads = list(doc[sets[0]])
     cells, colours = [], []
     for h in heads:
@@ -481,7 +481,7 @@ def _paper_table_figure(doc: dict, sets: list[str], target: float) -> str:
     t.scale(1, 2.3)
     ax.set_title("coverage before -> after calibration (first line); width in points on "
                  "1-5 (second)", fontsize=8)
-    return _svg(fig)
+    return svg(fig)
 
 
 def _demo(doc: dict) -> dict:
@@ -507,15 +507,15 @@ def _demo(doc: dict) -> dict:
                f"the scale ({best['sharpness']['mean'] * 4:.2f} points on 1-5); calibrated in domain and applied to paintings they cover "
                f"{doc['ood_painting_shift']['chained_ci']['after']['coverage']['mean']:.3f}.")
     return {"title": "demo: the embedded world", "verdict": verdict, "blocks": [
-        _fig(_paper_table_figure(doc, sets, target),
+        fig_block(_paper_table_figure(doc, sets, target),
              f"The main table, as the BEiTScore++ paper prints it: each head on each test "
              f"set, before and after calibration (green: calibrated coverage reaches "
              f"{target:.2f})."),
-        _fig(_bar_figure(labels, cov, xlabel="coverage after calibration", target=target,
+        fig_block(_bar_figure(labels, cov, xlabel="coverage after calibration", target=target,
                          intervals=cis if n_test else None),
              f"Coverage per test set and head, with the 95 % Clopper-Pearson interval of "
              f"each on its {n_test} distinct test items."),
-        _table(["test set", "head", "coverage", "width [0, 1]", "width (points on 1-5)",
+        table_block(["test set", "head", "coverage", "width [0, 1]", "width (points on 1-5)",
                 "UPS", "tau-c"], rows),
         {"kind": "findings", "findings": meta["findings"]}]}
 
@@ -555,16 +555,16 @@ def _judge(doc: dict) -> dict:
         widths = [tasks[t]["mean_width"] for t in names]
         colors = ["#9b2c2c" if tasks[t]["recommendation"].startswith("use") else "#2b6cb0"
                   for t in names]
-        blocks.append(_fig(_bar_figure(names, widths, xlabel=f"mean band width (of {k - 1})",
+        blocks.append(fig_block(_bar_figure(names, widths, xlabel=f"mean band width (of {k - 1})",
                                        target=thr * (k - 1), colors=colors),
                            f"Reliability map of {judge}: tasks by band width; past the dashed "
                            f"threshold ({thr:.0%} of the scale, red) use pairwise ranking."))
-        blocks.append(_table(["task", "n", "coverage", "width", "pearson", "RSG",
+        blocks.append(table_block(["task", "n", "coverage", "width", "pearson", "RSG",
                               "recommendation"],
-                             [[t, _f(v["n"], 0), _f(v["coverage"]), _f(v["mean_width"], 2),
-                               _f(v["pearson"]), _f(v["rsg"]), v["recommendation"]]
+                             [[t, fmt(v["n"], 0), fmt(v["coverage"]), fmt(v["mean_width"], 2),
+                               fmt(v["pearson"]), fmt(v["rsg"]), v["recommendation"]]
                               for t, v in tasks.items()], f"{judge}: per task"))
-    blocks.append(_table(["judge", "method", "coverage", "width", "coverage (boundary)",
+    blocks.append(table_block(["judge", "method", "coverage", "width", "coverage (boundary)",
                           "width (boundary)"], rows, "Methods (mean ± std over splits)"))
     return {"title": "judge study", "verdict": verdict, "blocks": blocks}
 
@@ -574,13 +574,13 @@ def _roundtrip(doc: dict) -> dict:
     verdict = (("SIMULATED generator and encoder. " if doc.get("simulated") else "")
                + f"Matched captions score {v['gap']:.3f} higher than shuffled ones (AUROC "
                f"{v['auroc']:.3f}, 95 % CI {v['auroc_ci'][0]:.3f}-{v['auroc_ci'][1]:.3f}).")
-    blocks = [_table(["", "value", "95 % CI"], [
-        ["gap", _f(v["gap"], 4), f"{_f(v['gap_ci'][0], 4)}-{_f(v['gap_ci'][1], 4)}"],
-        ["AUROC", _f(v["auroc"]), f"{_f(v['auroc_ci'][0])}-{_f(v['auroc_ci'][1])}"]],
+    blocks = [table_block(["", "value", "95 % CI"], [
+        ["gap", fmt(v["gap"], 4), f"{fmt(v['gap_ci'][0], 4)}-{fmt(v['gap_ci'][1], 4)}"],
+        ["AUROC", fmt(v["auroc"]), f"{fmt(v['auroc_ci'][0])}-{fmt(v['auroc_ci'][1])}"]],
         f"{doc['generator']} -> {doc['encoder']}, {doc['n_gen']} generations per caption")]
     c = doc.get("calibration")
     if c:
-        blocks.append(_table(["method", "coverage", "width", "coverage (boundary)",
+        blocks.append(table_block(["method", "coverage", "width", "coverage (boundary)",
                               "width (boundary)", "UPS"],
                              [[m, _ms(c[m]["coverage"]), _ms(c[m]["width"]),
                                _ms(c[m]["coverage_boundary"]), _ms(c[m]["width_boundary"]),
@@ -602,15 +602,15 @@ def _stress(doc: dict) -> dict:
                f"{next(iter(d.values()))['clean']['coverage']:.3f} of clean test items; "
                f"{held} of {len(doc['findings'])} findings hold (below).")
     blocks = [{"kind": "findings", "findings": doc["findings"]},
-              _fig(_lines_figure(cov, xlabel="level", ylabel="coverage", target=target,
+              fig_block(_lines_figure(cov, xlabel="level", ylabel="coverage", target=target,
                                  xticks=levels),
                    "Coverage under each distortion by level (calibrated on clean items)."),
-              _fig(_lines_figure(wid, xlabel="level", ylabel="mean width (native scale)",
+              fig_block(_lines_figure(wid, xlabel="level", ylabel="mean width (native scale)",
                                  xticks=levels),
                    "Mean band width under each distortion by level.")]
     ks = doc["k_sensitivity"]
     kk = sorted(ks, key=int)
-    blocks.append(_fig(_lines_figure({"coverage": ([int(k) for k in kk],
+    blocks.append(fig_block(_lines_figure({"coverage": ([int(k) for k in kk],
                                                    [ks[k]["coverage"] for k in kk])},
                                      xlabel="clusters k", ylabel="coverage", target=target,
                                      logx=True),
@@ -618,11 +618,11 @@ def _stress(doc: dict) -> dict:
                        + ", ".join(k for k in kk if ks[k]["auto"]) + ")."))
     ds = doc.get("domain_shift")
     if ds:
-        rows = [[k.replace("_", " "), _f(ds[k]["coverage"]), _f(ds[k]["width"])]
+        rows = [[k.replace("_", " "), fmt(ds[k]["coverage"]), fmt(ds[k]["width"])]
                 for k in ("in_domain", "out_of_domain", "out_of_domain_weighted")]
-        rows += [[f"mixture {k}", _f(ds["mixture"][k]["coverage"]),
-                  _f(ds["mixture"][k]["width"])] for k in ("unweighted", "weighted")]
-        blocks.append(_table(["setting", "coverage", "width"], rows, "Domain shift"))
+        rows += [[f"mixture {k}", fmt(ds["mixture"][k]["coverage"]),
+                  fmt(ds["mixture"][k]["width"])] for k in ("unweighted", "weighted")]
+        blocks.append(table_block(["setting", "coverage", "width"], rows, "Domain shift"))
     return {"title": "stress study", "verdict": verdict, "blocks": blocks}
 
 

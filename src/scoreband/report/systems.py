@@ -4,7 +4,7 @@ label plan."""
 
 from __future__ import annotations
 
-from scoreband.report.blocks import _f, _fig, _plt, _svg, _table
+from scoreband.report.blocks import fig_block, fmt, pyplot, svg, table_block
 from scoreband.textsafe import fig as label
 
 __all__ = ["systems_section", "DEFINITIONS"]
@@ -34,7 +34,7 @@ DEFINITIONS = [
 
 
 def _forest(doc: dict) -> str:
-    plt = _plt()
+    plt = pyplot()
     rank = doc["ranking"][::-1]
     fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rank) + 1.2))
     for i, r in enumerate(rank):
@@ -50,7 +50,7 @@ def _forest(doc: dict) -> str:
     ax.plot([], [], color="0.6", lw=2, label="labels alone")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    return _svg(fig)
+    return svg(fig)
 
 
 def systems_section(doc: dict) -> dict:
@@ -65,18 +65,18 @@ def systems_section(doc: dict) -> dict:
                   f"it may rank {best['ranks'][0]}-{best['ranks'][1]}")
                + f"; {len(sig)} of {len(doc['pairs'])} pairs differ (Holm, alpha "
                f"{doc['alpha']:g}).")
-    blocks = [_fig(_forest(doc), f"Each system's mean human score: {doc['method']} interval "
+    blocks = [fig_block(_forest(doc), f"Each system's mean human score: {doc['method']} interval "
                                  f"(blue) and the labels-alone interval (grey), {level}.")]
     rows = []
     for r in doc["ranking"]:
         s = doc["systems"][r["system"]]
         lo, hi = r["ranks"]
         rows.append([r["system"], f"{lo}" if lo == hi else f"{lo}-{hi}",
-                     f"{s['n_labeled']} / {s['n_unlabeled']}", _f(s["estimate"]),
-                     f"{_f(s['ci'][0])}-{_f(s['ci'][1])}",
-                     f"{_f(s['classical']['ci'][0])}-{_f(s['classical']['ci'][1])}",
-                     _f(s["effective_labels"], 0), _f(s["lambda"], 2)])
-    blocks.append(_table(["system", "ranks", "labeled / unlabeled", "estimate",
+                     f"{s['n_labeled']} / {s['n_unlabeled']}", fmt(s["estimate"]),
+                     f"{fmt(s['ci'][0])}-{fmt(s['ci'][1])}",
+                     f"{fmt(s['classical']['ci'][0])}-{fmt(s['classical']['ci'][1])}",
+                     fmt(s["effective_labels"], 0), fmt(s["lambda"], 2)])
+    blocks.append(table_block(["system", "ranks", "labeled / unlabeled", "estimate",
                           f"{level} interval", "labels alone", "effective labels", "lambda"],
                          rows, "Systems"))
     names = [r["system"] for r in doc["ranking"]]
@@ -86,18 +86,18 @@ def systems_section(doc: dict) -> dict:
             lo, hi = sorted((sign * p["ci"][0], sign * p["ci"][1]))
             mark = " *" if p["significant"] else ""
             cell[a, b] = f"{sign * p['estimate']:+.2f} [{lo:+.2f}, {hi:+.2f}]{mark}"
-    blocks.append(_table(["row - column", *names],
+    blocks.append(table_block(["row - column", *names],
                          [[a, *(cell.get((a, b), "") for b in names)] for a in names],
                          f"Pairwise differences ({level} intervals; * Holm-adjusted p < "
                          f"{doc['alpha']:g}; paired on shared items where marked in the JSON)"))
     if doc.get("plan"):
-        blocks.append(_table(["system", f"labels for width {doc['plan']['width']:g} (PPI++)",
+        blocks.append(table_block(["system", f"labels for width {doc['plan']['width']:g} (PPI++)",
                               "labels alone"],
                              [[s, v["ppi++"] if v["ppi++"] is not None else "unreachable",
                                v["classical"]] for s, v in doc["plan"]["systems"].items()],
                              "Label plan"))
     if doc.get("warnings") or doc.get("skipped_rows"):
-        blocks.append(_table(["note"], [[w] for w in doc.get("warnings", [])]
+        blocks.append(table_block(["note"], [[w] for w in doc.get("warnings", [])]
                              + [[f"skipped: {e}"] for e in doc.get("skipped_rows", [])[:50]],
                              "Notes"))
     return {"title": "systems: which system is better", "verdict": verdict, "blocks": blocks}

@@ -30,7 +30,7 @@ from scoreband.files import atomic_path, model_source
 from scoreband.http import EndpointClient, public_url
 from scoreband.images import decode_image
 from scoreband.registry import Registry
-from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, _relation, render
+from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, relation, render
 
 __all__ = ["GENERATORS", "make_generator", "parse_caption", "EmbeddedRenderer",
            "DiffusersGenerator", "OpenAIImageGenerator", "GenerationError"]
@@ -119,7 +119,7 @@ def scene_for(caption: str, seed: int) -> Scene:
         cells = rng.choice(16, size=len(objs), replace=False)
         scene = tuple(Obj(o["shape"], o["colour"], pick(o["size"], SIZES),
                           *_cell_xy(int(c), rng)) for o, c in zip(objs, cells, strict=True))
-        if facts["relation"] is None or _relation(scene[0], scene[1]) == facts["relation"]:
+        if facts["relation"] is None or relation(scene[0], scene[1]) == facts["relation"]:
             return Scene(scene)
     return Scene(scene)  # pragma: no cover - 200 draws always find a placement
 

@@ -12,7 +12,7 @@ def load_scorer(source="embedded:default", **kw):
     """Any trained scorer by one call: ``embedded:default`` (the bundled model) or a folder
     written by ``scoreband train`` (``device`` / ``dtype`` apply to a registered backbone).
     Returns a :class:`~scoreband.scorers.scorer.Scorer`: ``predict(images, texts)`` gives
-    :class:`~scoreband.records.Predictions` on [0, 1]; ``fingerprint`` names its weights."""
+    :class:`~scoreband.datatypes.Predictions` on [0, 1]; ``fingerprint`` names its weights."""
     from scoreband.scorers.scorer import Scorer  # torch loads with the scorer, not here
 
     return Scorer.load(source, **kw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scoreband.records import QUANTILE_LEVELS
+from scoreband.datatypes import QUANTILE_LEVELS
 
 __all__ = ["PointHead", "ChainedQuantileHead", "UnconstrainedQuantileHead", "count_crossings",
            "LEVELS", "MEDIAN_INDEX", "HEAD_KINDS", "HeadSet"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from scoreband.records import INTERVAL_ALPHAS, QUANTILE_LEVELS
+from scoreband.datatypes import INTERVAL_ALPHAS, QUANTILE_LEVELS
 
 __all__ = ["interval_score", "centered_interval_loss", "pinball_loss"]
 

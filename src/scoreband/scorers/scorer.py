@@ -31,6 +31,7 @@ from scoreband.backbones.embedded import (
     read_model_config,
     read_model_folder,
 )
+from scoreband.datatypes import QUANTILE_LEVELS, Predictions
 from scoreband.errors import InputError
 from scoreband.files import (
     atomic_path,
@@ -39,7 +40,6 @@ from scoreband.files import (
     verify_checksums,
     write_checksums,
 )
-from scoreband.records import QUANTILE_LEVELS, Predictions
 from scoreband.schemas import BackboneModelDoc, ScorerDoc, validate
 from scoreband.scorers.heads import HEAD_KINDS, HeadSet
 

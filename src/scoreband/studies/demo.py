@@ -15,8 +15,8 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import CRC, ClusterConservative
-from scoreband.protocol import Tally, evaluate_splits, resplits
-from scoreband.records import Predictions
+from scoreband.datatypes import Predictions
+from scoreband.evaluation import Tally, evaluate_splits, resplits
 from scoreband.scorers.scorer import Scorer, bundled_model_dir
 from scoreband.studies.base import StudyResult
 from scoreband.world import make_dataset

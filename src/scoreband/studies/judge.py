@@ -11,10 +11,10 @@ from scipy import stats
 from scoreband import metrics as M
 from scoreband.conformal import CHR, CQR, R2CCP, Mondrian, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError, RowError
-from scoreband.judges.features import expected_score, max_prob
-from scoreband.protocol import resplits, summarize
-from scoreband.records import Predictions, Scale
+from scoreband.evaluation import resplits, summarize
+from scoreband.logprobs import expected_score, max_prob
 from scoreband.studies.base import StudyResult
 from scoreband.textsafe import md
 

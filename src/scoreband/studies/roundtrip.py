@@ -23,9 +23,9 @@ from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.conformal import CRC, SplitConformal, adjust_band
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.mapping import MonotoneMap
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
-from scoreband.protocol import Tally, resplits
-from scoreband.records import Predictions, Scale
+from scoreband.evaluation import Tally, resplits
 from scoreband.studies.base import StudyResult
 from scoreband.tables import read_table
 from scoreband.textsafe import md

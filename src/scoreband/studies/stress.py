@@ -33,10 +33,10 @@ from scoreband import metrics as M
 from scoreband.clustering import choose_k
 from scoreband.conformal import CRC, ClusterConservative, SplitConformal, WeightedSplit
 from scoreband.conformal.weighted import NO_OVERLAP_AUC, too_few_effective
+from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError, RowError
+from scoreband.evaluation import resplits
 from scoreband.extras import require
-from scoreband.protocol import resplits
-from scoreband.records import Predictions, Scale
 from scoreband.studies.base import StudyResult
 from scoreband.textsafe import md
 

@@ -12,8 +12,8 @@ from PIL import Image
 if TYPE_CHECKING:
     import pandas as pd
 
+from scoreband.datatypes import Scale
 from scoreband.files import atomic_path
-from scoreband.records import Record, Scale
 from scoreband.world.scenes import (
     COLOURS,
     SHAPES,
@@ -77,12 +77,6 @@ class WorldDataset:
                             self.ratings[idx], self.style, [self.corruptions[i] for i in idx],
                             None if self.cell_colour is None else self.cell_colour[idx],
                             None if self.cell_shape is None else self.cell_shape[idx])
-
-    def to_records(self, image_paths=None) -> list[Record]:
-        return [Record(id=self.ids[i], image=None if image_paths is None else image_paths[i],
-                       text=self.captions[i], scale=LIKERT,
-                       ratings=self.ratings[i].tolist(), group=str(self.tasks[i]),
-                       domain=self.style) for i in range(len(self))]
 
     def to_frame(self, image_dir: str | Path | None = None) -> pd.DataFrame:
         """A table with one row per item; images are written as PNGs when ``image_dir``."""

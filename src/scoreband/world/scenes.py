@@ -112,7 +112,7 @@ def _np(o: Obj, with_size: bool = False) -> str:
     return f"a {size}{o.colour} {o.shape}"
 
 
-def _relation(a: Obj, b: Obj) -> str:
+def relation(a: Obj, b: Obj) -> str:
     dx, dy = b.x - a.x, b.y - a.y
     if abs(dx) >= abs(dy):
         return "left of" if dx > 0 else "right of"
@@ -139,7 +139,7 @@ def describe(scene: Scene, task: str, rng: np.random.Generator) -> tuple[list[st
             return f"{_np(o)} alone in the middle".split(), {"obj": o}
         i, j = rng.choice(len(objs), 2, replace=False)
         a, b = objs[i], objs[j]
-        return f"{_np(a)} {_relation(a, b)} {_np(b)}".split(), {"a": a, "b": b}
+        return f"{_np(a)} {relation(a, b)} {_np(b)}".split(), {"a": a, "b": b}
     if task == "long_description":
         parts = [_np(p, True) for p in objs]
         body = parts[0] if len(parts) == 1 else " , ".join(parts[:-1]) + " and " + parts[-1]

@@ -16,14 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from scoreband.cli import app
-from scoreband.inference.active import (
+from scoreband.system_level.active import (
     active_arrays,
     inclusion_probabilities,
     predicted_variance_ratio,
     stratified_arrays,
     systematic_draw,
 )
-from scoreband.inference.ppi import ppi_arrays, t_crit
+from scoreband.system_level.ppi import ppi_arrays, t_crit
 
 ALPHA = 0.05
 R = 1500

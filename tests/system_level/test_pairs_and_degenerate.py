@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.errors import InputError
-from scoreband.inference import MIN_LABELS
-from scoreband.inference.systems import MIN_PAIRED_FRACTION, systems_study
+from scoreband.system_level import MIN_LABELS
+from scoreband.system_level.study import MIN_PAIRED_FRACTION, systems_study
 
 runner = CliRunner()
 

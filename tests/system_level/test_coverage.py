@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scoreband.inference import MIN_LABELS
-from scoreband.inference.ppi import ppi_arrays, ppi_width_bound, t_crit, tuned_lambda
+from scoreband.system_level import MIN_LABELS
+from scoreband.system_level.ppi import ppi_arrays, ppi_width_bound, t_crit, tuned_lambda
 
 ALPHA = 0.10
 SHIFT = (0.0, 0.3, 0.6, 0.9)

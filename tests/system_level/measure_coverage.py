@@ -1,7 +1,7 @@
 """End-to-end coverage of ``systems_study`` (cross-fitted map, PPI++, pairs) in the audit's
 scenarios; a measurement script, not a test (minutes):
 
-    python tests/inference/measure_coverage.py [--reps 300] [--scenario few|one|independent]
+    python tests/system_level/measure_coverage.py [--reps 300] [--scenario few|one|independent]
 
 few: 4 systems, metric biases -0.8 .. +1.2 on a 1-5 scale, 5 / 10 / 40 labels per system on
 the same items, 300 items, nominal 0.90; one: the same with one system at 6 labels and the
@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from scoreband.inference.systems import systems_study
+from scoreband.system_level.study import systems_study
 
 BIASES = np.linspace(-0.8, 1.2, 4)
 

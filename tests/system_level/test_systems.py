@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from scoreband.cli import app
-from scoreband.inference.ppi import classical_mean, holm, ppi_mean, rank_sets
-from scoreband.inference.systems import systems_study
+from scoreband.system_level.ppi import classical_mean, holm, ppi_mean, rank_sets
+from scoreband.system_level.study import systems_study
 
 runner = CliRunner()
 
@@ -108,7 +108,7 @@ def test_paired_intervals_are_narrower_than_unpaired_on_paired_data():
 def test_agrees_with_ppi_py_where_the_formulas_match():
     """ppi_py (the method's authors' package) uses a normal quantile and ddof = 0 variances;
     scoreband uses Student's t and ddof = 1 (ddof = 2 for the residuals when the weight is
-    fitted), which under ppi_py's own coverage at few labels (tests/inference/
+    fitted), which under ppi_py's own coverage at few labels (tests/system_level/
     test_coverage.py). So: at a fixed weight the point estimates agree exactly and ppi_py's
     standard error is ours with ddof = 0; with many labels the intervals, tuned or not,
     agree to 2 % of their width, and the tuned weights to 0.01 (ppi_py pools the

@@ -1,0 +1,261 @@
+"""Active labeling for means (Zrnic and Candes, ICML 2024) and stratified PPI++ (Fisch et al.
+2024): which rows to send to humans, and the means and differences estimated from labels
+drawn with known, unequal probabilities.
+
+Design. Row (or item) ``i`` is labeled with probability ``pi_i`` (``xi_i ~ Bernoulli(pi_i)``),
+``pi_i`` proportional to an estimate ``u_i`` of the metric's error spread
+``sqrt(E[(Y - f(X))^2 | X])``, mixed with uniform (weight ``mix``, which is also the floor:
+no row gets less than ``mix`` times the uniform probability) and capped at 1, the expected
+number of labels fixed (:func:`inclusion_probabilities`).
+
+Estimate. With ``w_i = xi_i / pi_i`` and the self-normalised (Hajek) residual mean::
+
+    mu_r  = sum_i w_i (y_i - lam f_i) / sum_i w_i
+    theta = lam * mean_i f_i + mu_r                  (mean over every row, labeled or not)
+    Z_i   = lam f_i + s (N / sum w) w_i (y_i - lam f_i - mu_r),   se^2 = var(Z) / N
+
+``s^2 = n / (n - k)`` (``k = 1``; 2 when ``lam`` is fitted) is the small-sample correction the
+uniform estimator takes through ``ddof`` (:func:`scoreband.system_level.ppi.ppi_arrays`), and the
+interval is ``theta +/- t_{df} se`` with ``df = n_eff - k``, ``n_eff = (sum w)^2 / sum w^2``
+over the labeled rows (Kish's effective sample size: ``n`` for a uniform design). ``lam``
+minimises ``var(Z)`` (``Z`` is linear in ``lam``, so exactly) and is clipped to [0, 1]. Valid
+for any ``pi`` fixed before the labels are seen: ``E[w_i] = 1`` whatever ``pi``. The plain
+inverse-probability form (``mean_i lam f_i + w_i (y_i - lam f_i)``, ``hajek=False``) is kept
+for comparison: its interval is wider because the number of labels is random and its
+residuals are not centred (``benchmarks/active_labels.py``).
+
+Strata (tasks, dimensions): each stratum gets its own estimate and ``lam``; the stratified
+estimate weighs them by their number of rows, its variance adds the weighted variances and
+its degrees of freedom are Welch-Satterthwaite's (:func:`stratified`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scoreband.system_level.ppi import MeanEstimate, t_crit
+
+__all__ = ["inclusion_probabilities", "systematic_draw", "active_arrays", "active_mean", "stratified",
+           "predicted_variance_ratio", "stratified_arrays", "DEFAULT_MIX"]
+
+#: weight of the uniform design in the mixture (and the floor: no row is labeled with less
+#: than this times the uniform probability). 0.5 keeps an uninformative uncertainty within
+#: ~3 % of the uniform width when its coefficient of variation is 0.5 or less
+#: (variance ratio ~ 1 + (1 - mix)^2 cv^2) and keeps most of the gain of an informative one.
+DEFAULT_MIX = 0.5
+
+
+def inclusion_probabilities(u, n_expected: float, mix: float = DEFAULT_MIX) -> np.ndarray:
+    """Probabilities ``pi`` (shape of ``u``) summing to ``n_expected``, proportional to
+    ``(1 - mix) u / mean(u) + mix`` and capped at 1 (the excess is spread over the others).
+    Non-finite or negative ``u`` count as the mean of the others; all-zero ``u``: uniform.
+
+    >>> p = inclusion_probabilities([1.0, 1.0, 2.0, 4.0], 2, mix=0.5)
+    >>> p.round(3).tolist(), round(float(p.sum()), 6)
+    ([0.375, 0.375, 0.5, 0.75], 2.0)
+    """
+    u = np.asarray(u, dtype=float)
+    N = u.size
+    if N == 0:
+        return u.copy()
+    if not 0 <= mix <= 1:
+        raise ValueError(f"mix must lie in [0, 1], got {mix}")
+    ok = np.isfinite(u) & (u >= 0)
+    u = np.where(ok, u, np.mean(u[ok]) if ok.any() else 1.0)
+    m = u.mean()
+    v = (1 - mix) * (u / m if m > 0 else np.ones(N)) + mix
+    n = float(min(max(n_expected, 0.0), N))
+    pi = np.zeros(N)
+    free = np.ones(N, bool)
+    left = n
+    for _ in range(N + 1):  # water-filling: cap at 1, rescale the rest
+        pi[free] = left * v[free] / v[free].sum()
+        over = free & (pi > 1)
+        if not over.any():
+            break
+        pi[over] = 1.0
+        free &= ~over
+        left = n - (~free).sum()
+        if left <= 0 or not free.any():
+            pi[free] = 0.0 if left <= 0 else pi[free]
+            break
+    return np.clip(pi, 0.0, 1.0)
+
+
+def systematic_draw(pi, order_u, start):
+    """Which units are labeled: systematic sampling with probabilities ``pi`` in the order of
+    ``order_u`` (one uniform per unit, e.g. from a hash of the seed and the unit's identity)
+    from ``start`` in [0, 1). Unit ``i`` is drawn with probability exactly ``pi_i`` and the
+    number drawn is ``floor(sum pi)`` or ``ceil(sum pi)`` (exactly ``sum pi`` when it is a whole
+    number): a fixed number of labels, which at 30 labels gives ~3 % narrower intervals than
+    independent Bernoulli draws (whose count varies). Vectorised over leading axes.
+
+    >>> systematic_draw(np.array([0.5, 0.5, 1.0, 0.25, 0.75]), np.arange(5) / 5, 0.3).tolist()
+    [True, False, True, False, True]
+    """
+    pi, order_u = np.asarray(pi, float), np.asarray(order_u, float)
+    order = np.argsort(order_u, axis=-1, kind="stable")
+    c = np.cumsum(np.take_along_axis(np.broadcast_to(pi, order.shape), order, -1), -1)
+    start = np.asarray(start, float)[..., None] if np.ndim(start) else start
+    hit = np.floor(c - start + 1e-12) - np.floor(np.concatenate(
+        [np.zeros(c.shape[:-1] + (1,)), c[..., :-1]], -1) - start + 1e-12) >= 1
+    out = np.empty(order.shape, bool)
+    np.put_along_axis(out, order, hit, -1)
+    return out
+
+
+def predicted_variance_ratio(r2, p) -> float:
+    """Variance of the active estimate over the uniform one at equal expected labels, from
+    squared residuals ``r2`` of a uniform sample and the design ``p`` (any scale) those rows
+    would get: ``mean(r2 / p) * mean(p) / mean(r2)`` (the residual part, which dominates when
+    unlabeled rows are many). Pass ``u^2`` as ``r2`` to predict from the uncertainty alone,
+    which assumes ``u`` is proportional to the true error spread.
+
+    >>> round(predicted_variance_ratio([1.0, 1.0], [0.5, 2.0]), 3)
+    1.562
+    """
+    r2, p = np.asarray(r2, float), np.asarray(p, float)
+    den = float(np.mean(r2))
+    return float(np.mean(r2 / p) * np.mean(p) / den) if den > 0 else 1.0
+
+
+def _var(a, ddof=1):
+    return np.var(a, axis=-1, ddof=ddof)
+
+
+def _cov(a, b):
+    n = a.shape[-1]
+    return np.sum((a - a.mean(-1, keepdims=True)) * (b - b.mean(-1, keepdims=True)), -1) / (n - 1)
+
+
+def active_arrays(y, f, pi, labeled, lam=None, hajek: bool = True, lam_floor: float = 0.0):
+    """The inverse-probability-weighted PPI mean, vectorised over leading axes.
+
+    Parameters
+    ----------
+    y, f, pi : arrays (..., N)
+        Target (any value where unlabeled), prediction and inclusion probability of every row.
+    labeled : bool array (..., N)
+    lam : float or None
+        None fits it (PPI++: minimises the estimated variance, clipped to [lam_floor, 1]);
+        0 gives the weighted mean of the labels alone, 1 plain PPI.
+    hajek : bool
+        Self-normalised residual mean (default) or the plain inverse-probability sum.
+
+    Returns
+    -------
+    est, se, lam, df, n : arrays (...)
+        ``est +/- t_crit(alpha, df) * se`` is the interval; ``n`` the number of labels.
+        Rows with every label equal get the largest variance a [0, 1] target can have
+        (``1/4``) for their residual part instead of the sample's.
+    """
+    f = np.asarray(f, dtype=float)
+    labeled = np.asarray(labeled, dtype=bool)
+    y = np.where(labeled, np.asarray(y, dtype=float), 0.0)
+    pi = np.asarray(pi, dtype=float)
+    N = f.shape[-1]
+    w = np.where(labeled, 1.0 / np.where(labeled, pi, 1.0), 0.0)
+    n = labeled.sum(-1)
+    if f.ndim == 1 and n < 2:
+        raise ValueError(f"an interval needs at least 2 labels, got {int(n)}")
+    sw = w.sum(-1, keepdims=True)
+    tuned = lam is None
+    k = 2 if tuned and np.all(n >= 3) else 1
+    s = np.sqrt(n / np.maximum(n - k, 1))[..., None]
+    if hajek:
+        mu_y = (w * y).sum(-1, keepdims=True) / sw
+        mu_f = (w * f).sum(-1, keepdims=True) / sw
+        b = s * (N / sw) * w * (y - mu_y)
+        c = s * (N / sw) * w * (f - mu_f)
+    else:
+        b, c = s * w * y, s * w * f
+        mu_y = mu_f = None
+    d = f - c  # Z(lam) = b + lam * d
+    if tuned:
+        vd = _var(d)
+        lam = np.where(vd > 1e-15, -_cov(b, d) / np.where(vd > 1e-15, vd, 1.0), 0.0)
+        lam = np.clip(lam, lam_floor, 1.0)
+    lam = np.broadcast_to(np.asarray(lam, dtype=float), f.shape[:-1]).copy()
+    Z = b + lam[..., None] * d
+    var = _var(Z) / N
+    if hajek:
+        est = lam * f.mean(-1) + (mu_y - lam[..., None] * mu_f)[..., 0]
+    else:
+        est = lam * f.mean(-1) + (w * (y - lam[..., None] * f)).sum(-1) / N
+    # labels with no spread: the residual part's variance would rest on chance
+    ly = np.where(labeled, y, np.nan)
+    flat = (np.nanmax(ly, -1) - np.nanmin(ly, -1)) == 0
+    if np.any(flat):
+        wc = (0.25 * s[..., 0] ** 2 * (w ** 2).sum(-1) / sw[..., 0] ** 2
+              + lam ** 2 * _var(f) / N)
+        var = np.where(flat, np.maximum(var, wc), var)
+    n_eff = sw[..., 0] ** 2 / (w ** 2).sum(-1)
+    df = np.maximum(n_eff - k, 1.0)
+    se = np.where(n >= 2, np.sqrt(var), np.inf)  # (vectorised) fewer than 2 labels
+    return est, se, lam, df, n
+
+
+def active_mean(y, f, pi, labeled, alpha: float = 0.05, lam=None, hajek: bool = True,
+                lam_floor: float = 0.0) -> MeanEstimate:
+    """:func:`active_arrays` for one system, as a :class:`MeanEstimate` (``N``: rows not
+    labeled).
+
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=2000); f = y + rng.normal(0, 0.5, 2000)
+    >>> lab = rng.random(2000) < 0.05
+    >>> e = active_mean(y, f, np.full(2000, 0.05), lab)
+    >>> bool(e.ci[0] < 0 < e.ci[1]), e.n
+    (True, 100)
+    """
+    est, se, lam_, df, n = active_arrays(y, f, pi, labeled, lam, hajek, lam_floor)
+    est, se, df = float(est), float(se), float(df)
+    h = float(t_crit(alpha, df)) * se
+    return MeanEstimate(est, se, (est - h, est + h), float(lam_), int(n),
+                        int(len(np.asarray(f)) - n), df)
+
+
+def stratified(parts: list[tuple[float, MeanEstimate]], alpha: float) -> MeanEstimate:
+    """Strata combined by size: ``parts`` are ``(rows in the stratum, its estimate)``; the
+    estimate is the row-weighted mean, the variance the squared-weight sum, the degrees of
+    freedom Welch-Satterthwaite's; ``lam`` the row-weighted mean of the strata's weights.
+
+    >>> a = MeanEstimate(1.0, 0.1, (0.8, 1.2), 0.5, 10, 90, 8.0)
+    >>> b = MeanEstimate(3.0, 0.1, (2.8, 3.2), 0.5, 10, 290, 8.0)
+    >>> e = stratified([(100, a), (300, b)], 0.05)
+    >>> round(e.estimate, 3), round(e.df, 2)
+    (2.5, 9.76)
+    """
+    sizes = np.array([p[0] for p in parts], dtype=float)
+    g = sizes / sizes.sum()
+    est = float(sum(gi * e.estimate for gi, (_, e) in zip(g, parts, strict=True)))
+    terms = [(gi * e.se) ** 2 for gi, (_, e) in zip(g, parts, strict=True)]
+    var = float(sum(terms))
+    den = sum(t ** 2 / e.df for t, (_, e) in zip(terms, parts, strict=True))
+    df = var ** 2 / den if den > 0 else float(min(e.df for _, e in parts))
+    se = math.sqrt(var)
+    h = float(t_crit(alpha, df)) * se
+    lam = float(sum(gi * e.lam for gi, (_, e) in zip(g, parts, strict=True)))
+    return MeanEstimate(est, se, (est - h, est + h), lam, sum(e.n for _, e in parts),
+                        sum(e.N for _, e in parts), float(df))
+
+
+def stratified_arrays(y, f, pi, labeled, strata, lam=None, hajek: bool = True,
+                      lam_floor: float = 0.0):
+    """:func:`stratified` vectorised over leading axes, ``strata`` a 1-D label per row
+    (shared by every leading index). Returns ``est, se, df``."""
+    strata = np.asarray(strata)
+    N = strata.shape[-1]
+    est = var = den = 0.0
+    for k in np.unique(strata):
+        m = strata == k
+        g = m.sum() / N
+        e, s, _, d, _ = active_arrays(y[..., m], f[..., m], pi[..., m], labeled[..., m],
+                                      lam, hajek, lam_floor)
+        est = est + g * e
+        t = (g * s) ** 2
+        var = var + t
+        den = den + t ** 2 / d
+    df = np.where(den > 0, var ** 2 / np.where(den > 0, den, 1.0), 1.0)
+    return est, np.sqrt(var), df

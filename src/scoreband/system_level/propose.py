@@ -1,0 +1,316 @@
+"""Which rows to send to humans (``scoreband systems --propose-labels N``): active labeling
+for system means (Zrnic and Candes, ICML 2024; :mod:`scoreband.system_level.active`).
+
+Data flow: the table -> a per-row uncertainty ``u`` on the target's scale - a calibrator's
+band width (``calibrator``, applied through :func:`scoreband.api.apply`), else a model of the
+metric's squared error fitted on the rows already labeled (a burn-in: cells of stratum x
+score tertile, each shrunk towards its stratum and the whole), else none (uniform) -> the
+inclusion probabilities (proportional to ``u`` mixed with uniform, so none is below ``mix``
+times the uniform one; capped at 1), ``n_labels`` expected per system -> one systematic draw
+in an order fixed by a hash of the seed and each row's (or item's) identity, so the draw does
+not depend on the table's order -> the table with every input row and column plus
+``inclusion_prob`` and ``propose_label``. Rows already labeled get ``inclusion_prob`` 1 (they
+are certain; the estimate is then valid conditionally on them) and are not proposed again.
+With ``item_col`` the draw is by item: an item drawn is labeled for every system that
+answered it, which keeps the pairwise differences paired.
+
+``systems --inclusion-prob inclusion_prob`` then estimates from the labels that came back.
+The predicted gain (``predicted_width_ratio``: the active interval's width over the uniform
+one's at equal expected labels) comes from the burn-in's residuals when there are labels (the
+uncertainty model cross-fitted, so the prediction is not read off the rows it was fitted on),
+or from ``u`` alone (which assumes it is proportional to the error spread) when there are none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from scoreband.columns import require_columns, row_ids
+from scoreband.conformal.randomness import frame_keys, row_uniforms
+from scoreband.datatypes import Scale
+from scoreband.errors import InputError, RowError
+from scoreband.system_level import MIN_LABELS
+from scoreband.system_level.active import (
+    DEFAULT_MIX,
+    inclusion_probabilities,
+    predicted_variance_ratio,
+    systematic_draw,
+)
+from scoreband.system_level.ppi import labels_for_width, ppi_mean
+from scoreband.system_level.study import ACTIVE_PAYS, _rows, cross_fit
+
+__all__ = ["propose_labels", "Proposal", "OUT_COLUMNS", "MIN_BURN_IN"]
+
+#: the columns the proposal adds
+OUT_COLUMNS = ("inclusion_prob", "propose_label")
+#: labeled rows (all systems together) from which a residual model is fitted
+MIN_BURN_IN = 20
+#: pseudo-count pulling a cell's mean squared residual towards its parent's
+SHRINK = 10.0
+
+
+@dataclass
+class Proposal:
+    """What :func:`propose_labels` chose: ``table`` (every input row and column plus
+    ``inclusion_prob`` and ``propose_label``), ``doc`` (JSON-ready summary: uncertainty
+    source, expected labels and predicted gain per system, plan), skipped rows, warnings."""
+
+    table: pd.DataFrame
+    doc: dict
+    errors: list[RowError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _cells(f01, st, r2, fit, pred_f01, pred_st) -> np.ndarray:
+    """Mean squared residual of each predicted row's cell (stratum x tertile of the mapped
+    score, tertiles from the fitting rows), shrunk towards the stratum, the stratum towards
+    the whole (``SHRINK`` pseudo-rows)."""
+    r2f, ff, sf = r2[fit], f01[fit], st[fit]
+    overall = float(np.mean(r2f))
+    edges = np.quantile(ff, [1 / 3, 2 / 3]) if len(ff) >= 6 else np.array([np.inf, np.inf])
+    bf, bp = np.searchsorted(edges, ff), np.searchsorted(edges, pred_f01)
+    out = np.empty(len(pred_f01))
+    for k in np.unique(pred_st):
+        ms = sf == k
+        s_mean = (r2f[ms].sum() + SHRINK * overall) / (ms.sum() + SHRINK)
+        for b in range(3):
+            mc = ms & (bf == b)
+            v = (r2f[mc].sum() + SHRINK * s_mean) / (mc.sum() + SHRINK)
+            out[(pred_st == k) & (bp == b)] = v
+    return out
+
+
+def _burn_in_model(X, y01, labeled, items, st, folds, seed):
+    """Cross-fitted map ``f01`` for every row, squared residuals on the labeled rows, the
+    uncertainty ``u01`` of every row (cell model on all labels) and the same uncertainty for
+    each labeled row from a model fitted without its half (for an honest predicted gain)."""
+    f01, _ = cross_fit(X, np.nan_to_num(y01), labeled, items, folds, seed)
+    lab = np.flatnonzero(labeled)
+    r2 = np.zeros(len(y01))
+    r2[lab] = (y01[lab] - f01[lab]) ** 2
+    u2 = _cells(f01, st, r2, labeled, f01, st)
+    half = np.random.default_rng([seed, 23]).permutation(len(lab)) % 2
+    u2_held = np.empty(len(lab))
+    for h in (0, 1):
+        fit = np.zeros(len(y01), bool)
+        fit[lab[half != h]] = True
+        idx = lab[half == h]
+        u2_held[half == h] = _cells(f01, st, r2, fit, f01[idx], st[idx])
+    return f01, r2, np.sqrt(u2), np.sqrt(u2_held)
+
+
+def _design_p(u, u_ref, mix):
+    """The (uncapped) design weight ``(1 - mix) u / mean(u_ref) + mix`` of rows with ``u``."""
+    m = float(np.mean(u_ref))
+    return (1 - mix) * (u / m if m > 0 else np.ones(len(u))) + mix
+
+
+def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores=(),
+                   target: str | None = None, scale=None, item_col: str | None = None,
+                   calibrator=None, strata: str | None = None, mix: float = DEFAULT_MIX,
+                   seed: int = 0, alpha: float = 0.05, plan: float | None = None,
+                   folds: int = 5) -> Proposal:
+    """Choose the rows to label: ``n_labels`` expected new labels per system, each row (or
+    item, with ``item_col``) labeled with probability proportional to its uncertainty mixed
+    with uniform (see the module docstring). ``target``: the human score column (its filled
+    cells are the burn-in; may be absent from the table: no labels yet). ``calibrator``: a
+    path or :class:`scoreband.api.Calibration` whose band widths are the uncertainty.
+    ``plan``: a full interval width on the target's scale; labels per system needed for it,
+    uniform and active."""
+    if not n_labels > 0:
+        raise InputError(f"`propose_labels` is the expected number of new labels per system "
+                         f"(> 0), got {n_labels}")
+    if not 0 <= mix <= 1:
+        raise InputError(f"`mix` (the weight of the uniform design) must lie in [0, 1], "
+                         f"got {mix}")
+    scores = [scores] if isinstance(scores, str) else list(scores or [])
+    clash = [c for c in OUT_COLUMNS if c in df.columns]
+    if clash:
+        raise InputError(f"the table already has column(s) {', '.join(clash)}: the proposal "
+                         "adds them; rename or drop them (is this already a proposal?)")
+    if scale is None:
+        raise InputError("`scale`: give the human score's scale, 'A,B'")
+    scale = scale if isinstance(scale, Scale) else Scale.parse(scale)
+    has_target = target is not None and target in df.columns
+    require_columns(df, [("`system_col`", system_col), *(("`score`", c) for c in scores),
+                        ("`item_col`", item_col), ("`strata`", strata)])
+    errors: dict[int, RowError] = {}
+    notes: list[str] = []
+    tmp = df if has_target else df.assign(**{"__no_target__": np.nan})
+    names, X, y, items = _rows(tmp, system_col, scores, target if has_target else
+                               "__no_target__", scale, item_col, errors)
+    if not has_target:
+        notes.append(f"no `target` column {target!r} in the table: no labels yet"
+                     if target else "no `target`: no labels yet")
+    if strata is not None:
+        st = df[strata].astype(str).to_numpy()
+        ids = row_ids(df, None)
+        for i in np.flatnonzero(df[strata].isna().to_numpy()):
+            from scoreband.columns import row_error
+
+            errors.setdefault(i, row_error(i, ids[i], strata, "no stratum (empty cell)"))
+    else:
+        st = np.full(len(df), "all", dtype=object)
+    ok = np.ones(len(df), bool)
+    ok[list(errors)] = False
+    if not ok.any():
+        raise InputError("no usable rows: " + "; ".join(str(e) for e in
+                                                        list(errors.values())[:5]))
+    labeled = ok & np.isfinite(y)
+    w = scale.hi - scale.lo
+    y01 = np.where(labeled, (y - scale.lo) / w, np.nan)
+
+    # ---------------------------------------------------------------- uncertainty
+    u01 = np.ones(len(df))
+    r2 = u_held = None
+    n_lab = int(labeled.sum())
+    band_alpha = None
+    if calibrator is not None:
+        # the apply stage itself, not scoreband.api (which imports this module): a path or
+        # an in-memory Calibration (its fitted calibrator and inputs)
+        from scoreband.apply_stage import ApplyStage  # lazy: loads the conformal package
+        from scoreband.engine.rows import run_rows
+
+        given = ((calibrator.calibrator, {"inputs": calibrator.inputs})
+                 if hasattr(calibrator, "calibrator") else calibrator)
+        stage = ApplyStage(given, on_warning=notes.append)
+        table = run_rows(df, stage).table
+        band = stage.band
+        width = (table["band_hi01"].to_numpy(float) - table["band_lo01"].to_numpy(float))
+        u01 = width * (band.scale.hi - band.scale.lo) / w
+        band_alpha = float(band.alpha)
+        source = f"calibrator band width ({band.method}, alpha {band.alpha:g})"
+        bad = ok & ~np.isfinite(u01)
+        if bad.any():
+            notes.append(f"{int(bad.sum())} rows got no band from the calibrator: they take "
+                         "the mean width of the others")
+    if n_lab >= MIN_BURN_IN and X.shape[1]:
+        Xo = X[ok]
+        f_ok, r2_ok, u_ok, u_held = _burn_in_model(
+            Xo, y01[ok], labeled[ok], None if items is None else items[ok], st[ok], folds,
+            seed)
+        r2 = r2_ok[labeled[ok]]
+        if calibrator is None:
+            u01 = np.ones(len(df))
+            u01[ok] = u_ok
+            source = (f"residual model (stratum x score tertile) on {n_lab} labeled rows"
+                      + (f" by `{strata}`" if strata else ""))
+    elif calibrator is None:
+        source = "none: uniform" + ("" if n_lab >= MIN_BURN_IN else
+                                    f" (fewer than {MIN_BURN_IN} labeled rows for a residual "
+                                    "model, and no calibrator)")
+    u01 = np.where(np.isfinite(u01), u01, np.nan)
+    fill = float(np.nanmean(u01[ok])) if np.isfinite(u01[ok]).any() else 1.0
+    u01 = np.where(np.isfinite(u01), u01, fill)
+
+    # ---------------------------------------------------------------- design and draw
+    cand = ok & ~labeled
+    pi = np.full(len(df), np.nan)
+    pi[labeled] = 1.0
+    draw = np.zeros(len(df), bool)
+    systems = sorted(set(names[ok]), key=str)
+    start = np.random.default_rng([seed, 31]).random()
+    if item_col is not None:
+        ci = np.flatnonzero(cand)
+        frame = pd.DataFrame({"item": items[ci], "u2": u01[ci] ** 2})
+        per_item = frame.groupby("item", sort=True)["u2"].mean()
+        rows_per_system = np.mean([np.sum(cand & (names == s)) for s in systems])
+        budget = n_labels * len(per_item) / max(rows_per_system, 1)
+        p_item = inclusion_probabilities(np.sqrt(per_item.to_numpy()), budget, mix)
+        keys = frame_keys(pd.DataFrame({item_col: per_item.index.astype(str)}))
+        d_item = systematic_draw(p_item, row_uniforms(keys, seed, 7), start)
+        pos = per_item.index.get_indexer(items[ci])
+        pi[ci], draw[ci] = p_item[pos], d_item[pos]
+    else:
+        for s in systems:
+            ci = np.flatnonzero(cand & (names == s))
+            if not len(ci):
+                continue
+            p = inclusion_probabilities(u01[ci], n_labels, mix)
+            keys = frame_keys(df.iloc[ci])
+            pi[ci] = p
+            draw[ci] = systematic_draw(p, row_uniforms(keys, seed, 7), start)
+    floor = np.nanmin(pi[cand]) if cand.any() else float("nan")
+
+    # ---------------------------------------------------------------- predicted gain
+    if r2 is not None and len(r2) and float(np.mean(r2)) > 0:
+        u_lab = u01[labeled] if calibrator is not None else u_held
+        u_ref = u01[cand] if calibrator is not None else u01[ok]
+        ratio = predicted_variance_ratio(r2, _design_p(u_lab, u_ref, mix))
+        gain_from = (f"the {n_lab} labeled rows' residuals" + (
+            " (the residual model cross-fitted over two halves)" if calibrator is None else ""))
+    elif calibrator is not None and cand.any():
+        ratio = predicted_variance_ratio(u01[cand] ** 2, _design_p(u01[cand], u01[cand], mix))
+        gain_from = ("the calibrator's band widths alone (assumes the width is proportional "
+                     "to the metric's error spread; label a burn-in to check)")
+    else:
+        ratio, gain_from = 1.0, "no uncertainty: the design is uniform"
+    pred_ratio = float(np.sqrt(ratio))
+    case = "active" if pred_ratio <= ACTIVE_PAYS else "uniform"
+    per: dict[str, dict] = {}
+    for s in systems:
+        m = names == s
+        per[s] = {"n_rows": int((m & ok).sum()), "n_labeled": int((m & labeled).sum()),
+                  "expected_new_labels": float(np.nansum(pi[m & cand])),
+                  "proposed": int((m & draw).sum())}
+    doc = {"study": "propose_labels", "n_labels_per_system": float(n_labels), "mix": mix,
+           "min_inclusion_prob": float(floor), "uncertainty": source, "seed": seed,
+           "by_item": item_col is not None, "item_col": item_col, "strata": strata,
+           "predicted_width_ratio": pred_ratio, "predicted_from": gain_from, "case": case,
+           "advice": (f"active labeling pays: intervals ~{pred_ratio:.2f}x the uniform "
+                      "width at equal labels" if case == "active" else
+                      f"active labeling gains little here (predicted {pred_ratio:.2f}x the "
+                      "uniform width): the metric's error spread does not vary enough (or "
+                      "the uncertainty does not track it); uniform labels do as well"),
+           "systems": per, "n_rows": int(len(df)),
+           "skipped_rows": [str(e) for e in errors.values()], "warnings": notes}
+    if plan is not None:
+        doc["plan"] = _plan(plan, alpha, scale, names, y01, labeled, ok, X, items, u01, cand,
+                            ratio, band_alpha, systems, folds, seed)
+    out = df.copy()
+    out["inclusion_prob"] = pi
+    out["propose_label"] = draw
+    return Proposal(out, doc, list(errors.values()), notes)
+
+
+def _plan(width, alpha, scale, names, y01, labeled, ok, X, items, u01, cand, ratio,
+          band_alpha, systems, folds, seed) -> dict:
+    """Labels per system for an interval of ``width`` (native scale), uniform PPI++ and
+    active, from the system's labels when it has :data:`MIN_LABELS`, else from the
+    calibrator's band widths (residual sd ~ width / (2 z_{1 - alpha_cal / 2}), errors roughly
+    normal), else unknown."""
+    w = scale.hi - scale.lo
+    out = {"width": width, "predicted_width_ratio": float(np.sqrt(ratio)), "systems": {}}
+    f01 = None
+    if labeled.sum() >= 4 and X.shape[1]:
+        f01 = np.full(len(y01), np.nan)
+        f01[ok], _ = cross_fit(X[ok], np.nan_to_num(y01[ok]), labeled[ok],
+                               None if items is None else items[ok], folds, seed)
+    for s in systems:
+        m = (names == s) & ok
+        rec: dict = {"from": None, "classical": None, "ppi++": None, "active": None}
+        if (m & labeled).sum() >= MIN_LABELS and f01 is not None:
+            yl, fl, fu = y01[m & labeled], f01[m & labeled], f01[m & ~labeled]
+            e = ppi_mean(yl, fl, fu, alpha)
+            rec.update(labels_for_width(
+                width / w, alpha, float(np.var(yl, ddof=1)),
+                float(np.var(yl - e.lam * fl, ddof=1)), e.lam,
+                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu)))
+            rec["from"] = f"{int((m & labeled).sum())} labels"
+        elif band_alpha is not None:
+            z = float(stats.norm.ppf(1 - band_alpha / 2))
+            var_r = float(np.mean((u01[m] / (2 * z)) ** 2))
+            rec.update(labels_for_width(width / w, alpha, var_r, var_r, 1.0, 0.0,
+                                        int((m & cand).sum())))
+            rec["classical"] = None
+            rec["from"] = ("the calibrator's band widths (residual sd ~ width / 2z; assumes "
+                           "roughly normal errors and the calibrator's scale)")
+        if rec["ppi++"] is not None:
+            rec["active"] = int(max(MIN_LABELS, np.ceil(rec["ppi++"] * ratio)))
+        rec.pop("width", None)
+        out["systems"][s] = rec
+    return out

@@ -1,0 +1,593 @@
+"""System-level inference: which system is better, and by how much in human terms, from a
+few human labels and many metric scores (``scoreband systems``).
+
+Data flow: a table with one row per (system, item) output -> rows checked (a bad row is
+reported and skipped) -> a map from the metric columns to the human scale, **cross-fitted**
+over the labeled rows (each labeled row's prediction comes from a map fitted on the other
+folds, so no label both fits the map and rectifies it; unlabeled rows get the mean of the
+fold maps) -> per system the PPI++ mean (:mod:`scoreband.system_level.ppi`) beside the
+labels-only mean -> every pair of systems, paired on shared items when an item column is
+given -> Holm-adjusted p-values -> simultaneous rank sets.
+
+The map is shared by every system (ridge + isotonic, :mod:`scoreband.conformal.pointfit`): a
+metric biased differently for each system costs width, not coverage, because each system's
+estimate is rectified by its own labels. What the intervals assume: each system's labeled rows
+are a random sample of its rows (labeling does not depend on the target or the score), the
+unlabeled rows come from the same population, and Student's t (``n - 1`` degrees of freedom,
+``n - 2`` when PPI++ fits its weight) is accurate for the studentised mean - checked by
+simulation from :data:`MIN_LABELS` labels per system (``tests/system_level``). Degenerate inputs
+are said and handled, never turned into a zero-width interval: labels with no spread, a score
+column that copies the label, the target given as a score.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scoreband.columns import numeric_column, require_columns, row_error, row_ids
+from scoreband.datatypes import Scale
+from scoreband.errors import InputError, RowError
+from scoreband.files import write_json
+from scoreband.system_level.active import (
+    active_mean,
+    stratified,
+)
+from scoreband.system_level.ppi import (
+    MIN_LABELS,
+    MeanEstimate,
+    classical_mean,
+    difference,
+    holm,
+    labels_for_width,
+    p_value,
+    ppi_mean,
+    rank_sets,
+    worst_case_mean,
+)
+
+__all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS", "MIN_PAIRED_FRACTION",
+           "MIN_STRATUM_LABELS", "ACTIVE_PAYS"]
+
+#: the estimators ``method`` names: power-tuned PPI, plain PPI (lam = 1), labels alone
+METHODS = {"ppi++": None, "ppi": 1.0, "classical": 0.0}
+#: a pair is compared paired (on the items labeled for both systems) when at least
+#: ``MIN_LABELS`` items and at least this fraction of the fewer labels of the two systems are
+#: labeled for both; otherwise unpaired (each system on all of its labels, variances added).
+#: The choice depends on the counts only, never on the labels' values, so it keeps coverage.
+#: Pairing on ``n_both`` items beats the unpaired estimate on ``n`` labels each when
+#: ``n_both > n (1 - rho)``, rho the within-item correlation of the two systems' labels:
+#: one half is the break-even at rho = 0.5.
+MIN_PAIRED_FRACTION = 0.5
+#: a stratum of a system (or pair) with fewer labels is pooled with the other small ones;
+#: the choice reads the counts only. Simulated (tests/system_level/test_active.py), stratified
+#: active PPI++ covered 0.90 at nominal 0.95 with 4 labels in the smallest stratum and
+#: 0.96-0.98 from 9-11 on
+MIN_STRATUM_LABELS = 8
+#: the predicted width ratio active / uniform below which ``plan`` says active labeling pays
+ACTIVE_PAYS = 0.95
+
+
+@dataclass
+class SystemsResult:
+    """What :func:`systems_study` found: ``doc`` (JSON-ready, the keys of ``--out``), the
+    skipped rows and the warnings."""
+
+    doc: dict
+    errors: list[RowError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if "provenance" not in self.doc:
+            from scoreband.provenance import provenance  # lazy: loads httpx, rich
+
+            self.doc["provenance"] = provenance({})
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+    def table(self) -> pd.DataFrame:
+        """One row per system: estimates and intervals side by side."""
+        rows = []
+        for name, s in self.doc["systems"].items():
+            rows.append({"system": name, "n_labeled": s["n_labeled"],
+                         "n_unlabeled": s["n_unlabeled"], "estimate": s["estimate"],
+                         "ci_lo": s["ci"][0], "ci_hi": s["ci"][1],
+                         "classical": s["classical"]["estimate"],
+                         "classical_ci_lo": s["classical"]["ci"][0],
+                         "classical_ci_hi": s["classical"]["ci"][1],
+                         "effective_labels": s["effective_labels"]})
+        return pd.DataFrame(rows)
+
+    def write(self, out, html=None) -> list[Path]:
+        """Write the JSON (``out``) and, with ``html``, the HTML report."""
+        write_json(out, self.doc)
+        paths = [Path(out)]
+        if html is not None:
+            from scoreband.report.html import write_report  # lazy: loads pydantic
+
+            paths.append(write_report([self.doc], html))
+        return paths
+
+
+# ------------------------------------------------------------------ reading the table
+def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
+    """Per-row system, score matrix, target (NaN: unlabeled) and item, with bad rows in
+    ``errors`` (0-based position -> RowError)."""
+    ids = row_ids(df, None)
+    sysv = df[system_col]
+    for i in np.flatnonzero(sysv.isna().to_numpy()):
+        errors.setdefault(i, row_error(i, ids[i], system_col, "no system name (empty cell)"))
+    X = np.column_stack([numeric_column(df, c, errors, ids) for c in scores])
+    raw = df[target]
+    y = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
+    empty = raw.isna().to_numpy() | raw.astype(str).str.strip().eq("").to_numpy()
+    for i in np.flatnonzero(~empty & ~np.isfinite(y)):
+        errors.setdefault(i, row_error(i, ids[i], target, f"target {raw.iloc[i]!r} is not a "
+                                        "number (leave the cell empty for an unlabeled row)"))
+    out = ~empty & np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
+    for i in np.flatnonzero(out):
+        errors.setdefault(i, row_error(i, ids[i], target, f"target {y[i]:g} outside the "
+                                        f"scale [{scale.lo:g}, {scale.hi:g}] (`scale`)"))
+    y[empty] = np.nan
+    items = None
+    if item_col is not None:
+        items = df[item_col].astype(str).to_numpy()
+        for i in np.flatnonzero(df[item_col].isna().to_numpy()):
+            errors.setdefault(i, row_error(i, ids[i], item_col, "no item id (empty cell)"))
+        seen: dict[tuple, int] = {}
+        names = sysv.astype(str).to_numpy()
+        for i in range(len(df)):
+            if i in errors:
+                continue
+            key = (names[i], items[i])
+            if key in seen:
+                errors[i] = row_error(i, ids[i], item_col, f"item {items[i]!r} appears again "
+                                       f"for system {names[i]!r} (first at row "
+                                       f"{ids[seen[key]]}): each system scores an item once")
+            else:
+                seen[key] = i
+    return sysv.astype(str).to_numpy(), X, y, items
+
+
+def _design(df, inclusion_prob, strata, labeled, errors: dict):
+    """Inclusion probability (NaN where not given) and stratum (None: no strata) of every
+    row; a labeled row needs a probability in (0, 1] (bad rows into ``errors``)."""
+    ids = row_ids(df, None)
+    pi = None
+    if inclusion_prob is not None:
+        raw = df[inclusion_prob]
+        pi = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
+        bad = labeled & ~((pi > 0) & (pi <= 1))
+        for i in np.flatnonzero(bad):
+            errors.setdefault(i, row_error(
+                i, ids[i], inclusion_prob, f"a labeled row needs the probability it had of "
+                f"being labeled, in (0, 1]; got {raw.iloc[i]!r} (the `inclusion_prob` column "
+                "that `propose_labels` wrote)"))
+    st = None
+    if strata is not None:
+        st = df[strata].astype(str).to_numpy()
+        for i in np.flatnonzero(df[strata].isna().to_numpy()):
+            errors.setdefault(i, row_error(i, ids[i], strata, "no stratum (empty cell)"))
+    return pi, st
+
+
+def _folds(n_lab: int, items, k: int, seed: int) -> np.ndarray:
+    """Fold of each labeled row; rows of one item share a fold (an image's difficulty must
+    not leak from the map's training folds into the rows it rectifies)."""
+    rng = np.random.default_rng([seed, 11])
+    if items is None:
+        return rng.permutation(np.arange(n_lab) % k)
+    uniq, inv = np.unique(items, return_inverse=True)
+    return rng.permutation(np.arange(len(uniq)) % k)[inv]
+
+
+def cross_fit(X, y01, labeled, items, k: int = 5, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """Predictions on [0, 1] for every row: out-of-fold for the labeled rows, the mean of
+    the ``k`` fold maps for the others."""
+    from scoreband.conformal.pointfit import (  # lazy: loads pydantic
+        fit_point_model,
+        predict_point_model,
+    )
+
+    lab = np.flatnonzero(labeled)
+    groups = None if items is None else items[lab]
+    n_groups = len(lab) if groups is None else len(np.unique(groups))
+    if n_groups < 2:  # every label on one item: folds of rows
+        groups, n_groups = None, len(lab)
+    k = int(min(k, len(lab) // 2, n_groups))
+    fold = _folds(len(lab), groups, k, seed)
+    f = np.zeros(len(X))
+    rest = np.flatnonzero(~labeled)
+    for j in range(k):
+        train, held = lab[fold != j], lab[fold == j]
+        model = fit_point_model(X[train], y01[train])
+        f[held] = predict_point_model(model, X[held])
+        if len(rest):
+            f[rest] += predict_point_model(model, X[rest]) / k
+    return f, {"kind": "ridge + isotonic", "folds": k, "n_labeled": len(lab),
+               "grouped_by_item": groups is not None}
+
+
+# ------------------------------------------------------------------ the study
+def _native(e: MeanEstimate, scale: Scale, shift: bool = True) -> dict:
+    """An estimate on [0, 1] on the native scale (a difference is not shifted)."""
+    w = scale.hi - scale.lo
+    lo = scale.lo if shift else 0.0
+    return {"estimate": lo + w * e.estimate, "se": w * e.se,
+            "ci": [lo + w * e.ci[0], lo + w * e.ci[1]]}
+
+
+def _copied_columns(X, y, labeled, scores) -> list[int]:
+    """Score columns equal to the target on every labeled row: a copy of the label (or the
+    label pasted into the score column), not a metric. Its residual on the labeled rows is 0,
+    which would shrink the PPI interval to nothing and leave the estimate unrectified."""
+    lab = np.flatnonzero(labeled)
+    if len(lab) < 2:
+        return []
+    return [j for j in range(len(scores))
+            if np.allclose(X[lab, j], y[lab], rtol=0, atol=1e-9)]
+
+
+def _estimate(yl, fl, fu, alpha, lam, name, notes) -> tuple[MeanEstimate, MeanEstimate, str | None]:
+    """One system's (or one paired difference's) estimate, its labels-alone estimate and why
+    it is degenerate (None when it is not). Labels with no spread get the widest variance a
+    [0, 1] target can have instead of 0; a metric that predicts every label exactly (zero
+    residual spread) is not used."""
+    if np.ptp(yl) == 0:
+        why = (f"{name}: its {len(yl)} labels are all equal (no spread in the labels), so the "
+               "sample variance is 0 and the interval would have width 0 (p = 0): the "
+               "interval uses the largest variance a target on the scale can have instead")
+        notes.append(why)
+        cl = worst_case_mean(yl, alpha)
+        return cl, cl, why
+    cl = classical_mean(yl, alpha)
+    if lam == 0.0:
+        return cl, cl, None
+    e = ppi_mean(yl, fl, fu, alpha, lam)
+    if e.lam > 0 and np.ptp(yl - e.lam * fl) < 1e-12:
+        why = (f"{name}: the mapped score predicts every label exactly (no spread in the "
+               "residuals), so the interval would rest on the score alone: the labels alone "
+               "are used")
+        notes.append(why)
+        return cl, cl, why
+    return e, cl, None
+
+
+def _pooled_strata(st, labeled) -> tuple[np.ndarray, list[str]]:
+    """Strata with fewer than :data:`MIN_STRATUM_LABELS` labels pooled into one; a pool still
+    too small joins the stratum with the most labels. Reads the counts only."""
+    st = np.asarray(st, dtype=object).copy()
+    names = np.unique(st)
+    counts = {k: int(labeled[st == k].sum()) for k in names}
+    small = [k for k in names if counts[k] < MIN_STRATUM_LABELS]
+    if not small:
+        return st, []
+    pool = "(pooled: " + ", ".join(map(str, small)) + ")"
+    st[np.isin(st, small)] = pool
+    if sum(counts[k] for k in small) < MIN_STRATUM_LABELS:
+        big = [k for k in names if k not in small]
+        if big:
+            target = max(big, key=lambda k: counts[k])
+            st[st == pool] = target
+            pool = f"{target} (with {', '.join(map(str, small))})"
+            st[st == target] = pool
+    return st, [str(k) for k in small]
+
+
+def _weighted(y, f, pi, labeled, st, alpha, lam, name, notes) -> tuple:
+    """One system's (or paired difference's) estimate from labels drawn with probabilities
+    ``pi`` (inverse-probability-weighted, self-normalised PPI++; :mod:`.active`), stratified
+    by ``st`` when given; its labels-alone counterpart (``lam = 0``, same weights); why it is
+    degenerate (None) and the per-stratum records."""
+    why = None
+    yl = y[labeled]
+    if np.ptp(yl) == 0:
+        why = (f"{name}: its {len(yl)} labels are all equal (no spread in the labels): the "
+               "interval uses the largest variance a target on the scale can have instead")
+        notes.append(why)
+    if st is None:
+        parts = [(None, np.ones(len(y), bool))]
+    else:
+        st, small = _pooled_strata(st, labeled)
+        if small:
+            notes.append(f"{name}: strata {', '.join(small)} have fewer than "
+                         f"{MIN_STRATUM_LABELS} labels each and are pooled")
+        parts = [(k, st == k) for k in np.unique(st)]
+    est, cls, recs = [], [], {}
+    for k, m in parts:
+        e = (active_mean(y[m], f[m], pi[m], labeled[m], alpha, lam)
+             if lam != 0.0 and why is None else None)
+        cl = active_mean(y[m], f[m], pi[m], labeled[m], alpha, 0.0)
+        if e is not None and e.lam > 0 and np.ptp((y - e.lam * f)[m & labeled]) < 1e-12:
+            why = (f"{name}: the mapped score predicts every label exactly (no spread in the "
+                   "residuals): the labels alone are used")
+            notes.append(why)
+            e = None
+        est.append((int(m.sum()), e if e is not None else cl))
+        cls.append((int(m.sum()), cl))
+        if k is not None:
+            recs[str(k)] = {"n_rows": int(m.sum()), "n_labeled": int(labeled[m].sum()),
+                            "estimate": est[-1][1].estimate, "lambda": est[-1][1].lam}
+    if st is None:
+        return est[0][1], cls[0][1], why, None
+    return stratified(est, alpha), stratified(cls, alpha), why, recs
+
+
+def _active_plan(y, f, pi, labeled, lam) -> float:
+    """Predicted variance ratio of the design ``pi`` over a uniform one at equal expected
+    labels, from the labeled rows weighted by ``1 / pi`` (estimates of population means)."""
+    w = 1.0 / pi[labeled]
+    r = (y - lam * f)[labeled]
+    r2 = (r - np.sum(w * r) / np.sum(w)) ** 2
+    # population means by weighting: E[r2 / p] and E[r2], p the design's probabilities
+    p = pi / np.mean(pi)
+    num = np.sum(w * r2 / p[labeled]) / np.sum(w)
+    den = np.sum(w * r2) / np.sum(w)
+    return float(num / den) if den > 0 else 1.0
+
+
+def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, scale,
+                  item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
+                  plan: float | None = None, strict: bool = False, folds: int = 5,
+                  seed: int = 0, inclusion_prob: str | None = None,
+                  strata: str | None = None) -> SystemsResult:
+    """Every system's mean human score with a ``1 - alpha`` interval, every pair's
+    difference, Holm-adjusted p-values and rank sets (see the module docstring for what
+    the coverage assumes: labeled rows a random sample of each system's rows).
+
+    Rows whose ``target`` is empty are unlabeled; ``scores`` (one column or several) are
+    mapped onto the target's ``scale`` by a cross-fitted map. A system needs
+    :data:`MIN_LABELS` labeled rows (fewer: left out with a warning, ``strict``: an error).
+    Pairs are paired on the items labeled for both systems when enough are (see
+    :data:`MIN_PAIRED_FRACTION`; each pair says which and why), unpaired otherwise.
+    ``plan``: a full interval width on the native scale; the labels per system that reach
+    it are added.
+
+    ``inclusion_prob``: the column of each row's probability of having been labeled (as
+    :func:`scoreband.system_level.propose.propose_labels` writes it): the means and differences
+    are then the inverse-probability-weighted, self-normalised PPI++ estimates, valid for any
+    probabilities fixed before the labels were seen (:mod:`scoreband.system_level.active`); a
+    pair is paired when, on every item both scored, the two rows had the same probability (an
+    item labeled for every system at once) or one of them was certain. ``strata``: a column
+    (task, dimension); each system's mean is then the size-weighted mean of per-stratum PPI++
+    estimates, each with its own weight (stratified PPI++).
+    """
+    from scoreband.conformal.core import check_alpha  # lazy: loads pydantic
+
+    check_alpha(alpha)
+    if method not in METHODS:
+        raise InputError(f"unknown `method` {method!r}; choose one of {', '.join(METHODS)}")
+    scores = [scores] if isinstance(scores, str) else list(scores or [])
+    if not scores and method != "classical":
+        raise InputError("`score`: give at least one metric or judge column (or `method` "
+                         "classical for the labels alone)")
+    if target in scores:
+        raise InputError(f"`score` column {target!r} is the `target` column: a score must be "
+                         "a metric or judge column known on every row, not the human labels "
+                         "(its unlabeled rows are empty); give the metric's column as `score`")
+    if item_col is not None and item_col in (target, system_col, *scores):
+        raise InputError(f"`item_col` {item_col!r} is also the `target`, `system_col` or a "
+                         "`score`: give the column naming the item (prompt, image) of each row")
+    scale = scale if isinstance(scale, Scale) else Scale.parse(scale)
+    require_columns(df, [("`system_col`", system_col), *(("`score`", c) for c in scores),
+                        ("`target`", target), ("`item_col`", item_col),
+                        ("`inclusion_prob`", inclusion_prob), ("`strata`", strata)])
+    if plan is not None and not plan > 0:
+        raise InputError(f"`plan` is an interval width on the target's scale (> 0), got {plan}")
+    errors: dict[int, RowError] = {}
+    notes: list[str] = []
+    names, X, y, items = _rows(df, system_col, scores, target, scale, item_col, errors)
+    weighted = inclusion_prob is not None or strata is not None
+    pi_all, st_all = _design(df, inclusion_prob, strata, np.isfinite(y), errors)
+    keep = np.array(sorted(set(range(len(df))) - set(errors)), dtype=int)
+    if len(keep) == 0:
+        raise InputError("no usable rows: " + "; ".join(str(e) for e in
+                                                        list(errors.values())[:5]))
+    names, X, y = names[keep], X[keep] if len(scores) else np.zeros((len(keep), 0)), y[keep]
+    items = None if items is None else items[keep]
+    pi_all = None if pi_all is None else pi_all[keep]
+    st_all = None if st_all is None else st_all[keep]
+    labeled = np.isfinite(y)
+
+    # systems with too few labels
+    systems = sorted(set(names), key=str)
+    n_lab = {s: int(labeled[names == s].sum()) for s in systems}
+    few = [s for s in systems if n_lab[s] < MIN_LABELS]
+    if few:
+        msg = (f"system(s) {', '.join(f'{s!r} ({n_lab[s]} labeled)' for s in few)} have fewer "
+               f"than {MIN_LABELS} labeled rows, the fewest for which the intervals' coverage "
+               "was checked: no interval is given for them")
+        if strict:
+            raise InputError(msg)
+        notes.append(msg + "; excluded (`strict` makes this an error)")
+        systems = [s for s in systems if s not in few]
+    if not systems:
+        raise InputError(f"no system has {MIN_LABELS} or more labeled rows (a labeled row has "
+                         f"a `target`; {MIN_LABELS} is the fewest for which the intervals' "
+                         f"coverage was checked); {sum(n_lab.values())} labeled rows in all")
+    use = np.isin(names, systems)
+    names, X, y, labeled = names[use], X[use], y[use], labeled[use]
+    items = None if items is None else items[use]
+    pi_all = None if pi_all is None else pi_all[use]
+    st_all = None if st_all is None else st_all[use]
+    y01 = np.where(labeled, (y - scale.lo) / (scale.hi - scale.lo), np.nan)
+
+    lam = METHODS[method]
+    copied = _copied_columns(X, y, labeled, scores) if method != "classical" else []
+    for j in copied:
+        notes.append(f"score column {scores[j]!r} equals the target on every labeled row "
+                     f"({int(labeled.sum())} of {int(labeled.sum())}): it looks like a copy of "
+                     "the human label, not a metric, and would shrink the interval to nothing "
+                     "without correcting the estimate; it is left out")
+    informative = [j for j in range(X.shape[1]) if np.ptp(X[:, j]) > 0 and j not in copied]
+    for j in sorted(set(range(X.shape[1])) - set(informative) - set(copied)):
+        notes.append(f"score column {scores[j]!r} is constant ({X[0, j]:g}) on every usable "
+                     "row: it carries no information and is left out")
+    if not informative and method != "classical" and X.shape[1]:
+        notes.append("no usable score column: the intervals are those of the labels alone")
+    if method == "classical" or not informative:
+        f01, map_info = np.zeros(len(y)), None
+        lam = 0.0
+    else:
+        X = X[:, informative]
+        if labeled.sum() < 4:
+            raise InputError(f"the metric-to-human map needs at least 4 labeled rows in all; "
+                             f"got {int(labeled.sum())} (or use `method` classical)")
+        f01, map_info = cross_fit(X, np.nan_to_num(y01), labeled, items, folds, seed)
+
+    per: dict[str, dict] = {}
+    est01: dict[str, MeanEstimate] = {}
+    cl01: dict[str, MeanEstimate] = {}
+    if weighted:
+        pi_use = (pi_all if pi_all is not None else
+                  np.array([labeled[names == s].mean() for s in names]))
+        y0 = np.nan_to_num(y01)
+    for s in systems:
+        m = names == s
+        yl, fl, fu = y01[m & labeled], f01[m & labeled], f01[m & ~labeled]
+        st_info = None
+        if weighted:
+            e, cl, why, st_info = _weighted(y0[m], f01[m], pi_use[m], labeled[m],
+                                            None if st_all is None else st_all[m], alpha, lam,
+                                            f"system {s!r}", notes)
+        else:
+            e, cl, why = _estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
+        est01[s], cl01[s] = e, cl
+        eff = len(yl) * (cl.se / e.se) ** 2 if e.se > 0 else float("inf")
+        per[s] = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)),
+                  **_native(e, scale), "lambda": e.lam, "df": e.df,
+                  "classical": _native(cl, scale), "effective_labels": float(eff),
+                  "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0, "degenerate": why}
+        if st_info is not None:
+            per[s]["strata"] = st_info
+        if plan is not None:
+            w = scale.hi - scale.lo
+            lam_s = e.lam
+            per[s]["plan"] = labels_for_width(
+                plan / w, alpha, float(np.var(yl, ddof=1)),
+                float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
+                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu),
+                tuned=lam is None)
+            if inclusion_prob is not None:
+                ratio = _active_plan(y0[m], f01[m], pi_use[m], labeled[m], lam_s)
+                per[s]["plan"]["design_variance_ratio"] = ratio
+                per[s]["plan"]["predicted_width_ratio"] = float(np.sqrt(ratio))
+
+    design = None
+    if weighted:
+        design = {"pi": pi_use, "strata": st_all}
+    pairs = _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
+                   notes, design)
+    adj = holm([p["p_value"] for p in pairs]) if pairs else []
+    for p, a in zip(pairs, adj, strict=True):
+        p["p_adjusted"] = float(a)
+        p["significant"] = bool(a < alpha)
+    ranks = rank_sets(systems, pairs, alpha)
+    ranking = [{"system": s, "estimate": per[s]["estimate"], "ci": per[s]["ci"],
+                "ranks": list(ranks[s])}
+               for s in sorted(systems, key=lambda s: -per[s]["estimate"])]
+    doc = {"study": "systems", "alpha": alpha, "method": method,
+           "scale": {"lo": scale.lo, "hi": scale.hi}, "target": target, "scores": scores,
+           "system_col": system_col, "item_col": item_col, "map": map_info,
+           "min_labels": MIN_LABELS, "inclusion_prob": inclusion_prob, "strata": strata,
+           "estimator": ("inverse-probability-weighted (Hajek) PPI" if inclusion_prob else
+                         "PPI") + (", stratified" if strata else ""),
+           "systems": per, "pairs": pairs, "ranking": ranking,
+           "n_rows": int(len(df)), "skipped_rows": [str(e) for e in errors.values()],
+           "warnings": notes}
+    if plan is not None:
+        doc["plan"] = {"width": plan, "systems": {s: per[s]["plan"] for s in systems}}
+    return SystemsResult(doc, list(errors.values()), notes)
+
+
+def _pair_mode(n_both: int, n_a: int, n_b: int) -> tuple[bool, str]:
+    """Paired or unpaired, and why, from the label counts alone."""
+    need = max(MIN_LABELS, int(np.ceil(MIN_PAIRED_FRACTION * min(n_a, n_b))))
+    if n_both >= need:
+        return True, (f"{n_both} items labeled for both systems (>= {need}): the difference "
+                      "is estimated on them, the other shared items as its unlabeled part")
+    return False, (f"only {n_both} items labeled for both systems (a paired difference "
+                   f"needs {need}: at least {MIN_LABELS} and {MIN_PAIRED_FRACTION:g} of the "
+                   f"fewer labels, {min(n_a, n_b)}): the two means are compared with their "
+                   "variances added, which assumes the two systems' errors are not "
+                   "negatively correlated")
+
+
+def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
+           notes, design=None) -> list[dict]:
+    """Every pair's difference ``a - b``: paired on the items labeled for both when there
+    are enough of them (the labeled part; the items scored for both and not labeled for both
+    are the unlabeled part), unpaired otherwise. Each record says which and why. ``design``
+    (``pi``, ``strata`` per row): labels drawn with known probabilities; an item's
+    probability of being labeled for both is the smaller of its two rows' when they are
+    equal or one is 1 (an item drawn for every system at once, or a certain row); any other
+    pair of probabilities leaves the joint one unknown, and the pair is compared unpaired."""
+    out = []
+    if items is not None:
+        frame = pd.DataFrame({"s": names, "item": items, "y": y01, "f": f01})
+        Y = frame.pivot(index="item", columns="s", values="y")
+        F = frame.pivot(index="item", columns="s", values="f")
+        if design is not None:
+            frame["pi"] = design["pi"]
+            P = frame.pivot(index="item", columns="s", values="pi")
+            if design["strata"] is not None:
+                frame["st"] = design["strata"]
+                S = frame.pivot(index="item", columns="s", values="st")
+    for a, b in itertools.combinations(systems, 2):
+        paired, n_both, n_scored = False, None, None
+        if items is None:
+            why = "no `item_col`: unpaired (the two means with their variances added)"
+        else:
+            both = F[a].notna() & F[b].notna()
+            lab = both & Y[a].notna() & Y[b].notna()
+            n_both, n_scored = int(lab.sum()), int(both.sum())
+            paired, why = _pair_mode(n_both, est01[a].n, est01[b].n)
+            if paired and design is not None:
+                pa, pb = P[a][both].to_numpy(), P[b][both].to_numpy()
+                joint_known = np.isclose(pa, pb, rtol=0, atol=1e-9) | (pa >= 1) | (pb >= 1)
+                if not joint_known.all():
+                    paired = False
+                    why = (f"{int((~joint_known).sum())} items scored for both systems had "
+                           "different probabilities of being labeled for each (rows drawn "
+                           "one by one), so the probability of an item being labeled for "
+                           "both is unknown: unpaired (the two means with their variances "
+                           "added)")
+        if paired and design is not None:
+            pj = np.minimum(P[a][both], P[b][both]).to_numpy()
+            st = None if design["strata"] is None else S[a][both].to_numpy()
+            yd = np.nan_to_num((Y[a] - Y[b])[both].to_numpy())
+            fd = (F[a] - F[b])[both].to_numpy()
+            e, cl, degenerate, _ = _weighted(yd, fd, pj, lab[both].to_numpy(), st, alpha,
+                                             lam, f"pair {a!r} - {b!r}", [])
+            if degenerate is not None:
+                paired = False
+                why = (f"{n_both} items labeled for both systems, but their label "
+                       "differences are all equal or predicted exactly by the score (no "
+                       "spread): compared unpaired instead")
+                notes.append(f"pair {a!r} - {b!r}: {why}")
+        elif paired:
+            yd = (Y[a] - Y[b])[lab].to_numpy()
+            fd = (F[a] - F[b])[lab].to_numpy()
+            fu = (F[a] - F[b])[both & ~lab].to_numpy()
+            e, cl, degenerate = _estimate(yd, fd, fu, alpha, lam, f"pair {a!r} - {b!r}", [])
+            if degenerate is not None:
+                paired = False
+                why = (f"{n_both} items labeled for both systems, but their label "
+                       "differences are all equal or predicted exactly by the score (no "
+                       "spread): compared unpaired instead")
+                notes.append(f"pair {a!r} - {b!r}: {why}")
+        if not paired:
+            e = difference(est01[a], est01[b], alpha)
+            cl = difference(cl01[a], cl01[b], alpha)
+        rec = {"a": a, "b": b, **_native(e, scale, shift=False), "df": e.df,
+               "p_value": p_value(e), "paired": paired,
+               "pairing": "paired" if paired else "unpaired", "pairing_reason": why,
+               "n_labeled_both": n_both, "n_scored_both": n_scored}
+        rec["classical"] = _native(cl, scale, shift=False)
+        out.append(rec)
+    return out
