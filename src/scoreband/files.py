@@ -1,5 +1,6 @@
-"""Files without tables: the output policy, atomic writes, JSON (numpy-aware), content
-hashes.
+"""Files without tables: the output policy and atomic writes (JSON files are
+:mod:`scoreband.json_io`, content hashes :mod:`scoreband.checksums`, ``hf:`` model folders
+:mod:`scoreband.model_sources`).
 
 The output policy is the one mechanism that keeps a user's files safe, whatever the command:
 every writer in scoreband (tables, JSON, weights, checkpoints, images, journals, reports) goes
@@ -24,23 +25,28 @@ Free of pandas, so the conformal core and calibrator files load fast.
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
-import math
+import glob
+import importlib
 import os
+import re
+import secrets
+import signal
 import stat
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from scoreband.errors import InputError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "write_json",
-           "to_jsonable", "file_sha256", "model_source", "output_policy", "check_output",
-           "record_written", "remove_output", "written_by_scoreband", "MANIFEST",
-           "read_json", "json_depth", "check_readable", "temp_path", "track_temp",
+try:
+    import fcntl
+except ImportError:  # Windows has no fcntl: manifests are written without a lock there
+    fcntl = None
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "output_policy",
+           "check_output", "declare_input", "record_written", "remove_output",
+           "written_by_scoreband", "MANIFEST", "check_readable", "temp_path", "track_temp",
            "untrack_temp", "remove_stale_temps", "file_mode"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
@@ -89,6 +95,16 @@ def output_policy(inputs=(), folders=()):
         yield pol
     finally:
         _POLICY.reset(token)
+
+
+def declare_input(what: str, path) -> None:
+    """Add ``path`` to the running command's inputs (:func:`output_policy`), unless it is one
+    already or does not exist; without a policy in force, nothing to do. For an input found
+    after the command declared its options (the file behind a ``NAME:PATH`` address)."""
+    pol = _POLICY.get()
+    p = Path(path)
+    if pol is not None and p.exists() and not any(_same(p, q) for _, q in pol.inputs):
+        pol.inputs.append((what, p.expanduser()))
 
 
 def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
@@ -169,11 +185,11 @@ def _manifest(folder: Path, pol: _Policy, wanted: str | None = None) -> set[str]
 def _lock(f, shared: bool = False) -> None:
     """An advisory lock on an open manifest (released when it is closed), so that runs
     writing into one folder at once never interleave a line or lose one."""
+    if fcntl is None:
+        return
     try:
-        import fcntl
-
         fcntl.flock(f.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-    except (ImportError, OSError):  # no flock (Windows, some network file systems)
+    except OSError:  # no flock (some network file systems)
         pass
 
 
@@ -270,8 +286,6 @@ def temp_path(path: Path) -> Path:
     """The temporary name a writer of ``path`` uses: hidden, beside it, with this process's
     id (so that a later writer can tell a dead writer's leftover from a live one's) and a
     random part (several writers in one process)."""
-    import secrets
-
     return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
@@ -288,9 +302,6 @@ def untrack_temp(tmp) -> None:
 
 
 def _install_handlers() -> None:
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
@@ -310,8 +321,6 @@ def _on_signal(signum, frame):
     """Remove the temporary files, then do what the signal did before: the previous
     handler (SIGINT: KeyboardInterrupt), or the default action (the process ends by the
     signal, its exit status says so)."""
-    import signal
-
     for t in list(_TEMPS):
         try:
             os.unlink(t)
@@ -328,8 +337,6 @@ def _on_signal(signum, frame):
 def remove_stale_temps(path: Path) -> None:
     """Temporary files of writers of ``path`` whose process is gone (killed with SIGKILL
     mid-write): ``.NAME.PID-XXXX.tmp`` (and the older ``.NAME.PID.tmp``) with a dead PID."""
-    import re
-
     pat = re.compile(re.escape(f".{path.name}.") + r"(\d+)(?:-[0-9a-f]+)?\.tmp")
     try:
         found = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
@@ -346,8 +353,6 @@ def remove_stale_temps(path: Path) -> None:
 
 
 def glob_escape(name: str) -> str:
-    import glob
-
     return glob.escape(name)
 
 
@@ -426,35 +431,6 @@ def atomic_write_text(path, text: str, *, durable: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
-def write_json(path, obj) -> None:
-    """Write JSON atomically (NaN written as null)."""
-    atomic_write_text(path, json.dumps(to_jsonable(obj), indent=2))
-
-
-def to_jsonable(x):
-    """Plain JSON types: numpy scalars/arrays unwrapped, NaN -> null, +/-inf -> "inf"/"-inf"."""
-    if isinstance(x, dict):
-        return {str(k): to_jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [to_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return to_jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        f = float(x)
-        return None if math.isnan(f) else (str(f) if math.isinf(f) else f)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
-
-
-#: JSON files scoreband reads back (calibrators, configs, results) are refused above this
-MAX_JSON_BYTES = 256 << 20
-#: ... or nested deeper than this (Python's parser would end in RecursionError)
-MAX_JSON_DEPTH = 100
-
-
 def check_readable(path, what: str = "file", *, folder_ok: bool = False) -> Path:
     """An input path scoreband may open: it exists and is a regular file (or a folder,
     where ``folder_ok``); a FIFO or a device would be an endless or blocking stream."""
@@ -475,121 +451,16 @@ def check_readable(path, what: str = "file", *, folder_ok: bool = False) -> Path
     return p
 
 
-def read_json(path, *, what: str = "file", max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_JSON_DEPTH, missing: str = "", fix: str = ""):
-    """Parse a JSON file, refusing first what would exhaust memory or the stack: a path that
-    is not a regular file (a FIFO or a device is an endless stream), one larger than
-    ``max_bytes``, one nested deeper than ``max_depth``. Errors name ``what`` and the path;
-    ``missing`` is appended when the file does not exist, ``fix`` to every other error."""
-    if missing and not os.path.lexists(path):
-        raise InputError(f"{what} {str(path)!r} does not exist; {missing}")
-    try:
-        return _read_json(path, what, max_bytes, max_depth)
-    except InputError as e:
-        if not fix:
-            raise
-        raise InputError(f"{e}; {fix}") from None
+# moved: scoreband.json_io, scoreband.checksums, scoreband.model_sources; importers outside
+# H3's files still use these (a lazy lookup, not an import line: those modules import this one)
+_MOVED = {**dict.fromkeys(("write_json", "to_jsonable", "read_json", "json_depth",
+                           "MAX_JSON_BYTES", "MAX_JSON_DEPTH"), "scoreband.json_io"),
+          **dict.fromkeys(("file_sha256", "SUMS_FILE", "write_checksums", "verify_checksums"),
+                          "scoreband.checksums"),
+          "model_source": "scoreband.model_sources"}
 
 
-def _read_json(path, what: str, max_bytes: int, max_depth: int):
-    p = check_readable(path, what)
-    st = os.stat(p)
-    if st.st_size > max_bytes:
-        raise InputError(f"{what} {str(p)!r} is {st.st_size / 2**20:,.0f} MiB, above the "
-                         f"{max_bytes / 2**20:,.0f} MiB scoreband reads")
-    with open(p, "rb") as f:
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise InputError(f"{what} {str(p)!r} grew above {max_bytes / 2**20:,.0f} MiB while "
-                         "read")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{what} {str(p)!r} is not valid JSON (its bytes are not UTF-8 text)") from None
-    depth = json_depth(text)
-    if depth > max_depth:
-        raise InputError(f"{what} {str(p)!r} is nested {depth} levels deep, above the "
-                         f"{max_depth} scoreband reads")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{what} {str(p)!r} is not valid JSON ({e.msg} at line {e.lineno}, "
-                         f"column {e.colno})") from None
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` in JSON text (strings skipped), found with two
-    regex passes and a cumulative sum (C speed, no recursion).
-
-    >>> json_depth('{"a": [1, {"b": "[[["}]}')
-    3
-    """
-    import re
-
-    bare = re.sub(r'"(?:[^"\\]|\\.)*"', "", text)
-    brackets = re.sub(r"[^\[\]{}]", "", bare)
-    if not brackets:
-        return 0
-    step = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
-    delta = np.where((step == ord("[")) | (step == ord("{")), 1, -1)
-    return int(np.cumsum(delta).max())
-
-
-def file_sha256(path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def model_source(source: str, prefix: str = "hf:") -> str:
-    """A model address for ``from_pretrained``: a hub id (``ORG/NAME``) or a local folder.
-
-    Something that looks like a path (``/``, ``.``, ``~``, or more than one ``/``) must exist:
-    otherwise transformers would spend minutes retrying the hub for it offline.
-    """
-    s = str(source)
-    looks_local = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
-    if looks_local:
-        p = Path(s).expanduser()
-        if not p.exists():
-            raise InputError(f"{prefix}{s}: no such folder (a hub id looks like ORG/NAME; a "
-                             "local model is a folder written by save_pretrained)")
-        return str(p)
-    return s
-
-
-SUMS_FILE = "SHA256SUMS"
-
-
-def write_checksums(folder, names: list[str]) -> Path:
-    """``folder/SHA256SUMS`` listing the SHA-256 of the named files (the format of
-    ``sha256sum``, so ``sha256sum -c SHA256SUMS`` checks a folder by hand too)."""
-    folder = Path(folder)
-    lines = [f"{file_sha256(folder / n)}  {n}\n" for n in names if (folder / n).exists()]
-    atomic_write_text(folder / SUMS_FILE, "".join(lines))
-    return folder / SUMS_FILE
-
-
-def verify_checksums(folder) -> None:
-    """Refuse a folder whose files differ from its ``SHA256SUMS`` (an edited config, a
-    replaced or damaged weights file), naming the file. A folder without the file (made
-    by hand, or by an older scoreband) is not checked."""
-    folder = Path(folder)
-    sums = folder / SUMS_FILE
-    if not sums.is_file():
-        return
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.partition("  ")
-        f = folder / name.strip()
-        if not name.strip() or "/" in name or name.startswith("."):
-            raise InputError(f"{sums}: malformed line {line[:80]!r}")
-        if not f.is_file():
-            raise InputError(f"model folder {str(folder)!r}: {name} is listed in {SUMS_FILE} "
-                             "but missing; restore it or retrain the model")
-        if file_sha256(f) != digest.strip():
-            raise InputError(f"model folder {str(folder)!r}: {name} was changed after the "
-                             f"model was written (its SHA-256 differs from {SUMS_FILE}); "
-                             "restore the original file or retrain the model")
+def __getattr__(name: str):
+    if name in _MOVED:
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

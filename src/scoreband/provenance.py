@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from scoreband.files import file_sha256, write_json
+from scoreband.checksums import file_sha256
+from scoreband.json_io import write_json
 
 __all__ = ["provenance", "write_provenance", "file_sha256", "package_versions",
            "weights_fingerprint", "plain_settings"]

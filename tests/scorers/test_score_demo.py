@@ -177,7 +177,7 @@ def test_a_version_1_embedded_folder_loads_as_the_same_scorer(tmp_path):
     import json
     import shutil
 
-    from scoreband.files import write_checksums
+    from scoreband.checksums import write_checksums
     from scoreband.scorers.scorer import Scorer, bundled_model_dir
     from scoreband.world import make_dataset
 

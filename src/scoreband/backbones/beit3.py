@@ -42,7 +42,7 @@ from PIL import Image
 from torch import nn
 
 from scoreband.errors import InputError
-from scoreband.files import read_json
+from scoreband.json_io import read_json
 from scoreband.provenance import weights_fingerprint
 
 __all__ = ["BEiT3Config", "BEiT3", "BEiT3Tokenizer", "BEiT3Backbone", "load_beit3_state",

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from scoreband.errors import InputError
-from scoreband.files import model_source
 from scoreband.images import thread_pool
+from scoreband.model_sources import model_source
 from scoreband.provenance import plain_settings, weights_fingerprint
 
 __all__ = ["HFDualEncoder", "OpenCLIPDualEncoder", "clip_s", "dual_features", "CLIP_S_W"]

@@ -15,8 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from scoreband.checksums import verify_checksums
 from scoreband.errors import InputError
-from scoreband.files import read_json, verify_checksums
+from scoreband.json_io import read_json
 from scoreband.schemas import EmbeddedModelDoc, ScorerDoc, validate
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES
 

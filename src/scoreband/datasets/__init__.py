@@ -26,8 +26,9 @@ import pandas as pd
 
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.files import atomic_path, read_json
+from scoreband.files import atomic_path
 from scoreband.images import decode_image
+from scoreband.json_io import read_json
 from scoreband.tables import read_table
 
 __all__ = ["BENCHMARKS", "Benchmark", "load_benchmark", "list_benchmarks", "load_generic"]

@@ -29,6 +29,7 @@ import os
 from pathlib import Path
 
 from scoreband.errors import InputError
+from scoreband.files import declare_input
 from scoreband.formats.base import ReadOnlyFormat, Sink, TableFormat
 from scoreband.registry import Registry
 
@@ -105,11 +106,7 @@ def _declare_input(p: Path) -> None:
     """The file behind a ``NAME:PATH`` address is one of the running command's inputs: added
     to its output policy (:func:`scoreband.files.output_policy`), so that no output is
     written over it (the command declared the address, which names no file)."""
-    from scoreband import files
-
-    pol = files._POLICY.get()
-    if pol is not None and p.exists() and not any(files._same(p, q) for _, q in pol.inputs):
-        pol.inputs.append(("TABLE", p.expanduser()))
+    declare_input("TABLE", p)
 
 
 def resolve(path, *, write: bool = False) -> tuple[TableFormat, Path]:

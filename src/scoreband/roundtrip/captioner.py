@@ -10,8 +10,8 @@ import pandas as pd
 from PIL import Image
 
 from scoreband.errors import InputError
-from scoreband.files import model_source
 from scoreband.images import load_image
+from scoreband.model_sources import model_source
 
 __all__ = ["HFCaptioner", "caption_table"]
 

@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
-from scoreband.files import model_source
+from scoreband.model_sources import model_source
 from scoreband.provenance import plain_settings, weights_fingerprint
 from scoreband.registry import Registry
 

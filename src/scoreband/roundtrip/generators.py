@@ -26,9 +26,10 @@ import numpy as np
 from PIL import Image
 
 from scoreband.errors import InputError
-from scoreband.files import atomic_path, model_source
+from scoreband.files import atomic_path
 from scoreband.http import EndpointClient, public_url
 from scoreband.images import decode_image
+from scoreband.model_sources import model_source
 from scoreband.registry import Registry
 from scoreband.world.scenes import COLOURS, NUMBERS, SHAPES, SIZES, Obj, Scene, relation, render
 

@@ -31,15 +31,10 @@ from scoreband.backbones.embedded import (
     read_model_config,
     read_model_folder,
 )
+from scoreband.checksums import file_sha256, verify_checksums, write_checksums
 from scoreband.datatypes import QUANTILE_LEVELS, Predictions
 from scoreband.errors import InputError
-from scoreband.files import (
-    atomic_path,
-    atomic_write_text,
-    file_sha256,
-    verify_checksums,
-    write_checksums,
-)
+from scoreband.files import atomic_path, atomic_write_text
 from scoreband.schemas import BackboneModelDoc, ScorerDoc, validate
 from scoreband.scorers.heads import HEAD_KINDS, HeadSet
 

@@ -24,19 +24,19 @@ from scoreband.backbones.embedded import (
     WordTokenizer,
     preprocess_images,
 )
+from scoreband.checksums import SUMS_FILE
 from scoreband.clustering import choose_k, fit_kmeans
 from scoreband.conformal import CRC, load_calibrator, save_calibrator
 from scoreband.errors import InputError
 from scoreband.files import (
-    SUMS_FILE,
     atomic_path,
     atomic_write_text,
     check_output,
-    read_json,
     record_written,
     remove_output,
     remove_stale_temps,
 )
+from scoreband.json_io import read_json
 from scoreband.scorers.card import write_model_card as write_card
 from scoreband.scorers.heads import HEAD_KINDS, PointHead, count_crossings
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
