@@ -1,0 +1,73 @@
+"""Column mapping (scoreband.columns): an unknown column lists the available ones, bad rows
+are reported with their row, column and reason and skipped, ratings cells, and a command
+reads only the columns its spec names."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoreband.columns import ColumnSpec, load_inputs, needed_columns
+from scoreband.datatypes import Scale
+from scoreband.errors import InputError
+from scoreband.tables import read_table, write_table
+
+
+@pytest.fixture
+def df():
+    return pd.DataFrame({"id": ["a", "b", "c"], "y": [1.0, 3.0, 5.0], "m": [0.1, 0.5, 0.9],
+                         "r": ["1;1", "3;3;3", "5"]})
+
+
+def test_unknown_column_lists_available(df):
+    spec = ColumnSpec(scale=Scale(1, 5, True), target="human", median="m")
+    with pytest.raises(InputError, match="available: id, y, m, r"):
+        load_inputs(df, spec)
+
+
+def test_bad_rows_reported_and_skipped():
+    df = pd.DataFrame({
+        "id": list("abcdefgh"),
+        "y": [1, 2, "x", 9, 3, 4, np.nan, 2],
+        "m": [0.1, np.inf, 0.5, 0.5, 0.5, 0.2, 0.3, 0.4],
+        "lo": [0.0, 0.0, 0.0, 0.0, 0.6, 0.1, 0.1, 0.1],
+        "hi": [0.2, 0.2, 0.6, 0.6, 0.4, 0.3, 0.5, 0.5],
+    })
+    spec = ColumnSpec(scale=Scale(1, 5, True), target="y", median="m", lo="lo", hi="hi",
+                      pred_scale=Scale(0, 1))
+    inp = load_inputs(df, spec)
+    assert inp.rows.tolist() == [0, 5, 7]
+    reasons = {e.row: (e.column, e.reason) for e in inp.errors}
+    assert reasons["2 (id=b)"][0] == "m" and "infinite" in reasons["2 (id=b)"][1]
+    assert "not a number: 'x'" in reasons["3 (id=c)"][1]
+    assert "outside the scale" in reasons["4 (id=d)"][1]
+    assert "lo (0.6) > hi (0.4)" in reasons["5 (id=e)"][1]
+    assert "missing value" in reasons["7 (id=g)"][1]
+    assert [e.position for e in inp.errors] == [1, 2, 3, 4, 6]
+    np.testing.assert_allclose(inp.y01, [0, 0.75, 0.25])
+
+
+def test_ratings_column(df):
+    spec = ColumnSpec(scale=Scale(1, 5, True), ratings="r", median="m", pred_scale=Scale(0, 1))
+    inp = load_inputs(df, spec)
+    assert inp.n_ratings.tolist() == [2, 3, 1]
+    bad = pd.DataFrame({"r": ["1;7", "", "2;x", "2.5"], "m": [0.5] * 4})
+    inp = load_inputs(pd.concat([df[["r", "m"]], bad]).reset_index(drop=True), spec)
+    assert len(inp.errors) == 4 and len(inp.rows) == 3
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_evaluate_and_calibrate_read_only_the_columns_they_use(tmp_path, suffix):
+    """needed_columns names exactly the columns of the spec (globs expanded against the
+    header, scorer_fingerprint kept); read_table then skips the rest while reading."""
+    df = pd.DataFrame({"human": [1.0, 2.0], "med": [0.1, 0.2], "logp_1": [0.0, -1.0],
+                       "logp_2": [-1.0, 0.0], "junk": ["x", "y"], "big_text": ["a", "b"],
+                       "scorer_fingerprint": ["f", "f"]})
+    src = tmp_path / f"t{suffix}"
+    write_table(df, src)
+    spec = {"target": "human", "median": "med", "features": "logp_*"}
+    cols = needed_columns(src, spec)
+    assert cols == ["human", "med", "logp_1", "logp_2", "scorer_fingerprint"]
+    assert list(read_table(src, columns=cols).columns) == cols
+    # a name the header lacks: read everything, so the usual error names the column
+    assert needed_columns(src, {"target": "nope"}) is None
+    assert needed_columns(tmp_path / "t.jsonl", spec) is None  # JSONL: read whole
