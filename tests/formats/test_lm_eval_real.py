@@ -1,10 +1,11 @@
 """LM Evaluation Harness samples made by the harness itself, offline: ``lm_eval --model hf``
-on a tiny random GPT-2 built here (nothing downloaded), the local multiple-choice task in
-``tests/formats/lm_eval_task/`` over documents the test writes, ``--log_samples``; the
-``samples_<task>_<date>.jsonl`` it writes is read back through the table layer and
+on a tiny random GPT-2 built here (nothing downloaded), the local tasks in
+``tests/formats/lm_eval_task/`` (a multiple-choice rating and its generation twin) over
+documents the test writes, ``--log_samples``; the ``samples_<task>_<date>.jsonl`` files it
+writes are read back through the table layer and
 calibrated / applied with the CLI. Skipped without the harness
-(``pip install "lm-eval[hf]"``). The run takes about 12 s of CPU (30 s of wall time on a
-loaded 2-core machine): marked slow.
+(``pip install "lm-eval[hf]"``). The run takes about 13 s of CPU (the harness's imports
+most of it; 30-70 s of wall time on a loaded 2-core machine): marked slow.
 
 The fast tests at the end need no harness: what the real files showed beyond the
 hand-written sample (a first line longer than the sniffed head, a scale named in the
@@ -87,16 +88,17 @@ def harness_run(tmp_path_factory):
     t0 = time.perf_counter()
     r = subprocess.run(
         [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
-         f"pretrained={model}", "--tasks", "rate_captions", "--include_path", str(TASK_DIR),
+         f"pretrained={model}", "--tasks", "rate_captions,rate_captions_gen", "--include_path", str(TASK_DIR),
          "--log_samples", "--output_path", str(root / "out"), "--device", "cpu",
          "--batch_size", "8"],
         cwd=root, env=env, capture_output=True, text=True, timeout=600)
     seconds = time.perf_counter() - t0
     assert r.returncode == 0, r.stderr[-3000:]
-    samples = sorted((root / "out").rglob("samples_rate_captions_*.jsonl"))
+    samples = sorted((root / "out").rglob("samples_rate_captions_2*.jsonl"))
+    gen = sorted((root / "out").rglob("samples_rate_captions_gen_*.jsonl"))
     results = sorted((root / "out").rglob("results_*.json"))
-    assert len(samples) == 1 and len(results) == 1, list((root / "out").rglob("*"))
-    return {"samples": samples[0], "results": results[0], "model": model,
+    assert len(samples) == len(gen) == len(results) == 1, list((root / "out").rglob("*"))
+    return {"samples": samples[0], "gen": gen[0], "results": results[0], "model": model,
             "ratings": ratings, "seconds": seconds, "version": lm_eval.__version__}
 
 
@@ -155,6 +157,24 @@ def test_real_harness_samples_calibrate_then_apply(harness_run, tmp_path):
         assert ((got["band_lo"] <= got["band_hi"]) & (got["band_lo"] >= 1)
                 & (got["band_hi"] <= 5)).all()
     assert _sha(p) == before
+
+
+@pytest.mark.slow
+def test_real_harness_generation_samples(harness_run):
+    """A generation task of the same run: the model's answer, the target as written (text,
+    not a choice index), the harness's exact_match agreeing with them."""
+    p = harness_run["gen"]
+    assert resolve(p)[0] is get_format("lm-eval")
+    df = read_table(p)
+    assert len(df) == N_DOCS and set(df["task"]) == {"rate_captions_gen"}
+    assert df["target"].tolist() == [str(r) for r in harness_run["ratings"]]
+    assert df["answer"].map(type).eq(str).all()
+    assert [c for c in df.columns if c.startswith(("logprob_", "logp_", "judge_"))] == []
+    np.testing.assert_array_equal(df["exact_match"].astype(float),
+                                  (df["answer"] == df["target"]).astype(float))
+    res = json.loads(harness_run["results"].read_text())
+    assert df["exact_match"].astype(float).mean() == pytest.approx(
+        res["results"]["rate_captions_gen"]["exact_match,none"])
 
 
 # ------------------------------------------------------------------ no harness needed
