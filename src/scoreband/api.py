@@ -1,22 +1,27 @@
 """evaluate / calibrate / apply on a table: the Python face of the three table commands.
 
-Each function takes a table (a pandas DataFrame or a path), a
-:class:`~scoreband.columns.ColumnSpec` (or a dict of its fields) saying which columns hold the
-target and the predictions, and a
-:class:`CalibrationConfig` (or a dict) saying how to calibrate. The CLI commands of the same
-names are these calls plus printing.
+One calling convention, as in scikit-learn / MAPIE: each function takes a table (a pandas
+DataFrame or a path) and keywords naming the columns (the fields of
+:class:`~scoreband.columns.ColumnSpec`: ``target=``, ``ratings=``, ``scale=``, ``median=``,
+``lo=``, ``hi=``, ``features=``, ``groups=`` ...) and how to calibrate (the fields of
+:class:`CalibrationConfig`: ``method=``, ``alpha=``, ``mondrian=`` ...). The former forms
+still work: a ``columns`` dict or :class:`~scoreband.columns.ColumnSpec` and a ``config``
+dict or :class:`CalibrationConfig` as the second and third arguments (keywords override
+their keys). A keyword that is none of these is a TypeError naming the valid ones. The CLI
+commands of the same names are these calls plus printing.
 
 >>> import scoreband.api as sb
 >>> df = sb.read_table(sb.example_table())
 >>> cols = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
 ...             pred_scale="0,1", groups="task")
->>> res = sb.evaluate(df, cols, {"method": "crc"}, seeds=2)
+>>> res = sb.evaluate(df, **cols, method="crc", seeds=2)
 >>> round(res["after"]["coverage"]["mean"], 2) >= 0.85
 True
->>> fit = sb.calibrate(df.iloc[:1000], cols, {"method": "crc"})
->>> out = sb.apply(df.iloc[1000:], fit)
+>>> fit = sb.calibrate(df.iloc[:1000], **cols, method="crc")
+>>> out = fit.predict(df.iloc[1000:])               # the same as sb.apply(df, fit)
 >>> list(out.table.columns[-3:])
 ['band_hi01', 'band_flag', 'band_error']
+>>> res = sb.evaluate(df, cols, {"method": "crc"}, seeds=2)   # the dict form
 """
 
 from __future__ import annotations
@@ -28,15 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scoreband.apply_stage import ERROR_COLUMN, ApplyStage, band_columns, table_fingerprint
-from scoreband.columns import ColumnSpec, expand_columns, load_inputs
+from scoreband.apply_stage import ApplyStage, band_columns, table_fingerprint
+from scoreband.columns import ColumnSpec, column_fields, expand_columns, load_inputs
 from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
 from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.randomness import frame_keys
 from scoreband.domain import check_mostly_inside, fit_domain
 from scoreband.engine.rows import run_file, run_rows
-from scoreband.errors import InputError, RowError
+from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.tables import read_table
 
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
@@ -47,13 +52,15 @@ from scoreband.datatypes import Band, Scale
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
            "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
-           "reads_whole_rows",
-           "band_columns", "read_table", "example_table", "ERROR_COLUMN"]
+           "calibration_curve", "curve_splits", "reads_whole_rows", "config_fields",
+           "band_columns", "read_table", "example_table", "ERROR_COLUMN", "MONDRIAN_BY"]
 
 @dataclass
 class CalibrationConfig:
-    """How to calibrate: the ``config`` of ``scoreband.evaluate`` and ``calibrate`` (a dict
-    with these keys, or this class).
+    """How to calibrate: the ``config`` of ``scoreband.evaluate`` and ``calibrate`` (their
+    keywords, a dict with these keys, or this class). The one definition of these options:
+    the CLI's options of evaluate / calibrate and their defaults are generated from these
+    fields (:mod:`scoreband.cli._options`).
 
     Parameters
     ----------
@@ -64,7 +71,12 @@ class CalibrationConfig:
         Target miscoverage: bands cover 1 - alpha.
     mondrian : bool, default False
         Group-conditional bands: per ``groups`` label when the columns name one, else per
-        Easy/Medium/Hard difficulty group.
+        Easy/Medium/Hard difficulty group (``mondrian_by`` chooses).
+    mondrian_by : ``"given"``, ``"difficulty"``, ``"predicted"`` or None, default None
+        What the Mondrian groups are (implies ``mondrian``): the ``groups`` labels, the
+        difficulty groups, or bins of the point score (``"predicted"``: quantile bins fitted
+        on a share of the calibration items the conformal step never sees; the remedy when
+        coverage differs by predicted level). None: given with ``groups``, else difficulty.
     clusters : int or ``"auto"``, default ``"auto"``
         k for the cluster rules (``"auto"``: elbow + silhouette).
     small_group : ``"pool"``, ``"full"`` or ``"error"``, default ``"pool"`` (``"marginal"``
@@ -83,6 +95,7 @@ class CalibrationConfig:
     method: str = "split"
     alpha: float = 0.1
     mondrian: bool = False
+    mondrian_by: str | None = None
     clusters: int | str = "auto"
     small_group: str = "pool"
     map: str = "none"
@@ -90,17 +103,32 @@ class CalibrationConfig:
     adjust_boundary: bool = False
 
     @classmethod
-    def of(cls, value) -> CalibrationConfig:
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
+    def of(cls, value=None, /, **keywords) -> CalibrationConfig:
+        """A config from this class, a dict of its fields or keywords (keywords override)."""
+        if isinstance(value, cls) and not keywords:
             return value
-        known = {f.name for f in fields(cls)}
-        bad = sorted(set(value) - known)
+        d = ({f.name: getattr(value, f.name) for f in fields(cls)} if isinstance(value, cls)
+             else dict(value or {}))
+        d.update(keywords)
+        known = config_fields()
+        bad = sorted(set(d) - set(known))
         if bad:
             raise InputError(f"unknown calibration option(s) {', '.join(bad)}; known: "
                              f"{', '.join(sorted(known))}")
-        return cls(**value)
+        return cls(**d)
+
+    def mondrian_groups(self, has_groups: bool) -> str | None:
+        """What the Mondrian wrapper groups by (None: no Mondrian)."""
+        if self.mondrian_by is not None:
+            if self.mondrian_by not in MONDRIAN_BY:
+                raise InputError(f"`mondrian_by` {self.mondrian_by!r}: choose one of "
+                                 f"{', '.join(MONDRIAN_BY)}")
+            if self.mondrian_by == "given" and not has_groups:
+                raise InputError("`mondrian_by` 'given' needs a `groups` column")
+            return self.mondrian_by
+        if not self.mondrian:
+            return None
+        return "given" if has_groups else "difficulty"
 
     def factory(self, scale: Scale, has_groups: bool):
         """A function building a fresh, unfitted calibrator (validated once, here); its
@@ -112,7 +140,7 @@ class CalibrationConfig:
                 k = int(k)
             except (TypeError, ValueError):
                 raise InputError(f"`clusters` expects an integer or 'auto', got {k!r}") from None
-        by = ("given" if has_groups else "difficulty") if self.mondrian else None
+        by = self.mondrian_groups(has_groups)
 
         def make(seed: int = 0):
             return make_calibrator(self.method, self.alpha, scale=scale, mondrian=by,
@@ -124,31 +152,43 @@ class CalibrationConfig:
         return make
 
 
-def _columns(value) -> ColumnSpec:
-    if isinstance(value, ColumnSpec):
-        return value
-    d = dict(value)
-    known = {f.name for f in fields(ColumnSpec)}
-    bad = sorted(set(d) - known)
+#: what ``mondrian_by`` may name (:class:`scoreband.conformal.Mondrian`'s ``by``)
+MONDRIAN_BY = ("given", "difficulty", "predicted")
+
+
+def config_fields() -> tuple[str, ...]:
+    """The names of :class:`CalibrationConfig`'s fields (the one source of the config keys)."""
+    return tuple(f.name for f in fields(CalibrationConfig))
+
+
+def _options(fn: str, columns, config, keywords: dict, *, allowed=None
+             ) -> tuple[ColumnSpec, CalibrationConfig]:
+    """``(ColumnSpec, CalibrationConfig)`` of an API call: the positional ``columns`` /
+    ``config`` (dicts or the classes) with the keywords on top, each keyword routed to the
+    schema whose field it names. A keyword that names no field is a TypeError naming the
+    valid ones."""
+    col_keys, cfg_keys = column_fields(), config_fields()
+    _check_keywords(fn, keywords, col_keys + cfg_keys)
+    cols = {k: v for k, v in keywords.items() if k in col_keys}
+    cfg = {k: v for k, v in keywords.items() if k in cfg_keys}
+    return ColumnSpec.of(columns, **cols), CalibrationConfig.of(config, **cfg)
+
+
+def _check_keywords(fn: str, keywords: dict, valid) -> None:
+    """A TypeError naming the keywords of ``fn`` that are none of ``valid``."""
+    bad = sorted(k for k in keywords if k not in valid)
     if bad:
-        raise InputError(f"unknown column key(s) {', '.join(bad)}; known: "
-                         f"{', '.join(sorted(known))}")
-    if "scale" not in d:
-        raise InputError("give the target's `scale`, e.g. '1,5' or (1, 5)")
-    d["scale"] = d["scale"] if isinstance(d["scale"], Scale) else Scale.parse(d["scale"])
-    ps = d.get("pred_scale")
-    if ps is not None and not isinstance(ps, Scale):
-        d["pred_scale"] = Scale.parse(ps, integer=False, name="pred_scale")
-    return ColumnSpec(**d)
+        raise TypeError(f"{fn}() got unexpected keyword argument(s) {', '.join(bad)}; the "
+                        f"column and calibration keywords are {', '.join(valid)}")
 
 
-def reads_whole_rows(columns: dict | ColumnSpec, config: dict | CalibrationConfig | None
-                     ) -> bool:
+def reads_whole_rows(columns: dict | ColumnSpec | None = None,
+                     config: dict | CalibrationConfig | None = None, **keywords) -> bool:
     """Whether the calibrator these options build draws per-row uniforms (randomised
     tie-breaking), whose row identity is every cell of the row: a reader must then give it
     the whole table, not only the columns it reads, so a row gets the same draw in
     ``evaluate``, ``calibrate`` and ``apply`` (which reads every column)."""
-    spec, cfg = _columns(columns), CalibrationConfig.of(config)
+    spec, cfg = _options("reads_whole_rows", columns, config, keywords)
     return uses_row_draws(cfg.factory(spec.scale, spec.groups is not None)())
 
 
@@ -168,32 +208,58 @@ def example_table() -> Path:
 CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
+def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None = None,
              config: dict | CalibrationConfig | None = None, *, seeds: int = 10,
              cal_frac: float = 0.5, n_ratings: int | None = None, curve: bool = False,
-             on_split: Callable[[str], None] | None = None) -> dict:
+             on_split: Callable[[int, int], None] | None = None, **keywords) -> dict:
     """Repeated calibration / test splits of ``table``: coverage, sharpness, UPS and tau-c
     before and after calibration (mean and std over ``seeds``), per group when the columns
-    name groups, and the theoretical coverage band. Skipped rows are listed under
-    ``"skipped_rows"``. ``curve``: also the empirical coverage at each level of
-    :data:`CURVE_ALPHAS` (at most 3 splits each), as ``"calibration_curve"``.
-    ``columns``: the keys of :class:`~scoreband.columns.ColumnSpec`; ``config``: those of
-    :class:`CalibrationConfig`.
+    name groups, coverage by level of the target and of the prediction, and the theoretical
+    coverage band. Skipped rows are listed under ``"skipped_rows"``.
+
+    Parameters
+    ----------
+    table : a DataFrame or a path
+    columns, config : optional: a dict (or :class:`~scoreband.columns.ColumnSpec` /
+        :class:`CalibrationConfig`) of the column and calibration options
+    **keywords : the same options as keywords (``target=``, ``scale=``, ``median=``,
+        ``method=``, ``alpha=`` ...: the fields of ColumnSpec and CalibrationConfig);
+        they override the dicts' keys
+    seeds, cal_frac : the number of random splits, the calibration share of each
+    curve : also the calibration curve, ``"calibration_curve"``
+        (:func:`calibration_curve`: coverage at each level of :data:`CURVE_ALPHAS`)
+    on_split : ``on_split(done, total)`` after each split, the curve's splits counted too
 
     >>> df = read_table(example_table())
-    >>> cols = dict(ratings="ratings", scale=(1, 5), median="median", pred_scale=(0, 1))
-    >>> res = evaluate(df, cols, {"method": "split"}, seeds=2)
+    >>> res = evaluate(df, ratings="ratings", scale=(1, 5), median="median",
+    ...                pred_scale=(0, 1), method="split", seeds=2)
     >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
     True
     """
-    from scoreband.evaluation import evaluate_splits  # lazy: loads scipy
+    spec, cfg = _options("evaluate", columns, config, keywords)
+    df = _frame(table)
+    inp, make = _evaluation_inputs(df, spec, cfg, n_ratings)
+    total = seeds + (curve_splits(cfg.alpha, seeds) if curve else 0)
+    res = _evaluate_inputs(inp, spec, cfg, make, seeds, cal_frac,
+                           None if on_split is None else lambda k, n: on_split(k, total))
+    if curve:
+        res["calibration_curve"] = _curve(inp, spec, cfg, res, seeds, cal_frac,
+                                          None if on_split is None else
+                                          lambda k, n: on_split(seeds + k, total))
+    return res
 
-    spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
+
+def _evaluation_inputs(df, spec: ColumnSpec, cfg: CalibrationConfig, n_ratings):
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
     inp = load_inputs(df, spec, n_ratings=n_ratings)
     inp.pred.keys = frame_keys(df.iloc[inp.rows])  # randomised tie-breaking by row identity
-    make = cfg.factory(spec.scale, spec.groups is not None)
+    return inp, cfg.factory(spec.scale, spec.groups is not None)
+
+
+def _evaluate_inputs(inp, spec, cfg, make, seeds, cal_frac, on_split) -> dict:
+    from scoreband.evaluation import evaluate_splits  # lazy: loads scipy
+
     res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
                           groups=inp.groups, split_keys=inp.split_keys,
                           adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings,
@@ -201,17 +267,53 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
     res["scale"] = spec.scale.to_dict()
     res["skipped_rows"] = [e.__dict__ for e in inp.errors]
     res["notes"] = list(inp.notes)
-    if curve:
-        res["calibration_curve"] = []
-        for a in CURVE_ALPHAS:
-            mk = replace(cfg, alpha=a).factory(spec.scale, spec.groups is not None)
-            r = evaluate_splits(inp.pred, inp.y01, mk, seeds=min(seeds, 3), cal_frac=cal_frac,
-                                groups=inp.groups, split_keys=inp.split_keys,
-                                adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings)
-            res["calibration_curve"].append({"alpha": a, "nominal": 1 - a,
-                                             "coverage": r["after"]["coverage"]["mean"],
-                                             "width": r["after"]["sharpness_native"]["mean"]})
     return res
+
+
+def curve_splits(alpha: float, seeds: int) -> int:
+    """How many splits :func:`calibration_curve` runs besides the evaluated alpha's."""
+    return len(set(CURVE_ALPHAS) - {alpha}) * min(seeds, 3)
+
+
+def calibration_curve(table: pd.DataFrame | str | Path, result: dict,
+                      columns: dict | ColumnSpec | None = None,
+                      config: dict | CalibrationConfig | None = None, *, seeds: int = 10,
+                      cal_frac: float = 0.5, n_ratings: int | None = None,
+                      on_split: Callable[[int, int], None] | None = None,
+                      **keywords) -> list[dict]:
+    """The calibration curve of an :func:`evaluate` ``result`` on ``table`` (the same
+    options): the empirical coverage at each alpha of :data:`CURVE_ALPHAS`, at most 3
+    splits each (the evaluated alpha from ``result``'s own splits), with the 95 %
+    Clopper-Pearson interval on the distinct items tested, and the mean width.
+    ``on_split(done, total)`` hears after each of its splits
+    (:func:`curve_splits` in all)."""
+    spec, cfg = _options("calibration_curve", columns, config, keywords)
+    inp, _ = _evaluation_inputs(_frame(table), spec, cfg, n_ratings)
+    return _curve(inp, spec, cfg, result, seeds, cal_frac, on_split)
+
+
+def _curve(inp, spec, cfg, res, seeds, cal_frac, on_split) -> list[dict]:
+    from scoreband.metrics import binomial_ci  # lazy: loads scipy
+
+    k = min(seeds, 3)
+    alphas = sorted(set(CURVE_ALPHAS) - {cfg.alpha})
+    total = len(alphas) * k
+    pts = []
+    for i, a in enumerate(alphas):
+        c = replace(cfg, alpha=a)
+        r = _evaluate_inputs(inp, spec, c, c.factory(spec.scale, spec.groups is not None), k,
+                             cal_frac, None if on_split is None else
+                             lambda s, n, i=i: on_split(i * k + s, total))
+        pts.append(_curve_point(a, r, binomial_ci))
+    pts.append(_curve_point(cfg.alpha, res, binomial_ci))
+    return sorted(pts, key=lambda p: p["alpha"])
+
+
+def _curve_point(a: float, r: dict, ci) -> dict:
+    cov, n = r["after"]["coverage"]["mean"], int(r.get("n_items_tested") or 0)
+    return {"alpha": a, "nominal": 1 - a, "coverage": cov, "seeds": r["seeds"],
+            "n_items": n, "ci": list(ci(round(cov * n), n)) if n else None,
+            "width": r["after"]["sharpness_native"]["mean"]}
 
 
 # ------------------------------------------------------------------ calibrate
@@ -225,28 +327,36 @@ class Calibration:
     scorer_fingerprint: str | None = None
 
     def save(self, path) -> Path:
+        """Write the calibrator as versioned JSON (what ``scoreband apply`` reads)."""
         return save_calibrator(path, self.calibrator, scorer_fingerprint=self.scorer_fingerprint,
                                inputs=self.inputs)
 
+    def predict(self, table: pd.DataFrame | str | Path, **keywords) -> Applied:
+        """Bands for every row of ``table``: :func:`apply` with this calibration (its
+        keywords: ``median=`` ... overrides, ``scorer_id=``, ``n_ratings=``,
+        ``on_warning=``)."""
+        return apply(table, self, **keywords)
 
-def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec,
+
+def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None = None,
               config: dict | CalibrationConfig | None = None, *, n_ratings: int | None = None,
               scorer_id: str | None = None,
-              on_warning: Callable[[str], None] | None = None) -> Calibration:
-    """Fit a calibrator on every usable row of ``table``; ``.save(path)`` writes it.
-    ``columns`` and ``config`` as for :func:`evaluate`.
+              on_warning: Callable[[str], None] | None = None, **keywords) -> Calibration:
+    """Fit a calibrator on every usable row of ``table``; ``.save(path)`` writes it and
+    ``.predict(new_table)`` bands new rows. The options as for :func:`evaluate`: keywords
+    (the fields of ColumnSpec and CalibrationConfig), or ``columns`` / ``config`` dicts.
 
     >>> df = read_table(example_table())
-    >>> cols = dict(ratings="ratings", scale=(1, 5), median="median", lo="q05", hi="q95",
-    ...             pred_scale=(0, 1))
-    >>> fit = calibrate(df.iloc[:1000], cols, {"method": "crc"})
-    >>> banded = apply(df.iloc[1000:], fit).table
+    >>> fit = calibrate(df.iloc[:1000], ratings="ratings", scale=(1, 5), median="median",
+    ...                 lo="q05", hi="q95", pred_scale=(0, 1), method="crc")
+    >>> banded = fit.predict(df.iloc[1000:]).table
     >>> bool((banded["band_lo"] <= banded["band_hi"]).all()), len(banded)
     (True, 1000)
     """
     import warnings
 
-    spec, cfg, df = _columns(columns), CalibrationConfig.of(config), _frame(table)
+    spec, cfg = _options("calibrate", columns, config, keywords)
+    df = _frame(table)
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
     spec = spec.resolved(df.columns)  # saved with the column names, not the patterns
@@ -300,20 +410,23 @@ def _load(calibrator, scorer_id):
 def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str | Path, *,
                 columns: dict | None = None, n_ratings: int | None = None,
                 delta: float = 0.1, scorer_id: str | None = None,
-                on_warning: Callable[[str], None] | None = None) -> Calibration:
+                on_warning: Callable[[str], None] | None = None, **keywords) -> Calibration:
     """Keep ``calibrator``'s fitted model and redo only its conformal step on the labeled
     rows of ``table`` (a new domain's few labels); returns the new :class:`Calibration`
     (``.save(path)``), whose ``inputs["recalibration"]`` holds the guarantee for that many
     labels (:func:`scoreband.conformal.recalibrate.coverage_guarantee`).
 
-    The prediction columns are those recorded at calibration; ``columns`` gives the target
-    (``target`` or ``ratings``) when the new table names it otherwise, and may override
-    ``median`` / ``lo`` / ``hi``. Rows without a usable target are skipped and reported.
+    The prediction columns are those recorded at calibration; keywords (or a ``columns``
+    dict) give the target (``target=`` or ``ratings=``) when the new table names it
+    otherwise, and may override ``median=`` / ``lo=`` / ``hi=``. Rows without a usable target
+    are skipped and reported.
     """
     import copy
 
     from scoreband.conformal.recalibrate import coverage_guarantee, min_labels  # lazy: loads scipy
 
+    _check_keywords("recalibrate", keywords, RECALIBRATE_KEYS)
+    columns = {**(columns or {}), **keywords}
     df = _frame(table)
     cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
     cal = copy.deepcopy(cal)  # a Calibration given in memory stays as it was
@@ -377,6 +490,12 @@ class Applied:
     shift: dict | None = None  #: the shift test of a weighted calibrator
 
 
+#: the column keywords of :func:`recalibrate` (the target and the recorded predictions) and
+#: of :func:`apply` (the recorded predictions and the groups)
+RECALIBRATE_KEYS = ("target", "ratings", "median", "lo", "hi")
+APPLY_KEYS = ("median", "lo", "hi", "groups")
+
+
 def _stage(calibrator, columns, scorer_id, n_ratings, on_warning) -> ApplyStage:
     pair = ((calibrator.calibrator, {"inputs": calibrator.inputs})
             if isinstance(calibrator, Calibration) else calibrator)
@@ -387,17 +506,20 @@ def _stage(calibrator, columns, scorer_id, n_ratings, on_warning) -> ApplyStage:
 def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path, *,
           columns: dict | None = None, scorer_id: str | None = None,
           n_ratings: int | None = None,
-          on_warning: Callable[[str], None] | None = None) -> Applied:
+          on_warning: Callable[[str], None] | None = None, **keywords) -> Applied:
     """Add calibrated bands to every row of ``table``.
 
     ``calibrator``: a :class:`Calibration` or the path of a saved one. The prediction columns
-    are those recorded at calibration; ``columns`` overrides some (``median``, ``lo``, ``hi``,
-    ``groups``). Rows that cannot be banded keep empty bands and the reason in band_error.
+    are those recorded at calibration; keywords (or a ``columns`` dict) override some
+    (``median=``, ``lo=``, ``hi=``, ``groups=``). Rows that cannot be banded keep empty bands
+    and the reason in band_error. ``calibration.predict(table)`` is the same call.
     For a table larger than memory see :func:`apply_file`. Both run the row engine's apply
     stage (:class:`scoreband.apply_stage.ApplyStage`).
     """
+    _check_keywords("apply", keywords, APPLY_KEYS)
     df = _frame(table)
-    stage = _stage(calibrator, columns, scorer_id, n_ratings, on_warning)
+    stage = _stage(calibrator, {**(columns or {}), **keywords}, scorer_id, n_ratings,
+                   on_warning)
     run = run_rows(df, stage)
     if stage.banded == 0:
         raise InputError("no usable rows: " + "; ".join(str(e) for e in stage.errors[:5]))
@@ -428,13 +550,15 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
                columns: dict | None = None, scorer_id: str | None = None,
                n_ratings: int | None = None, chunk_rows: int = 100_000,
                on_warning: Callable[[str], None] | None = None,
-               on_rows: Callable[[int], None] | None = None) -> AppliedFile:
+               on_rows: Callable[[int], None] | None = None, **keywords) -> AppliedFile:
     """:func:`apply` for a CSV / TSV / JSONL / Parquet file of any size: read, banded and
     written ``chunk_rows`` rows at a time (Parquet row groups), so memory stays bounded; the
     output equals :func:`apply` on the whole table. ``on_rows(done)`` hears about progress.
     Weighted conformal fits its shift weights on all the rows it is given, so it is applied
-    to the whole table at once."""
-    stage = _stage(calibrator, columns, scorer_id, n_ratings, on_warning)
+    to the whole table at once. Column keywords as for :func:`apply`."""
+    _check_keywords("apply_file", keywords, APPLY_KEYS)
+    stage = _stage(calibrator, {**(columns or {}), **keywords}, scorer_id, n_ratings,
+                   on_warning)
     run = run_file(table, stage, out, chunk_rows=chunk_rows, on_rows=on_rows)
     return AppliedFile.of(run.rows, stage)
 

@@ -27,17 +27,13 @@ from scoreband.conformal.randomness import frame_keys
 from scoreband.datatypes import Band
 from scoreband.domain import check_mostly_inside, same_labels
 from scoreband.engine.rows import Stage
-from scoreband.errors import InputError, RowError
+from scoreband.errors import ERROR_COLUMN, InputError, RowError
 
 __all__ = ["ApplyStage", "apply_stage", "band_columns", "band_values", "table_fingerprint",
            "ERROR_COLUMN", "BAND_COLUMNS"]
 
-#: Every command that writes a table adds columns under one prefix and writes the reason a
-#: row failed in ``<prefix>_error`` (empty when the row is fine): apply and score -> band_,
-#: judge -> judge_, roundtrip -> roundtrip_, score --scorer clip-s -> score_. A table passed
-#: through several commands keeps each stage's reasons side by side.
-ERROR_COLUMN = {"apply": "band_error", "score": "band_error", "clip-s": "score_error",
-                "judge": "judge_error", "roundtrip": "roundtrip_error"}
+# ERROR_COLUMN (the registry of every stage's error column) lives in scoreband.errors and
+# is re-exported here, where it was first defined
 
 #: the numeric band columns of every command that writes bands (apply, score): on the
 #: target's scale, then their companions on [0, 1] (``_01``), one meaning per name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ from scoreband.errors import InputError, RowError
 from scoreband.tables import NA_TEXT, table_columns
 
 __all__ = ["ColumnSpec", "Inputs", "RowIds", "load_inputs", "parse_ratings",
-           "expand_columns", "needed_columns"]
+           "expand_columns", "needed_columns", "column_fields", "shared_option_fields"]
 
 
 def needed_columns(path, spec: dict, extra: Sequence[str | None] = ()) -> list[str] | None:
@@ -86,6 +86,11 @@ class ColumnSpec:
     matched. A key that is none of these is an error naming the valid ones.
     """
 
+    # The one definition of the column fields: scoreband.schemas.ColumnsDoc (the saved
+    # calibrator's ``inputs.columns``) and the CLI's shared column options
+    # (scoreband.cli._options.COLUMN_KEYS) are generated from these fields, and
+    # tests/test_schemas_agree.py checks that they agree. ``metadata[SHARED_OPTION]`` False:
+    # not one of evaluate's / calibrate's shared options (a command's own option, or none).
     scale: Scale
     target: str | None = None
     ratings: str | None = None
@@ -95,41 +100,86 @@ class ColumnSpec:
     features: Sequence[str] = ()
     embedding: Sequence[str] = ()
     groups: str | None = None
-    split_by: str | None = None
+    split_by: str | None = field(default=None, metadata={"shared_option": False})
     id_col: str | None = None
     pred_scale: Scale | None = None
-    ratings_sep: str = ";"
-    raw_predictions: bool = False
+    ratings_sep: str = field(default=";", metadata={"shared_option": False})
+    raw_predictions: bool = field(default=False, metadata={"shared_option": False})
 
     def __post_init__(self) -> None:
         self.features = _name_list(self.features)
         self.embedding = _name_list(self.embedding)
 
+    @classmethod
+    def of(cls, value=None, /, **keywords) -> ColumnSpec:
+        """A ColumnSpec from this class, a dict of its fields or keywords (``scale`` as a
+        :class:`~scoreband.datatypes.Scale`, ``"A,B"`` or ``(A, B)``); keywords override the
+        dict's keys. An unknown key is an :class:`~scoreband.errors.InputError` naming the
+        valid ones.
+
+        >>> ColumnSpec.of({"target": "human"}, scale="1,5", median="score").median
+        'score'
+        """
+        if isinstance(value, cls) and not keywords:
+            return value
+        d = value.to_dict() if isinstance(value, cls) else dict(value or {})
+        d.update(keywords)
+        known = column_fields()
+        bad = sorted(set(d) - set(known))
+        if bad:
+            raise InputError(f"unknown column key(s) {', '.join(bad)}; known: "
+                             f"{', '.join(sorted(known))}")
+        if d.get("scale") is None:
+            raise InputError("give the target's `scale`, e.g. '1,5' or (1, 5)")
+        for name in SCALE_FIELDS:
+            v = d.get(name)
+            if v is not None and not isinstance(v, Scale):
+                d[name] = (Scale.from_dict(v) if isinstance(v, dict) else
+                           Scale.parse(v) if name == "scale" else
+                           Scale.parse(v, integer=False, name=name))
+        return cls(**d)
+
     def resolved(self, columns) -> ColumnSpec:
         """A copy whose feature and embedding patterns are the column names they match in
         ``columns`` (in table order), so a saved spec names exactly the columns used."""
-        from dataclasses import replace
-
         return replace(self, features=expand_columns(self.features, columns),
                        embedding=expand_columns(self.embedding, columns))
 
     def to_dict(self) -> dict:
-        return {
-            "scale": self.scale.to_dict(), "target": self.target, "ratings": self.ratings,
-            "median": self.median, "lo": self.lo, "hi": self.hi,
-            "features": list(self.features), "embedding": list(self.embedding),
-            "groups": self.groups, "split_by": self.split_by, "id_col": self.id_col,
-            "pred_scale": None if self.pred_scale is None else self.pred_scale.to_dict(),
-            "raw_predictions": self.raw_predictions,
-        }
+        """Every field as plain JSON values (a scale as its dict, name lists as lists), in
+        field order: what a saved calibrator records (``inputs.columns``)."""
+        out = {}
+        for name in column_fields():
+            v = getattr(self, name)
+            out[name] = (v.to_dict() if isinstance(v, Scale) else
+                         list(v) if name in LIST_FIELDS else v)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> ColumnSpec:
         d = dict(d)
-        d["scale"] = Scale.from_dict(d["scale"])
-        if d.get("pred_scale") is not None:
-            d["pred_scale"] = Scale.from_dict(d["pred_scale"])
+        for name in SCALE_FIELDS:
+            if d.get(name) is not None:
+                d[name] = Scale.from_dict(d[name])
         return cls(**d)
+
+
+def column_fields() -> tuple[str, ...]:
+    """The names of :class:`ColumnSpec`'s fields, in order (the one source of the column
+    keys)."""
+    return tuple(f.name for f in fields(ColumnSpec))
+
+
+def shared_option_fields() -> tuple[str, ...]:
+    """The column fields that evaluate and calibrate take as shared CLI options (every
+    field whose ``metadata["shared_option"]`` is not False)."""
+    return tuple(f.name for f in fields(ColumnSpec) if f.metadata.get("shared_option", True))
+
+
+#: the fields holding a scale, and those holding a list of column names (read from the
+#: annotations, so a new field of either kind is converted without a second list)
+SCALE_FIELDS = tuple(f.name for f in fields(ColumnSpec) if "Scale" in str(f.type))
+LIST_FIELDS = tuple(f.name for f in fields(ColumnSpec) if "Sequence" in str(f.type))
 
 
 def _name_list(v) -> list[str]:

@@ -4,7 +4,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ScorebandError", "InputError", "NotFittedError", "CalibratorMismatch", "RowError"]
+__all__ = ["ScorebandError", "InputError", "NotFittedError", "CalibratorMismatch", "RowError",
+           "ERROR_COLUMN", "error_column"]
+
+#: The one registry of the columns where a row's failure is written. Every command that
+#: writes a table adds its columns under one prefix and the reason a row failed in
+#: ``<prefix>_error`` (empty when the row is fine), so a table passed through several commands
+#: keeps each stage's reasons side by side; a reader of another tool's log keeps that tool's
+#: own per-row error beside the values it read. Stage key -> column.
+ERROR_COLUMN = {
+    # stages of the row engine (commands that write a table)
+    "apply": "band_error", "score": "band_error", "clip-s": "score_error",
+    "judge": "judge_error", "roundtrip": "roundtrip_error", "triage": "triage_error",
+    "pairwise": "pair_error",
+    # readers of other tools' files (scoreband.formats): the tool's per-row error
+    "openai-batch": "batch_error", "inspect": "sample_error", "promptfoo": "result_error",
+}
+
+
+def error_column(stage: str) -> str:
+    """The error column of ``stage`` (a key of :data:`ERROR_COLUMN`).
+
+    >>> error_column("apply"), error_column("triage")
+    ('band_error', 'triage_error')
+    """
+    try:
+        return ERROR_COLUMN[stage]
+    except KeyError:
+        raise KeyError(f"no error column registered for stage {stage!r}; known: "
+                       f"{', '.join(ERROR_COLUMN)}") from None
 
 
 class ScorebandError(Exception):

@@ -13,10 +13,20 @@ The per-method parameters of a calibrator (``calibrator.params``) are checked by
 
 from __future__ import annotations
 
+import collections.abc
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
+from scoreband.datatypes import Scale
 from scoreband.errors import InputError
 
 __all__ = ["ScaleDoc", "ColumnsDoc", "InputsDoc", "CalibratorDoc", "EmbeddedModelDoc",
@@ -42,23 +52,38 @@ class ScaleDoc(_Doc):
         return self
 
 
-class ColumnsDoc(_Doc):
-    """How the calibration table's columns were read (``scoreband.columns.ColumnSpec``)."""
+def _columns_doc() -> type[BaseModel]:
+    """``ColumnsDoc``, generated from :class:`scoreband.columns.ColumnSpec`'s fields (their
+    one definition): a scale field becomes a :class:`ScaleDoc`, a list of column names a
+    ``list[str]``; defaults as the dataclass's (a tuple as a list)."""
+    import dataclasses
+    import typing
 
-    scale: ScaleDoc
-    target: str | None = None
-    ratings: str | None = None
-    median: str | None = None
-    lo: str | None = None
-    hi: str | None = None
-    features: list[str] = []
-    embedding: list[str] = []
-    groups: str | None = None
-    split_by: str | None = None
-    id_col: str | None = None
-    pred_scale: ScaleDoc | None = None
-    ratings_sep: str = ";"
-    raw_predictions: bool = False
+    from scoreband.columns import ColumnSpec
+
+    hints = typing.get_type_hints(ColumnSpec)
+    spec = {}
+    for f in dataclasses.fields(ColumnSpec):
+        tp = hints[f.name]
+        if tp is Scale:
+            tp = ScaleDoc
+        elif tp == (Scale | None):
+            tp = ScaleDoc | None
+        elif typing.get_origin(tp) is collections.abc.Sequence:
+            tp = list[str]
+        default = f.default
+        if default is dataclasses.MISSING:
+            default = ...
+        elif isinstance(default, tuple):
+            default = list(default)
+        spec[f.name] = (tp, default)
+    return create_model("ColumnsDoc", __base__=_Doc, __module__=__name__,
+                        __doc__="How the calibration table's columns were read "
+                                "(``scoreband.columns.ColumnSpec``, whose fields generate "
+                                "this model).", **spec)
+
+
+ColumnsDoc = _columns_doc()
 
 
 class CalibrationSetDoc(_Doc):

@@ -127,21 +127,57 @@ ScorerOpt = Annotated[str | None, typer.Option(
 
 
 
-#: the options evaluate and calibrate share (one definition): name -> (type, default)
-CALIBRATION_OPTIONS = {
-    "scale": (ScaleOpt, ...), "target": (TargetOpt, None), "ratings": (RatingsOpt, None),
-    "median": (MedianOpt, None), "lo": (LoOpt, None), "hi": (HiOpt, None),
-    "features": (FeaturesOpt, None), "embedding": (EmbeddingOpt, None),
-    "groups": (GroupsOpt, None), "method": (MethodOpt, "split"), "alpha": (AlphaOpt, 0.1),
-    "mondrian": (MondrianOpt, False), "adjust_boundary": (AdjustOpt, False),
-    "n_ratings": (NRatingsOpt, None), "pred_scale": (PredScaleOpt, None),
-    "clusters": (KOpt, "auto"), "small_group": (SmallOpt, "pool"),
-    "id_col": (IdOpt, None), "map_": (MapOpt, "none"), "randomize": (RandomizeOpt, None),
-}
-COLUMN_KEYS = ("scale", "target", "ratings", "median", "lo", "hi", "features", "embedding",
-               "groups", "id_col", "pred_scale")
-CONFIG_KEYS = ("method", "alpha", "mondrian", "clusters", "small_group", "randomize",
-               "adjust_boundary")
+MondrianByOpt = Annotated[str | None, typer.Option(
+    "--mondrian-by", help="given | difficulty | predicted: what the --mondrian groups are "
+                          "(implies --mondrian). predicted: bins of the point score "
+                          "(quantiles fitted on a share of the calibration items that the "
+                          "conformal step never sees), the remedy when coverage differs by "
+                          "predicted level. Default: given with --groups, else difficulty.")]
+
+#: each option's typer declaration, by the name of the field it fills (a ColumnSpec or
+#: CalibrationConfig field); the defaults come from those classes, not from here
+_COLUMN_OPTS = {"scale": ScaleOpt, "target": TargetOpt, "ratings": RatingsOpt,
+                "median": MedianOpt, "lo": LoOpt, "hi": HiOpt, "features": FeaturesOpt,
+                "embedding": EmbeddingOpt, "groups": GroupsOpt, "id_col": IdOpt,
+                "pred_scale": PredScaleOpt}
+_CONFIG_OPTS = {"method": MethodOpt, "alpha": AlphaOpt, "mondrian": MondrianOpt,
+                "mondrian_by": MondrianByOpt, "clusters": KOpt, "small_group": SmallOpt,
+                "map": MapOpt, "randomize": RandomizeOpt, "adjust_boundary": AdjustOpt}
+#: a field whose Python name is not a good parameter name (``map`` is a builtin)
+PARAM_NAME = {"map": "map_"}
+
+
+def _calibration_options() -> tuple[tuple[str, ...], tuple[str, ...], dict]:
+    """``(COLUMN_KEYS, CONFIG_KEYS, CALIBRATION_OPTIONS)`` from the one definition of each
+    schema: :class:`scoreband.columns.ColumnSpec`'s shared-option fields and every field of
+    :class:`scoreband.api.CalibrationConfig`, with the config's defaults (a column option
+    defaults to None: not given). A field without an option declaration here is an error at
+    import (tests/test_schemas_agree.py adds one to see it)."""
+    from dataclasses import MISSING, fields
+
+    from scoreband.api import CalibrationConfig
+    from scoreband.columns import shared_option_fields
+
+    col_keys = shared_option_fields()
+    cfg_keys = tuple(f.name for f in fields(CalibrationConfig))
+    missing = [k for k in col_keys if k not in _COLUMN_OPTS] + \
+              [k for k in cfg_keys if k not in _CONFIG_OPTS]
+    if missing:
+        raise RuntimeError(f"no CLI option declared for field(s) {', '.join(missing)} "
+                           "(scoreband.cli._options)")
+    opts = {}
+    for k in col_keys:
+        opts[k] = (_COLUMN_OPTS[k], ... if k == "scale" else None)
+    for f in fields(CalibrationConfig):
+        opts[PARAM_NAME.get(f.name, f.name)] = (
+            _CONFIG_OPTS[f.name], f.default if f.default is not MISSING else ...)
+    return col_keys, cfg_keys, opts
+
+
+#: the options evaluate and calibrate share (one definition): name -> (type, default); with
+#: --n-ratings, which is an argument of the calls rather than a field
+COLUMN_KEYS, CONFIG_KEYS, CALIBRATION_OPTIONS = _calibration_options()
+CALIBRATION_OPTIONS["n_ratings"] = (NRatingsOpt, None)
 
 
 def with_options(options: dict):
@@ -167,7 +203,7 @@ def split_options(opts: dict) -> tuple[dict, dict]:
     cols = {k: opts[k] for k in COLUMN_KEYS}
     cols["features"] = cols["features"] or ()
     cols["embedding"] = cols["embedding"] or ()
-    cfg = {k: opts[k] for k in CONFIG_KEYS} | {"map": opts["map_"]}
+    cfg = {k: opts[PARAM_NAME.get(k, k)] for k in CONFIG_KEYS}
     return cols, cfg
 
 

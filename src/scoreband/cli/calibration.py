@@ -42,7 +42,7 @@ from scoreband.cli._options import (
 from scoreband.cli._rows import run_stage
 from scoreband.columns import needed_columns
 from scoreband.conformal import load_calibrator
-from scoreband.errors import RowError
+from scoreband.errors import ERROR_COLUMN, RowError
 from scoreband.files import write_json
 from scoreband.progress import step_status
 from scoreband.provenance import provenance
@@ -219,32 +219,15 @@ def _exit_if_mostly_skipped(mostly: bool, skipped: int, total: int) -> None:
 
 
 def _curve(df, cols, cfg, res, seeds, cal_frac, n_ratings) -> list[dict]:
-    """The calibration curve: empirical coverage at each alpha of ``api.CURVE_ALPHAS`` (at
-    most 3 splits each; the evaluated alpha from its own splits), with the 95 %
-    Clopper-Pearson interval on the distinct items tested; progress on stderr."""
-    from scoreband.metrics import binomial_ci
-
-    pts = []
+    """The calibration curve (:func:`scoreband.api.calibration_curve`), progress on stderr."""
     k = min(seeds, 3)
-    alphas = sorted(set(api.CURVE_ALPHAS) - {cfg["alpha"]})
-    with step_status(err, f"calibration curve: {len(alphas)} more alphas x {k} splits ...",
+    n_alphas = api.curve_splits(cfg["alpha"], seeds) // k
+    with step_status(err, f"calibration curve: {n_alphas} more alphas x {k} splits ...",
                      every_s=5) as step:
-        for i, a in enumerate(alphas, 1):
-            r = api.evaluate(df, cols, {**cfg, "alpha": a}, seeds=k, cal_frac=cal_frac,
-                             n_ratings=n_ratings,
-                             on_split=lambda s, n, a=a, i=i: step(
-                                 f"calibration curve: alpha {a:g} ({i} of {len(alphas)}), "
-                                 f"split {s} of {n} done"))
-            pts.append(_curve_point(a, r, binomial_ci))
-    pts.append(_curve_point(cfg["alpha"], res, binomial_ci))
-    return sorted(pts, key=lambda p: p["alpha"])
-
-
-def _curve_point(a: float, r: dict, ci) -> dict:
-    cov, n = r["after"]["coverage"]["mean"], int(r.get("n_items_tested") or 0)
-    return {"alpha": a, "nominal": 1 - a, "coverage": cov, "seeds": r["seeds"],
-            "n_items": n, "ci": list(ci(round(cov * n), n)) if n else None,
-            "width": r["after"]["sharpness_native"]["mean"]}
+        return api.calibration_curve(df, res, cols, cfg, seeds=seeds, cal_frac=cal_frac,
+                                     n_ratings=n_ratings,
+                                     on_split=lambda s, n: step(
+                                         f"calibration curve: split {s} of {n} done"))
 
 
 def row_error(d: dict):
@@ -387,7 +370,7 @@ def apply(
         kw["calibrator_text"] = json.dumps(load_calibrator(calibrator, scorer_fingerprint=
                                                            scorer_id)[1])
     run, stage = run_stage(table, out, "scoreband.apply_stage:apply_stage", kw, engine_opts,
-                           error_column="band_error", local={"on_warning": warn},
+                           error_column=ERROR_COLUMN["apply"], local={"on_warning": warn},
                            vectorized=True)
     if stage is None:  # Ray: the reasons as the rows passed
         for i, e in list(run.failures.items())[:20]:
@@ -397,7 +380,7 @@ def apply(
         return
     res = AppliedFile.of(run.rows, stage)
     report_rows(res.errors, res.rows, action="left without a band",
-                listed_in=f"{out} (column band_error)")
+                listed_in=f"{out} (column {ERROR_COLUMN['apply']})")
     _print_shift(res.shift)
     console.print(f"banded {res.banded} of {res.rows} rows with {plain(res.method)} "
                   f"(alpha={res.alpha}) -> {plain(out)}")
