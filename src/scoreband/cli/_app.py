@@ -1,5 +1,6 @@
 """The ``scoreband`` application object and what every command shares: the error guard,
-row reports and warnings.
+row reports and warnings. Which options are inputs and outputs is
+:mod:`scoreband.cli.command_files`; the terminal's markdown, :mod:`scoreband.cli.markdown`.
 
 Every command validates its input at the edge; bad rows are reported (row, column,
 reason) and skipped, never a traceback.
@@ -7,22 +8,27 @@ reason) and skipped, never a traceback.
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import logging
+import re
+import sys
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from scoreband._version import __version__
-from scoreband.errors import InputError, RowError, ScorebandError
+from scoreband.cli.command_files import outputs_checked
+from scoreband.cli.markdown import markdown_parts
+from scoreband.errors import RowError, ScorebandError
 from scoreband.extras import install_hint
-from scoreband.files import check_output, check_readable, output_policy
+from scoreband.files import check_readable
 from scoreband.progress import step_status
-from scoreband.textsafe import md_unescape, plain
+from scoreband.textsafe import plain
 
 app = typer.Typer(
     name="scoreband",
@@ -39,8 +45,6 @@ app = typer.Typer(
 def _no_hyphen_breaks() -> None:
     """Help text wraps at spaces only: a method name (crc-cluster-mondrian, weighted-split)
     or an option is never broken at its hyphens, where a reader would copy half of it."""
-    import importlib
-
     for name in ("typer._click._textwrap", "click._textwrap"):
         try:
             mod = importlib.import_module(name)
@@ -67,8 +71,6 @@ def safe_streams() -> None:
     """stdout and stderr replace what their encoding cannot write (``PYTHONIOENCODING=ascii``,
     a pipe or a terminal in latin-1): a "·" or a group's name in another script is shown as
     "?", never a UnicodeEncodeError after the work is done."""
-    import sys
-
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
@@ -156,8 +158,6 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped",
     than half of the rows were affected."""
     if not errors:
         return False
-    import re
-
     err.print(styled(f"{len(errors)} of {total} rows {plain(action)}:", "yellow"))
     # one reason per kind: the row's own value quoted in a reason ('?') is kept, numbers of
     # rows are not part of the reason
@@ -185,8 +185,6 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped",
 def as_flags(message: str) -> str:
     """The library names parameters in backticks (`image_col`); on the command line they
     are the current command's options (--image-col)."""
-    import re
-
     try:  # typer >= 0.24 runs on its own copy of click
         from typer._click.globals import get_current_context
     except ImportError:
@@ -211,80 +209,12 @@ def as_flags(message: str) -> str:
 PARAM_ALIASES = {"n_clusters": "clusters", "cache_dir": "cache", "keep_dir": "keep_images"}
 
 
-#: options that name what a command writes; every other path option is an input
-OUTPUT_OPTIONS = ("out", "html", "cache", "keep_images", "apply_out")
-#: commands whose --out is a folder (only files they wrote there may be replaced)
-FOLDER_COMMANDS = {"demo", "stress", "judge_study", "roundtrip_study", "train", "world"}
-
-
-def _path_of(value) -> Path | None:
-    """The local path an option's value names, if it names an existing one: a Path, a
-    string such as ``@rubric.txt`` or ``hf:./model`` (prefix stripped)."""
-    import re
-
-    if isinstance(value, Path):  # a table may be addressed as FORMAT[@OPTIONS]:PATH
-        from scoreband.formats import split_address
-
-        return split_address(value)[1]
-    if isinstance(value, str) and value:
-        s = value[1:] if value.startswith("@") else re.sub(r"^[a-z][a-z0-9_-]*:(?!//)", "",
-                                                            value)
-        try:
-            if s and Path(s).expanduser().exists():
-                return Path(s)
-        except (OSError, ValueError):
-            return None
-    return None
-
-
-def declared_files(command: str, kw: dict):
-    """The command's inputs and outputs from its options: ``(inputs, outputs, folders)``,
-    each ``(what, path)`` with ``what`` the option as the library names it."""
-    inputs, outputs, folders = [], [], []
-    for name, value in kw.items():
-        for v in value if isinstance(value, (list, tuple)) else [value]:
-            what = f"`{name}`"
-            if name in OUTPUT_OPTIONS:
-                if v is None or str(v) == "":
-                    continue
-                is_folder = name in ("cache", "keep_images") or (
-                    name == "out" and command in FOLDER_COMMANDS)
-                (folders if is_folder else outputs).append((what, Path(v)))
-            else:
-                p = _path_of(v)
-                if p is not None:
-                    inputs.append((what, p))
-    return inputs, outputs, folders
-
-
-@contextmanager
-def _outputs_checked(command: str, kw: dict):
-    """The output policy (scoreband.files) for one command run: outputs checked against
-    its inputs before any work, and every later write checked the same way."""
-    inputs, outputs, folders = declared_files(command, kw)
-    with output_policy(inputs, [p for _, p in folders]):
-        seen: dict[Path, str] = {}
-        for what, p in outputs + folders:
-            key = p.expanduser().resolve()
-            if key in seen:
-                raise InputError(f"{what} and {seen[key]} name the same path {str(p)!r}; "
-                                 "give each output its own")
-            seen[key] = what
-        for what, p in outputs:
-            check_output(p, what=what)
-        for what, p in folders:
-            check_output(p, what=what, folder=True)
-        yield
-
-
 def reflow(doc: str | None) -> str | None:
     """A command's docstring as its help: the lines of each paragraph joined, so the
     terminal wraps them at word boundaries (kept as written, they break mid-phrase at 80
     columns: "truncated, not an" / "image, huge")."""
     if not doc:
         return doc
-    import inspect
-
     paragraphs = inspect.cleandoc(doc).split("\n\n")
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
@@ -293,15 +223,13 @@ def guard(fn):
     """Turn scoreband errors into a clean message and exit code 2; run the command under
     the output policy (its outputs never replace its inputs, a device or a file it did not
     write). Its help is the docstring reflowed (:func:`reflow`)."""
-    import functools
-
     fn.__doc__ = reflow(fn.__doc__)
 
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
             _SHOWN.clear()  # once per command run
-            with warnings.catch_warnings(), _outputs_checked(fn.__name__, kw):
+            with warnings.catch_warnings(), outputs_checked(fn.__name__, kw):
                 warnings.simplefilter("default")
                 warnings.showwarning = _show_warning_once
                 return fn(*a, **kw)
@@ -346,16 +274,6 @@ def print_warnings(messages) -> None:
         warn(m)
 
 
-@contextmanager
-def warnings_to_console():
-    """Collect the library's warnings (too-small groups, crossed quantiles ...) and print
-    each once on stderr."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    print_warnings(dict.fromkeys(str(w.message) for w in caught))
-
-
 def run_study(description: str, run, out, html=None, *, show: bool = True):
     """Run a study with progress (``run(on_step)`` returns a StudyResult), write it to
     ``out`` with its HTML report (``html``, default OUT/report.html) and (``show``) print
@@ -381,92 +299,12 @@ def finish_rows(failures: dict[int, str], total: int, action: str, summary: str)
         raise typer.Exit(1)
 
 
-def _markdown_tables(lines: list[str], width: int) -> list:
-    """A markdown pipe table as rich Tables whose cells wrap at word boundaries (rich's own
-    markdown tables cut headers and cells with an ellipsis at 80 columns: "covera..."). A
-    table too wide for ``width`` even with every column as narrow as its longest word is
-    split into several, each repeating the columns that name the row."""
-    import re
-
-    from rich import box
-    from rich.cells import cell_len
-    from rich.text import Text
-
-    # cells split at the pipes that are not escaped (a name "a|b" is written a\\|b), shown as
-    # the text they stand for (escapes undone), never as markup
-    rows = [[c.strip() for c in _cells(line)] for line in lines]
-    rows = [r for r in rows if not all(re.fullmatch(r":?-{3,}:?", c) for c in r)]  # |---|
-    rows = [[md_unescape(c) for c in r] for r in rows]
-    k = len(rows[0])
-    rows = [(r + [""] * k)[:k] for r in rows]
-    # a column's narrowest width without breaking a word, plus the 3 characters between
-    # columns (a space of the box and one of padding on each side)
-    need = [max(cell_len(w) for r in rows for w in (r[j].split() or [""])) + 3
-            for j in range(k)]  # terminal cells: a CJK character takes two
-    keys = list(range(min(2 if k >= 4 else 1, k)))
-    groups, cur = [], []
-    for j in range(len(keys), k):
-        if cur and sum(need[i] for i in keys + cur) + need[j] > width:
-            groups.append(cur)
-            cur = []
-        cur.append(j)
-    groups.append(cur)
-    if len(groups) == 1:
-        keys = []
-        groups = [list(range(k))]
-    tables = []
-    for g in groups:
-        cols = keys + g
-        t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-        for j in cols:
-            # as wide as its longest word: headers and cells wrap between words
-            t.add_column(Text(plain(rows[0][j])), overflow="fold", min_width=need[j] - 3,
-                         max_width=need[j] - 3)
-        for r in rows[1:]:
-            t.add_row(*(Text(plain(r[j])) for j in cols))
-        tables.append(t)
-    return tables
-
-
-def _cells(line: str) -> list[str]:
-    """The cells of a markdown table row ``| a | b\\|c |``: split at the pipes that no
-    backslash escapes (escapes kept; :func:`~scoreband.textsafe.md_unescape` undoes them)."""
-    out, cur, i = [], [], 0
-    body = line.strip()
-    while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body):
-            cur.append(body[i:i + 2])
-            i += 2
-            continue
-        if body[i] == "|":
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(body[i])
-        i += 1
-    out.append("".join(cur))
-    if body.startswith("|"):
-        out = out[1:]
-    if len(out) > 1 and not out[-1].strip():  # the row's closing pipe
-        out = out[:-1]
-    return out
-
-
 def print_markdown(text: str) -> None:
     """A study's markdown for the terminal's width: paragraphs wrapped by rich, tables as
     tables whose cells wrap (never cut), never hard-wrapped source."""
-    from rich.markdown import Markdown
+    for part in markdown_parts(text, console.width):
+        console.print(part)
 
-    block: list[str] = []
-    table = False
-    for line in [*text.splitlines(), ""]:
-        is_row = line.lstrip().startswith("|")
-        if block and is_row != table:
-            for part in (_markdown_tables(block, console.width) if table
-                         else [Markdown("\n".join(block))]):
-                console.print(part)
-            block = []
-        table = is_row
-        block.append(line)
-    if block and any(b.strip() for b in block):
-        console.print(Markdown("\n".join(block)))
+
+# moved: scoreband.cli.markdown.table_cells; importers outside H3's files still use this
+from scoreband.cli.markdown import table_cells as _cells  # noqa: E402, F401
