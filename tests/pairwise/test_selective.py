@@ -112,3 +112,64 @@ def test_too_few_labels_is_clear():
     x, y, _, _ = sample(30, rng)
     with pytest.raises(InputError, match="label more pairs"):
         fit_pairwise_arrays(x, y, columns=["d"], alpha=0.05, delta=0.05)
+
+
+@pytest.mark.statistical
+def test_label_free_one_feature_error_among_decided_over_draws():
+    """One score difference, order-fair: pairs ordered by |x| with verdict sign(x), every
+    labeled pair calibrating the threshold (label_free_threshold, what fit_pairwise_arrays
+    runs on that path: checked equal below). Over 3000 draws of 400 labeled pairs, the exact
+    error among decided pairs (from the true preference probabilities of 20000 test pairs)
+    is <= alpha in >= 1 - delta - 2.5 SE of the draws."""
+    from scoreband.pairwise.selective import confidence_order, label_free_threshold
+
+    rng = np.random.default_rng(23)
+    xt, _, Pt, _ = sample(20000, rng, tie=0.2)
+    ut, vt = confidence_order(None, xt[:, None], "abs-feature")
+    et = 1 - Pt[np.arange(len(Pt)), np.where(vt == "A", 0, 1)]
+    order = np.argsort(ut)
+    ut, et = ut[order], et[order]
+    cum = np.concatenate([[0.0], np.cumsum(et)])
+    alpha, delta, R = 0.1, 0.1, 3000
+    fails, decided = 0, []
+    for b in range(R):
+        x, y, _, _ = sample(400, rng, tie=0.2)
+        u, v = confidence_order(None, x[:, None], "abs-feature")
+        res = label_free_threshold(u, (v != y).astype(float), alpha, delta)
+        if b < 3:  # the same threshold as the whole fit
+            rule = fit_pairwise_arrays(x, y, columns=["d"], alpha=alpha, delta=delta, seed=b)
+            assert rule.order == "abs-feature" and rule.threshold == res["threshold"]
+        k = int(np.searchsorted(ut, res["threshold"], side="right"))
+        err = cum[k] / k if k else 0.0
+        fails += err > alpha
+        decided.append(k / len(ut))
+    fail_rate = fails / R
+    assert fail_rate <= delta + 2.5 * np.sqrt(delta * (1 - delta) / R), fail_rate
+    assert np.mean(decided) > 0.3, np.mean(decided)  # something is decided: can fail
+
+
+@pytest.mark.statistical
+def test_label_free_decides_more_than_the_training_share():
+    rng = np.random.default_rng(24)
+    xt, _, _, _ = sample(5000, rng, tie=0.2)
+    free, split = [], []
+    for b in range(12):
+        x, y, _, _ = sample(400, rng, tie=0.2)
+        for out, lf in ((free, None), (split, False)):
+            rule = fit_pairwise_arrays(x, y, columns=["d"], seed=b, label_free=lf)
+            out.append(rule.decide(xt[:, None])["decided"].mean())
+    assert np.mean(free) > np.mean(split) + 0.03, (np.mean(free), np.mean(split))
+
+
+def test_label_free_is_the_default_only_where_no_label_orders_the_pairs():
+    rng = np.random.default_rng(4)
+    x, y, _, J = sample(600, rng)
+    assert fit_pairwise_arrays(x, y, columns=["d"]).report["n_threshold_calibration"] == 600
+    assert fit_pairwise_arrays(J, y, columns=["a", "b", "t"], kind="probs"
+                               ).report["n_threshold_calibration"] == 600
+    two = np.column_stack([x, x + rng.normal(0, 1, 600)])
+    r = fit_pairwise_arrays(two, y, columns=["d", "e"])
+    assert r.order == "max-prob" and r.report["n_threshold_calibration"] < 400
+    assert fit_pairwise_arrays(x, y, columns=["d"], start="likely").order == "max-prob"
+    with pytest.raises(InputError, match="label-free"):
+        fit_pairwise_arrays(two, y, columns=["d", "e"], label_free=True)

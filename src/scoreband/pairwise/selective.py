@@ -1,17 +1,33 @@
 """Calibrated pairwise verdicts: prediction sets over {A, B, tie} and selective verdicts
 with a guaranteed error rate (SPEC sections 12-13).
 
-The labeled pairs are split by their identity (a hash of each row and the seed,
-:mod:`scoreband.conformal.randomness`, never the position) into a **training share** that
-fits the verdict model (:mod:`scoreband.pairwise.sets`), the grid of thresholds and where the
-fixed sequence starts, and a **calibration share** seen by nothing else, on which
+A pair is decided (given its verdict) when its uncertainty ``u <= lambda``; the threshold
+``lambda`` is chosen by Learn-then-Test (:mod:`scoreband.decisions.ltt`): with loss
+``[verdict != human preference]`` the fixed-sequence binomial tests give
+``P(error among decided pairs <= alpha) >= 1 - delta`` over the draw of the labeled pairs,
+provided the ordering of the pairs (``u``) and their verdicts never looked at the labels the
+tests use. Which labeled pairs the tests use depends on whether that ordering needs labels:
 
-* the conformal quantile of the prediction sets is computed (per group with ``groups``):
-  ``P(human preference in set) >= 1 - set_alpha``;
-* the selective threshold is chosen by Learn-then-Test (:mod:`scoreband.decisions.ltt`):
-  a pair is decided (its verdict the most likely label) when ``u = 1 - max p <= lambda``;
-  with loss ``[verdict != human preference]`` the fixed-sequence binomial tests give
-  ``P(error among decided pairs <= alpha) >= 1 - delta`` over the draw of the labeled pairs.
+* **label-free ordering** (the default where it exists): with the judge's probabilities
+  used as they are (``probs``), ``u = 1 - max p`` and the verdict is the most likely label;
+  with one antisymmetric feature and the order-fair map (a score difference ``A - B``, a
+  judge's ``pair_pref``), the ordering by confidence is ``|x|`` (``u = 1 / (1 + |x|)``) and
+  the verdict is ``sign(x)`` (A when ``x > 0``: a larger score is the better response).
+  Neither needs a label, so **every** labeled pair calibrates the threshold, and the grid
+  of thresholds and the start of the sequence are read from the labeled pairs'
+  uncertainties (never from their labels);
+* **fitted ordering** (several features, or an order effect with ``symmetric=False``): a
+  model must be fitted before pairs can be ordered, so the labeled pairs are split by their
+  identity (a hash of each row and the seed, :mod:`scoreband.conformal.randomness`, never
+  the position) into a training share (the model, the grid, the start) and a calibration
+  share seen by nothing else. Cross-fitting (each half ordered by a model fitted on the
+  other) is *not* valid here: the fixed-sequence tests need one ordering fixed before the
+  calibration labels are read.
+
+The conformal prediction sets (``P(human preference in set) >= 1 - set_alpha``; per group
+with ``groups``: Mondrian) use the verdict model's probabilities: a fitted logistic map is
+fitted on the training share and the set quantile computed on the calibration share; given
+probabilities are used as they are and every labeled pair calibrates the sets.
 
 >>> import numpy as np, pandas as pd
 >>> rng = np.random.default_rng(0)
@@ -55,13 +71,18 @@ from scoreband.pairwise.sets import (
 )
 
 __all__ = ["PairRule", "fit_pairwise_triage", "fit_pairwise_arrays", "load_pair_rule",
-           "PAIR_RULE_FORMAT", "PAIR_COLUMNS"]
+           "PAIR_RULE_FORMAT", "PAIR_COLUMNS", "ORDERS", "confidence_order", "is_label_free",
+           "label_free_threshold"]
 
 PAIR_RULE_FORMAT = "scoreband-pairwise-rule"
 #: the columns every applied row gets
 PAIR_COLUMNS = ("verdict", "p_a", "p_b", "p_tie", "pair_uncertainty", "decided", "pair_set",
                 "pair_error")
 POOLED = "(all)"
+#: how a rule orders pairs by confidence and gives verdicts: ``max-prob`` (u = 1 - max p,
+#: the most likely label) or ``abs-feature`` (one antisymmetric feature x: u = 1 / (1 + |x|),
+#: the verdict sign(x))
+ORDERS = ("max-prob", "abs-feature")
 #: the stream of :func:`scoreband.conformal.randomness.row_uniforms` for the split
 _SPLIT_STREAM = 61
 
@@ -89,6 +110,7 @@ class PairRule:
     report: dict = field(default_factory=dict)
     errors: list[RowError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    order: str = "max-prob"
 
     def decide(self, X, groups=None) -> dict:
         """Arrays for pairs with features ``X``: ``P`` (n, 3), ``verdict``, ``u``,
@@ -99,9 +121,8 @@ class PairRule:
             P = np.where(live[None, :], P, 0.0)
             P = P / P.sum(axis=1, keepdims=True)
         ok = np.isfinite(P).all(axis=1)
-        u = np.where(ok, 1.0 - np.nanmax(np.where(ok[:, None], P, 0), axis=1), np.nan)
-        best = np.array(LABELS, dtype=object)[np.argmax(np.nan_to_num(P, nan=-1), axis=1)]
-        decided = ok & (u <= self.threshold)
+        u, best = confidence_order(P, X, self.order)
+        decided = ok & np.isfinite(u) & (u <= self.threshold)
         if POOLED in self.set_q:
             q = np.full(len(P), self.set_q[POOLED])
         else:
@@ -111,7 +132,7 @@ class PairRule:
         sets = prediction_sets(np.nan_to_num(P), q, self.set_method, self.classes) & \
             ok[:, None]
         return {"P": P, "verdict": np.where(decided, best, ""), "u": u, "decided": decided,
-                "sets": sets, "ok": ok}
+                "sets": sets, "ok": ok, "verdict_all": best}
 
     def apply(self, table) -> pd.DataFrame:
         """Every row of ``table`` with :data:`PAIR_COLUMNS` (``verdict`` empty where the
@@ -157,7 +178,8 @@ class PairRule:
                 "risk": self.alpha, "delta": self.delta, "set_alpha": self.set_alpha,
                 "set_method": self.set_method, "guarantee": words,
                 "classes": self.classes, "set_quantile": self.set_q,
-                "groups_col": self.groups_col, "model": self.model.to_dict(),
+                "groups_col": self.groups_col, "order": self.order,
+                "model": self.model.to_dict(),
                 "report": self.report,
                 "skipped_rows": [str(e) for e in self.errors[:1000]],
                 "n_skipped_rows": len(self.errors), "warnings": self.warnings}
@@ -183,10 +205,66 @@ def load_pair_rule(path) -> PairRule:
                         float(doc["delta"]), float(doc["set_alpha"]), doc["set_method"],
                         list(doc["classes"]), float(doc["threshold"]),
                         {k: float(v) for k, v in doc["set_quantile"].items()},
-                        doc.get("groups_col"), dict(doc.get("report") or {}))
+                        doc.get("groups_col"), dict(doc.get("report") or {}),
+                        order=str(doc.get("order", "max-prob")))
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(f"{path} is incomplete ({type(e).__name__}: {e}); fit the rule "
                          "again") from None
+
+
+def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndarray]:
+    """``(u, verdict)`` per pair: the uncertainty the threshold is set on and the verdict a
+    decided pair gets. ``max-prob``: ``u = 1 - max p`` and the most likely label of ``P``
+    (n, 3); ``abs-feature``: one antisymmetric feature ``x`` (the first column of ``X``),
+    ``u = 1 / (1 + |x|)`` and ``A`` for ``x > 0``, ``B`` for ``x < 0`` (``u`` NaN, never
+    decided, at ``x = 0`` or a missing ``x``).
+
+    >>> u, v = confidence_order(None, np.array([[2.0], [-0.5], [0.0]]), "abs-feature")
+    >>> [round(float(a), 3) for a in u[:2]], list(v[:2])
+    ([0.333, 0.667], ['A', 'B'])
+    """
+    if order == "abs-feature":
+        x = np.asarray(X, float).reshape(len(X), -1)[:, 0]
+        live = np.isfinite(x) & (x != 0)
+        u = np.where(live, 1.0 / (1.0 + np.abs(np.where(live, x, 0.0))), np.nan)
+        return u, np.where(x > 0, "A", "B").astype(object)
+    if order != "max-prob":
+        raise InputError(f"confidence order {order!r}: choose one of {ORDERS}")
+    P = np.asarray(P, float)
+    ok = np.isfinite(P).all(axis=1)
+    u = np.where(ok, 1.0 - np.nanmax(np.where(ok[:, None], P, 0), axis=1), np.nan)
+    return u, np.array(LABELS, dtype=object)[np.argmax(np.nan_to_num(P, nan=-1), axis=1)]
+
+
+def label_free_threshold(u, loss, alpha: float, delta: float,
+                         grid_size: int | None = None) -> dict:
+    """The Learn-then-Test threshold where the uncertainties ``u`` and the verdicts (whose
+    ``loss`` is 1 when wrong) never looked at a label: every pair calibrates; the grid
+    (``grid_size`` quantiles of ``u``; default one per 40 pairs, 5 to 100) and the start
+    (the first threshold accepting enough pairs for a test to reject,
+    :func:`scoreband.decisions.ltt.min_rejectable`) are read from ``u`` alone. Returns
+    :func:`scoreband.decisions.ltt.ltt_threshold`'s dict with ``grid`` and ``start``.
+
+    >>> u = np.linspace(0.01, 1, 400); loss = (np.arange(400) % 20 == 0) & (u > 0.7)
+    >>> res = label_free_threshold(u, loss, 0.1, 0.1)
+    >>> float(res["threshold"]), res["start"]
+    (inf, 0)
+    """
+    u = np.asarray(u, float)
+    if grid_size is None:
+        grid_size = int(np.clip(len(u) // 40, 5, 100))
+    grid = threshold_grid(u, grid_size)
+    n_acc = np.searchsorted(np.sort(u), grid, side="right")
+    ok = np.flatnonzero(n_acc >= min_rejectable(alpha, delta))
+    j0 = int(ok[0]) if len(ok) else len(grid) - 1
+    return {**ltt_threshold(u, loss, grid, alpha, delta, j0), "grid": grid}
+
+
+def is_label_free(kind: str, n_features: int, symmetric: bool = True) -> bool:
+    """Whether pairs can be ordered by confidence and given verdicts without any label:
+    the judge's probabilities used as they are, or one antisymmetric feature with the
+    order-fair map (see the module docstring)."""
+    return kind == "probs" or (kind == "logistic" and n_features == 1 and symmetric)
 
 
 def _features(df: pd.DataFrame, columns) -> tuple[np.ndarray, list[RowError]]:
@@ -209,16 +287,23 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
                         delta: float = 0.1, set_alpha: float | None = None,
                         set_method: str = "lac", groups=None, keys=None,
                         train_frac: float = 0.5, seed: int = 0, start: str = "first",
-                        grid_size: int | None = None, symmetric: bool = True) -> PairRule:
+                        grid_size: int | None = None, symmetric: bool = True,
+                        label_free: bool | None = None) -> PairRule:
     """Fit on labeled pairs given as arrays (``labels`` in A / B / tie, all labeled).
 
-    ``start``: where the fixed sequence starts (:func:`scoreband.decisions.ltt.choose_start`:
-    ``first`` = where enough training-share pairs are accepted for a test to reject,
-    ``likely`` = where a test is predicted most likely to reject). ``grid_size``: the
-    thresholds tested (default: one per 20 calibration pairs, 5 to 200; read from the
-    counts only). A fine grid over few calibration pairs stops the fixed sequence at the
-    first unlucky step: on THumB caption pairs (200 calibration pairs) 200 thresholds
-    decided 0.18 of the pairs and 10 decided 0.40 at the same guarantee.
+    ``label_free``: order the pairs and give verdicts without labels, so that every labeled
+    pair calibrates the threshold (:func:`is_label_free`; default: wherever possible, with
+    ``start="first"``); False: the training-share path (a model fitted on ``train_frac`` of
+    the pairs orders them, the rest calibrate). ``start``: where the fixed sequence starts
+    (:func:`scoreband.decisions.ltt.choose_start`: ``first`` = the first threshold where
+    enough pairs are accepted for a test to reject, ``likely`` = where a test is predicted
+    most likely to reject, read from the training share's labels, so it takes the
+    training-share path). ``grid_size``: the thresholds tested, quantiles of uncertainties
+    the tests never read labels of (default: one per 20 calibration pairs, 5 to 200; one
+    per 40, 5 to 100, on the label-free path). A fine grid over few calibration pairs stops
+    the fixed sequence at the first unlucky step: on THumB caption pairs (200 calibration
+    pairs) 200 thresholds decided 0.18 of the pairs and 10 decided 0.40 at the same
+    guarantee.
     """
     from scoreband.conformal.randomness import array_keys, row_uniforms
 
@@ -229,27 +314,42 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     X = np.asarray(X, float).reshape(len(labels), -1)
     y = np.asarray(labels, dtype=object)
     n = len(y)
+    possible = is_label_free(kind, X.shape[1], symmetric)
+    if label_free is None:
+        label_free = possible and start == "first"
+    elif label_free and not possible:
+        raise InputError("a label-free ordering needs the judge's probabilities (`probs`) or "
+                         "one feature with the order-fair map; with several features (or "
+                         "`symmetric=False`) a model must be fitted on a training share")
     if keys is None:
         keys = array_keys(X)
-    train = row_uniforms(keys, seed, _SPLIT_STREAM) < train_frac
+    fitted = kind != "probs"
+    if fitted:
+        train = row_uniforms(keys, seed, _SPLIT_STREAM) < train_frac
+    else:
+        train = np.zeros(n, bool)  # nothing to fit: every pair calibrates
     T, Cl = np.flatnonzero(train), np.flatnonzero(~train)
     # the model sees its rows in the order of their keys: the same fit for any row order
     T = T[np.argsort(np.asarray(keys)[T], kind="stable")]
+    thr_rows = np.arange(n) if label_free else Cl
     need = min_rejectable(alpha, delta)
-    if len(T) < 20 or len(Cl) < need:
-        raise InputError(f"{n} labeled pair(s): {len(T)} for training and {len(Cl)} for "
-                         f"calibration; calibration needs at least {need} to decide any pair "
-                         f"at alpha = {alpha:g}, delta = {delta:g} (training at least 20): "
-                         "label more pairs, or raise alpha / delta")
+    if (fitted and len(T) < 20) or len(thr_rows) < need:
+        where = ("all of them calibrate the threshold" if label_free else
+                 f"{len(T)} for training and {len(Cl)} for calibration")
+        raise InputError(f"{n} labeled pair(s): {where}; calibration needs at least {need} "
+                         f"to decide any pair at alpha = {alpha:g}, delta = {delta:g}"
+                         + (" (training at least 20)" if fitted else "")
+                         + ": label more pairs, or raise alpha / delta")
     model = fit_verdict_model(X[T], y[T], list(columns), kind=kind, symmetric=symmetric)
     classes = [c for c in LABELS if (y == c).any()]
     rule = PairRule(model, float(alpha), float(delta), float(set_alpha), set_method,
-                    classes, -math.inf, {}, None)
+                    classes, -math.inf, {}, None,
+                    order="abs-feature" if label_free and fitted else "max-prob")
     r = rule.decide(X)
     P, u = r["P"], r["u"]
     yi = np.array([LABELS.index(c) for c in y])
-    best = np.argmax(P, axis=1)
-    loss = (best != yi).astype(float)
+    best = np.argmax(np.nan_to_num(P, nan=-1), axis=1)
+    loss = (np.asarray(r["verdict_all"]) != y).astype(float)
 
     # 1. conformal sets on the calibration share (per group: Mondrian)
     scores = conformity(P, yi, set_method)
@@ -264,13 +364,25 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
             rule.warnings.append(f"group(s) {small[:5]} have too few calibration pairs for "
                                  f"sets at {set_alpha:g}: their sets hold every verdict")
 
-    # 2. the selective threshold: grid and start from the training share, test on the rest
-    if grid_size is None:
-        grid_size = int(np.clip(len(Cl) // 20, 5, 200))
-    grid = threshold_grid(u[T], grid_size)
-    nT, kT = accepted_counts(u[T], loss[T], grid)
-    j0 = choose_start(nT / len(T), nT, kT, len(Cl), alpha, delta, rule=start)
-    res = ltt_threshold(u[Cl], loss[Cl], grid, alpha, delta, j0)
+    # 2. the selective threshold: fixed-sequence tests on pairs whose labels chose nothing;
+    # a pair that can never be decided (a zero difference) is in no decided set: left out
+    live = np.isfinite(u)
+    thr_rows, T = thr_rows[live[thr_rows]], T[live[T]]
+    if len(thr_rows) < need:
+        raise InputError(f"{len(thr_rows)} labeled pair(s) can be decided at all (the others "
+                         f"have no preference, e.g. a zero difference); calibration needs at "
+                         f"least {need}: label more pairs, or raise alpha / delta")
+    uc = u[thr_rows]
+    if label_free:
+        res = label_free_threshold(uc, loss[thr_rows], alpha, delta, grid_size)
+        grid, j0 = res["grid"], res["start"]
+    else:
+        if grid_size is None:
+            grid_size = int(np.clip(len(Cl) // 20, 5, 200))
+        grid = threshold_grid(u[T], grid_size)
+        nT, kT = accepted_counts(u[T], loss[T], grid)
+        j0 = choose_start(nT / len(T), nT, kT, len(Cl), alpha, delta, rule=start)
+        res = ltt_threshold(uc, loss[thr_rows], grid, alpha, delta, j0)
     rule.threshold = res["threshold"]
     if res["index"] < 0:
         rule.warnings.append("the first test did not reject: no pair can be decided at this "
@@ -279,19 +391,32 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
                            if groups is None else
                            [rule.set_q[x] for x in np.asarray(groups).astype(str)[Cl]],
                            set_method, classes)
-    acc = u[Cl] <= rule.threshold
+    acc = uc <= rule.threshold
     rule.report = {
         "n_labeled": int(n), "n_training": int(len(T)), "n_calibration": int(len(Cl)),
-        "seed": seed, "train_frac": train_frac, "start_rule": start, "start": int(j0),
+        "n_threshold_calibration": int(len(thr_rows)),
+        "threshold_calibration": ("every labeled pair (label-free ordering and verdict)"
+                                  if label_free else "the calibration share"),
+        "order": rule.order, "seed": seed, "train_frac": train_frac if fitted else None,
+        "start_rule": "first" if label_free else start, "start": int(j0),
         "grid_size": int(len(grid)),
         "decided_share": float(acc.mean()),
-        "error_among_decided_on_calibration": float(loss[Cl][acc].mean()) if acc.any()
-        else None,
-        "accuracy_deciding_all": float(1 - loss[Cl].mean()),
+        "error_among_decided_on_calibration": float(loss[thr_rows][acc].mean())
+        if acc.any() else None,
+        "accuracy_deciding_all": float(1 - (best[Cl] != yi[Cl]).mean()),
         "set_coverage_on_calibration": float(sets[np.arange(len(Cl)), yi[Cl]].mean()),
         "set_size_on_calibration": float(sets.sum(axis=1).mean()),
         "labels": {c: int((y == c).sum()) for c in LABELS},
     }
+    if rule.order == "abs-feature":
+        x = X[:, 0]
+        agree = ((x > 0) == (y == "A"))[(x != 0) & (y != "tie")]
+        if len(agree) >= 20 and agree.mean() < 0.5:
+            rule.warnings.append(
+                f"the verdict is A where {columns[0]!r} > 0 (a larger score is the better "
+                f"response), but it agrees with the human preference on only "
+                f"{agree.mean():.0%} of the labeled pairs: if smaller is better, negate the "
+                "column")
     return rule
 
 
@@ -299,14 +424,16 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
                         probs=None, alpha: float = 0.1, delta: float = 0.1,
                         set_alpha: float | None = None, set_method: str = "lac",
                         groups: str | None = None, train_frac: float = 0.5, seed: int = 0,
-                        start: str = "first", symmetric: bool = True) -> PairRule:
+                        start: str = "first", symmetric: bool = True,
+                        label_free: bool | None = None) -> PairRule:
     """Fit a pairwise rule on a labeled pair table (a DataFrame or a path).
 
     ``label_col``: the human preference (A / B / tie) or ``votes`` (vote-count columns, the
     majority is the label); ``features``: antisymmetric feature columns (a score difference,
     a judge's preference) for the logistic verdict model, or ``probs``: columns of p(A),
     p(B)[, p(tie)] used as they are; ``symmetric=False``: the logistic model may learn an
-    order effect (:func:`scoreband.pairwise.sets.fit_verdict_model`). Unlabeled rows are left out; rows with a verdict other
+    order effect (:func:`scoreband.pairwise.sets.fit_verdict_model`); ``label_free``: see
+    :func:`fit_pairwise_arrays`. Unlabeled rows are left out; rows with a verdict other
     than A / B / tie or a missing feature are reported (``rule.errors``) and skipped.
     """
     from scoreband.conformal.randomness import frame_keys
@@ -331,7 +458,7 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
                                alpha=alpha, delta=delta, set_alpha=set_alpha,
                                set_method=set_method, groups=g,
                                keys=frame_keys(df)[use], train_frac=train_frac, seed=seed,
-                               start=start, symmetric=symmetric)
+                               start=start, symmetric=symmetric, label_free=label_free)
     rule.groups_col = groups
     rule.errors = errs + [e for e in ferrs if lab[e.position] != ""]
     rule.report["n_unlabeled_rows"] = int((lab == "").sum())
