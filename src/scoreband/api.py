@@ -38,6 +38,7 @@ from scoreband.columns import ColumnSpec, column_fields, expand_columns, load_in
 from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
 from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
+from scoreband.conformal.mondrian import MONDRIAN_BY  # what ``mondrian_by`` may name
 from scoreband.conformal.randomness import frame_keys
 from scoreband.domain import check_mostly_inside, fit_domain
 from scoreband.engine.rows import run_file, run_rows
@@ -150,10 +151,6 @@ class CalibrationConfig:
 
         make()
         return make
-
-
-#: what ``mondrian_by`` may name (:class:`scoreband.conformal.Mondrian`'s ``by``)
-MONDRIAN_BY = ("given", "difficulty", "predicted")
 
 
 def config_fields() -> tuple[str, ...]:

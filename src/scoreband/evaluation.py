@@ -413,9 +413,11 @@ def _summarize_levels(out: dict, rec: _Record) -> None:
 
 
 #: the remedy the warnings offer: calibration per level of the point score, whose bins are
-#: fixed in advance (rounding) or fitted on a share the conformal step never sees
-REMEDY = ("calibrate per predicted level: add a column of the rounded point score (e.g. "
-          "round(median) on the target's scale) and run with --mondrian --groups THAT_COLUMN "
+#: fitted on a share the conformal step never sees, or fixed in advance (rounding)
+REMEDY = ("calibrate per predicted level: --mondrian-by predicted (mondrian_by='predicted' "
+          "in Python: bins of the point score fitted on a share of the calibration items "
+          "the conformal step never sees), or a column of the rounded point score (e.g. "
+          "round(median) on the target's scale) with --mondrian --groups THAT_COLUMN "
           "(rounding fixes the bins in advance, so no calibration item is spent on them)")
 
 
@@ -428,8 +430,8 @@ def _level_warning(kind: str, g: str, v: dict, nominal: float) -> str:
                 f"levels, not at each. Remedy: {REMEDY}")
     return (f"items whose human score is at level {g}: {head}; an auditor cannot trust these "
             f"bands there. No calibrator can promise coverage per true level (it is unknown "
-            f"when the band is made), and calibration per predicted level (--mondrian "
-            f"--groups on the rounded point score) does not repair it where the score cannot "
+            f"when the band is made), and calibration per predicted level (--mondrian-by "
+            f"predicted) does not repair it where the score cannot "
             f"tell these items from their neighbours (on LLM-judge tables it left the top "
             f"level at 0.4-0.7): say so where the bands are used, and check such items by "
             f"hand or with a scorer that separates them")

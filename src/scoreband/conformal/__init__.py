@@ -70,7 +70,9 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
     Parameters
     ----------
     method : one of :data:`METHODS`
-    mondrian : None, ``"given"`` (per group label) or ``"difficulty"`` (Easy/Medium/Hard)
+    mondrian : None, ``"given"`` (per group label), ``"difficulty"`` (Easy/Medium/Hard) or
+        ``"predicted"`` (bins of the point score fitted on a held-out share:
+        :class:`~scoreband.conformal.mondrian.Mondrian`)
     n_clusters : k for the cluster rules (``"auto"``: elbow + silhouette)
     map : None / ``"none"``, or ``"isotonic"`` / ``"linear"``: a monotone map from a raw point
         metric to the target scale, fitted on its own share of the calibration items

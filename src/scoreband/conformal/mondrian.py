@@ -36,9 +36,15 @@ from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
 
 __all__ = ["Mondrian", "ClusterConservative", "SmallGroupWarning", "DIFFICULTY_LABELS",
-           "SMALL_GROUP_POLICIES", "pool_plan", "group_share_size"]
+           "SMALL_GROUP_POLICIES", "MONDRIAN_BY", "PREDICTED_BINS", "pool_plan",
+           "group_share_size", "point_score", "predicted_labels"]
 
 DIFFICULTY_LABELS = ("easy", "medium", "hard")
+#: what :class:`Mondrian` groups by: a given label per item, difficulty tertiles of the
+#: base's uncalibrated width, or bins of the point score
+MONDRIAN_BY = ("given", "difficulty", "predicted")
+#: the number of point-score bins of ``by="predicted"`` (quantiles of the held-out share)
+PREDICTED_BINS = 5
 #: what a group too small for alpha gets: ``"pool"`` (pooled with the other small groups),
 #: ``"full"`` (the whole scale) or ``"error"``
 SMALL_GROUP_POLICIES = ("pool", "full", "error")
@@ -132,6 +138,46 @@ def group_share_size(n: int, frac: float = GROUP_FRAC, floor: int = MIN_GROUP_SH
             f"and at least one more to calibrate; got {n}: use more calibration items, or "
             "give a group label per item (`groups`)")
     return s
+
+
+def point_score(base: Calibrator, pred: Predictions) -> np.ndarray:
+    """The point score the ``"predicted"`` bins are cut on: a learned base's own band
+    centre (``band_median``: CQR's median regression, ``fitted``'s point model ...), else
+    the given median. (A monotone map's base reads the raw median: quantile bins of a metric
+    and of its monotone map hold the same items.)"""
+    own = getattr(base, "band_median", None)
+    if callable(own) and getattr(base, "model_", None) is not None:
+        v = np.asarray(own(pred), dtype=float)
+    else:
+        v = np.asarray(pred.median, dtype=float)
+    if len(v) and not np.isfinite(v).all():
+        raise InputError("Mondrian by predicted level bins the point score: give a point "
+                         "prediction (`median`) for every item, or a learned method that "
+                         "makes one from `features`")
+    return v
+
+
+def predicted_labels(score, thresholds) -> np.ndarray:
+    """Bin labels ``pred1`` (lowest scores) ... ``predK`` of point scores cut at
+    ``thresholds`` (a score equal to a threshold goes up).
+
+    >>> predicted_labels([0.1, 0.5, 0.9], [0.3, 0.6]).tolist()
+    ['pred1', 'pred2', 'pred3']
+    """
+    idx = np.searchsorted(np.asarray(thresholds, dtype=float), np.asarray(score, dtype=float),
+                          side="right")
+    return np.char.add("pred", (idx + 1).astype(str))
+
+
+def predicted_thresholds(score: np.ndarray, n_bins: int) -> list[float]:
+    """Cut points of ``n_bins`` equal-count bins of ``score`` (distinct values only, so a
+    discrete score makes fewer bins, none empty by construction).
+
+    >>> predicted_thresholds(np.arange(10.0), 2)
+    [4.5]
+    """
+    qs = np.quantile(score, np.arange(1, n_bins) / n_bins, method="weibull")
+    return [float(t) for t in np.unique(qs) if t > np.min(score)]
 
 
 def _base_state(base: Calibrator) -> dict:
@@ -345,13 +391,16 @@ class Mondrian(_Grouped):
     Parameters
     ----------
     base : the calibrator whose conformal step is run per group
-    by : ``"given"`` (a group label per item, e.g. the task) or ``"difficulty"``: Easy /
-        Medium / Hard by tertiles of the base's uncalibrated width. The tertiles are fitted
-        on items the conformal step never sees - the base's training share when it is a
-        learned method, else a held-out ``group_frac`` share of the calibration items
+    by : ``"given"`` (a group label per item, e.g. the task), ``"difficulty"``: Easy /
+        Medium / Hard by tertiles of the base's uncalibrated width, or ``"predicted"``:
+        ``n_bins`` equal-count bins of the point score (:func:`point_score`), labelled
+        ``pred1`` (lowest) ... ``predK`` - coverage per predicted level, where marginal
+        bands over-cover some levels and under-cover others. The tertiles and the bins are
+        fitted on items the conformal step never sees - the base's training share when it
+        is a learned method, else a held-out ``group_frac`` share of the calibration items
         (:func:`group_share_size`, drawn from ``seed``) - and applied to calibration and test
         items alike from their own predictions; the share is recorded in
-        ``params_["group_share"]``.
+        ``params_["group_share"]``, the cut points in ``params_["thresholds"]``.
     small_group : what a group with fewer than ``ceil(1/alpha) - 1`` calibration items (and a
         group unseen at calibration) gets:
 
@@ -364,8 +413,10 @@ class Mondrian(_Grouped):
         * ``"full"``: the whole scale, flagged ``full_range`` and ``fallback``;
         * ``"error"``: an :class:`~scoreband.errors.InputError` at fit (and at apply for a
           group unseen at calibration).
-    group_frac : the held-out share for difficulty groups (no effect with ``by="given"`` or
-        a learned base)
+    group_frac : the held-out share for difficulty groups and predicted bins (no effect with
+        ``by="given"`` or a learned base)
+    n_bins : the number of predicted-level bins (``by="predicted"``; fewer when the point
+        score takes fewer distinct values on the share)
     seed : seed of that share's split; None: the base's ``seed`` (0 if it has none)
 
     Examples
@@ -388,11 +439,16 @@ they are calibrated together as one pooled group of 10 items ...
     method = "mondrian"
 
     def __init__(self, base: Calibrator, *, by: str = "given", small_group: str = "pool",
-                 group_frac: float = GROUP_FRAC, seed: int | None = None):
+                 group_frac: float = GROUP_FRAC, seed: int | None = None,
+                 n_bins: int = PREDICTED_BINS):
         super().__init__(base, small_group=small_group, group_frac=group_frac, seed=seed)
-        if by not in ("given", "difficulty"):
-            raise InputError(f"by must be 'given' or 'difficulty', got {by!r}")
+        if by not in MONDRIAN_BY:
+            raise InputError(f"by must be one of {', '.join(map(repr, MONDRIAN_BY))}, got "
+                             f"{by!r}")
+        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
+            raise InputError(f"n_bins must be an integer >= 2, got {n_bins!r}")
         self.by = by
+        self.n_bins = int(n_bins)
 
     @classmethod
     def _from_state(cls, state: dict, scale: Scale):
@@ -414,7 +470,13 @@ they are calibrated together as one pooled group of 10 items ...
 
     def fit(self, pred: Predictions, y01, groups=None) -> Mondrian:
         thresholds = info = None
-        if self.by == "difficulty":
+        if self.by == "predicted":
+            pred, y, _, share, info = self._prepare(
+                pred, y01, None, share_floor=max(MIN_GROUP_SHARE, self.n_bins))
+            thresholds = predicted_thresholds(point_score(self.base, share), self.n_bins)
+            labels = predicted_labels(point_score(self.base, pred), thresholds)
+            known = predicted_labels([-np.inf, *thresholds], thresholds).tolist()
+        elif self.by == "difficulty":
             pred, y, _, share, info = self._prepare(pred, y01, None,
                                                     share_floor=MIN_GROUP_SHARE)
             # "weibull" (position p (n + 1)): each group holds a third of the items in
@@ -438,6 +500,8 @@ they are calibrated together as one pooled group of 10 items ...
         if self.by == "difficulty":
             return self._difficulty_labels(self.base.difficulty(pred),
                                            self.params_["thresholds"])
+        if self.by == "predicted":
+            return predicted_labels(point_score(self.base, pred), self.params_["thresholds"])
         return _labels(groups, len(pred))
 
     def predict(self, pred: Predictions, groups=None) -> Band:
@@ -451,7 +515,10 @@ they are calibrated together as one pooled group of 10 items ...
         return band
 
     def get_config(self) -> dict:
-        return {"by": self.by, **super().get_config()}
+        # n_bins only where it is used: the saved files of the other groupings stay as
+        # they were
+        bins = {"n_bins": self.n_bins} if self.by == "predicted" else {}
+        return {"by": self.by, **super().get_config(), **bins}
 
     def __repr__(self) -> str:
         state = ("unfitted" if self.params_ is None
