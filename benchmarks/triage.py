@@ -2,7 +2,8 @@
 
     python benchmarks/triage.py --judge-dir DIR [--thumb-dir DIR] [--resplits 20]
         [--judges qwen,4omini,dsr1] [--labeled 1000] [--train-frac 0.5] [--by auto]
-        [--map tolerance] [--start likely] [--out triage.json]
+        [--map tolerance] [--start likely] [--tolerance 0.5] [--grid-size N]
+        [--crossfit-map] [--out triage.json]
 
 Data: as benchmarks/real_tables.py (nothing is committed: the releases carry no licence).
 Judge tables: the expected score of the 1..5 log-probs is the judge's score, the log-probs
@@ -71,7 +72,8 @@ def thumb_tables(root: Path, metrics=("CLIPS", "RefCLIPS", "CIDEr", "BERTScore")
             Scale(1, 5), 0.5
 
 
-def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by, map_, start):
+def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by, map_, start,
+              grid_size=None, crossfit_map=False):
     n = len(y)
     out = {a: {"share": [], "risk": [], "ok": [], "chosen": {}} for a in ALPHAS}
     for s in range(resplits):
@@ -85,7 +87,8 @@ def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by,
                 rule = fit_triage_arrays(score[lab], y[lab], scale=scale, tolerance=tol,
                                          alpha=a, delta=DELTA, signals=sig, keys=keys[lab],
                                          by=by, map=map_, train_frac=train_frac, seed=s,
-                                         start=start)
+                                         start=start, grid_size=grid_size,
+                                         crossfit_map=crossfit_map)
             tsig = Signals(score[test], None if feats is None else feats[test])
             m, u, ok = rule.decide(score[test], tsig)
             L = losses(m, y[test], tol)
@@ -123,6 +126,12 @@ def main(argv=None) -> None:
     ap.add_argument("--map", default="tolerance")
     ap.add_argument("--start", default="likely")
     ap.add_argument("--only", default="", help="substring of the table names to run")
+    ap.add_argument("--tolerance", type=float, default=None,
+                    help="tolerance on the 1-5 scale (default 0.5)")
+    ap.add_argument("--grid-size", type=int, default=None,
+                    help="thresholds tested (default: one per 20 calibration rows)")
+    ap.add_argument("--crossfit-map", action="store_true",
+                    help="the training share's losses from a cross-fitted map")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     tables = []
@@ -132,17 +141,21 @@ def main(argv=None) -> None:
         tables += list(thumb_tables(args.thumb_dir))
     tables = [t for t in tables if args.only in t[0]]
     print(f"labeled {args.labeled} (train share {args.train_frac}), map {args.map}, "
-          f"uncertainty {args.by}, start {args.start}, delta {DELTA}, {args.resplits} resplits")
+          f"uncertainty {args.by}, start {args.start}, delta {DELTA}, {args.resplits} resplits, "
+          f"grid {args.grid_size or 'one per 20 calibration rows'}, "
+          f"crossfit map {args.crossfit_map}, tolerance {args.tolerance or 0.5}")
     print(f"{'table':32s} {'n':>5s} {'all-risk':>8s} | "
           + " | ".join(f"a={a}: accepted  risk  P(risk<=a)" for a in ALPHAS))
     results = {}
     for name, score, feats, y, scale, tol in tables:
+        tol = args.tolerance if args.tolerance is not None else tol
         if len(y) < args.labeled + 200:
             continue
         t = time.perf_counter()
         r = run_table(score, feats, y, scale, tol, resplits=args.resplits,
                       labeled=args.labeled, train_frac=args.train_frac, by=args.by,
-                      map_=args.map, start=args.start)
+                      map_=args.map, start=args.start, grid_size=args.grid_size,
+                      crossfit_map=args.crossfit_map)
         results[name] = r
         row = f"{name:32s} {len(y):5d} {r['accept_all_risk_isotonic']:8.3f} | " + " | ".join(
             f"{r[str(a)]['accepted']:13.3f} {r[str(a)]['risk']:5.3f} "
