@@ -75,3 +75,95 @@ def test_the_api_is_discoverable_and_takes_python_values():
     assert a["after"]["coverage"] == b["after"]["coverage"]
     with pytest.raises(InputError, match="unknown column key.*feature; known: .*features"):
         sb.evaluate(df, {**cols, "scale": (1, 5), "feature": "x"}, {"method": "split"})
+
+
+def test_one_calling_convention_keywords_or_dicts():
+    """evaluate / calibrate take the column and config fields as keywords, as systems does;
+    the dict and class forms give the same, keywords override a dict's keys."""
+    from scoreband.columns import ColumnSpec
+
+    df = sb.read_table(sb.example_table())
+    kw = dict(ratings="ratings", scale=(1, 5), median="median", pred_scale=(0, 1))
+    a = sb.evaluate(df, **kw, method="split", alpha=0.2, seeds=2)
+    b = sb.evaluate(df, kw, {"method": "split", "alpha": 0.2}, seeds=2)
+    c = sb.evaluate(df, ColumnSpec.of(kw), sb.CalibrationConfig(alpha=0.2), seeds=2)
+    d = sb.evaluate(df, kw, {"alpha": 0.5}, alpha=0.2, seeds=2)
+    assert a["after"] == b["after"] == c["after"] == d["after"]
+    fit = sb.calibrate(df.iloc[:1000], **kw, method="split")
+    assert fit.inputs["columns"]["ratings"] == "ratings"
+    new = df.iloc[1000:]
+    pd.testing.assert_frame_equal(fit.predict(new).table, sb.apply(new, fit).table)
+    pd.testing.assert_frame_equal(fit.predict(new, median="median").table,
+                                  sb.apply(new, fit, columns={"median": "median"}).table)
+
+
+@pytest.mark.parametrize("call", [
+    lambda df: sb.calibrate(df, ratings="ratings", scale=(1, 5), median="median",
+                            methd="split"),
+    lambda df: sb.evaluate(df, ratings="ratings", scale=(1, 5), median="median", sead=1),
+    lambda df: sb.apply(df, "never.json", mediam="median"),
+    lambda df: sb.recalibrate("never.json", df, median="median", groups="task"),
+])
+def test_an_unknown_keyword_is_a_type_error_naming_it_and_the_valid_ones(call):
+    df = sb.read_table(sb.example_table())
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \w+; .*median"):
+        call(df)
+
+
+def test_help_shows_the_functions():
+    import pydoc
+
+    import scoreband
+
+    text = pydoc.render_doc(scoreband, renderer=pydoc.plaintext)
+    funcs = text[text.index("FUNCTIONS"):]
+    for name in ("evaluate(", "calibrate(", "apply(", "recalibrate(", "systems(",
+                 "read_table("):
+        assert name in funcs, name
+    assert "calibrate(table, **options)" in text  # the list in the package docstring
+    assert "Calibration" in dir(scoreband)
+
+
+def test_split_conformal_takes_native_scale_targets_and_keeps_the_01_path():
+    from scoreband.conformal import SplitConformal
+    from scoreband.datatypes import Predictions, Scale
+
+    rng = np.random.default_rng(0)
+    m = rng.uniform(size=300)
+    y = np.clip(m + rng.normal(0, 0.05, 300), 0, 1)
+    sc = Scale(1, 4)
+    on01 = SplitConformal(scale=sc).fit(Predictions(m), y)
+    native = SplitConformal(scale=sc).fit(Predictions(sc.from01(m)), sc.from01(y))
+    assert not on01.native_ and native.native_
+    assert native.params_["q"] == pytest.approx(on01.params_["q"], abs=1e-12)
+    b01 = on01.predict(Predictions([0.5]))
+    bn = native.predict(np.array([sc.from01(0.5)]))  # an array of point predictions
+    np.testing.assert_allclose([bn.lo[0], bn.hi[0]], [b01.lo[0], b01.hi[0]], atol=1e-12)
+    assert 1 <= bn.lo[0] < 2.5 < bn.hi[0] <= 4
+    # saved and loaded, it still reads the native scale; the 0-1 path saves as before
+    from scoreband.conformal import calibrator_from_state
+
+    again = calibrator_from_state(native.get_state(), sc)
+    np.testing.assert_array_equal(again.predict([2.5]).lo01, native.predict([2.5]).lo01)
+    assert "native" not in on01.get_config()
+    with pytest.raises(InputError, match="outside the scale 1-4"):
+        SplitConformal(scale=sc).fit(Predictions(np.full(20, 2.0)), np.r_[np.full(19, 2.0), 5])
+    # where the targets cannot tell (all within [0, 1] on 0-10), native=True says so
+    forced = SplitConformal(scale=Scale(0, 10), native=True).fit(np.full(50, 0.5),
+                                                                 np.full(50, 0.6))
+    assert forced.native_ and forced.params_["q"] == pytest.approx(0.01)
+
+
+def test_the_calibration_curve_reports_progress_through_on_split():
+    df = sb.read_table(sb.example_table())
+    seen = []
+    res = sb.evaluate(df, ratings="ratings", scale=(1, 5), median="median",
+                      pred_scale=(0, 1), seeds=2, curve=True,
+                      on_split=lambda k, n: seen.append((k, n)))
+    total = 2 + sb.curve_splits(0.1, 2)
+    assert seen == [(k, total) for k in range(1, total + 1)]
+    curve = res["calibration_curve"]
+    assert [p["alpha"] for p in curve] == list(sb.CURVE_ALPHAS)
+    assert all(p["ci"] is not None and p["n_items"] > 0 for p in curve)
+    # the evaluated alpha is the main result's own splits
+    assert curve[1]["coverage"] == res["after"]["coverage"]["mean"]

@@ -1,16 +1,35 @@
 """scoreband: calibrated uncertainty bands around image-text evaluation scores.
 
-The table functions of :mod:`scoreband.api` are here too (loaded on first use, so that
-``import scoreband`` stays light): ``scoreband.evaluate(df, columns, config)``,
-``scoreband.calibrate(...)``, ``scoreband.apply(df, calibration)``, ``scoreband.systems(df,
-...)`` (which system is better), ``scoreband.read_table``.
+The functions of :mod:`scoreband.api`, here too (loaded on first use, so that ``import
+scoreband`` stays light; ``help(scoreband.calibrate)`` shows each):
+
+* ``evaluate(table, **options)`` - coverage, width and agreement before and after calibration,
+  over repeated calibration / test splits
+* ``calibrate(table, **options)`` - a fitted :class:`~scoreband.api.Calibration`
+  (``.predict(new_table)``, ``.save(path)``)
+* ``apply(table, calibration)`` - bands for every row (what ``Calibration.predict`` does)
+* ``recalibrate(calibration, labeled_table)`` - the conformal step redone on a new domain
+* ``systems(table, system_col=, score=, target=, scale=)`` - which system is better
+* ``propose_labels(table, system_col=, n_labels=)`` - which rows to send to humans
+* ``read_table(path)``, ``example_table()``, ``CalibrationConfig``
+
+One calling convention: the options are keywords naming the columns (``target=``,
+``ratings=``, ``scale=``, ``median=``, ``lo=``, ``hi=``, ``features=``, ``groups=`` ...) and
+how to calibrate (``method=``, ``alpha=``, ``mondrian=``, ``mondrian_by=`` ...)::
+
+    import scoreband as sb
+    fit = sb.calibrate(df, target="human", scale=(1, 5), median="score", method="split")
+    banded = fit.predict(new_df).table
+
+The calibrators work on arrays as estimators (``fit`` / ``predict``):
+:mod:`scoreband.conformal`.
 """
 
 from scoreband._version import __version__  # noqa: E402
 from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 
 _API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "propose_labels", "read_table",
-        "example_table", "CalibrationConfig")
+        "example_table", "CalibrationConfig", "Calibration")
 
 __all__ = ["Band", "Predictions", "Scale", "__version__", *_API]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -90,6 +91,17 @@ class SplitConformal(Calibrator):
         (``"absolute-residual"``, the default; ``"quantile-residual"`` around the given
         ``lo``/``hi``; ``{"name": "crc-residual", "omega": w}``); wrapped in
         :class:`~scoreband.conformal.mondrian.Mondrian` it is calibrated per group
+    scale : the target's native scale (:class:`~scoreband.datatypes.Scale`); bands are
+        returned on it (``band.lo``, ``band.hi``) and on [0, 1] (``band.lo01`` ...)
+    native : whether :meth:`fit` and :meth:`predict` take targets and predictions on
+        ``scale`` (True) or on [0, 1] (False). None (default): decided at fit - on the
+        native scale when ``scale`` is not [0, 1] and a target lies outside [0, 1] (then
+        the predictions are read on that scale too, as scikit-learn / MAPIE read them);
+        give it where the targets alone cannot tell (every target within [0, 1] on a
+        scale such as 0-10). Saved with the calibrator.
+
+    ``fit`` and ``predict`` take a :class:`~scoreband.datatypes.Predictions` or an array
+    of point predictions.
 
     Examples
     --------
@@ -99,6 +111,14 @@ class SplitConformal(Calibrator):
     >>> band = cal.predict(Predictions([0.5]))
     >>> bool(band.lo01[0] < 0.5 < band.hi01[0])
     True
+
+    On a native scale (1 to 4), predictions and targets as they are:
+
+    >>> from scoreband.datatypes import Scale
+    >>> cal = SplitConformal(scale=Scale(1, 4)).fit(1 + 3 * m, 1 + 3 * y)
+    >>> band = cal.predict([2.5])
+    >>> bool(band.lo[0] < 2.5 < band.hi[0]), cal.native_
+    (True, True)
     """
 
     method = "split"
@@ -125,10 +145,56 @@ class SplitConformal(Calibrator):
                                      "recalibrate")
 
     def __init__(self, alpha: float = 0.1, *, randomize: bool = False, seed: int = 0,
-                 score: ConformityScore | str | dict = ABSOLUTE_RESIDUAL, **kw):
+                 score: ConformityScore | str | dict = ABSOLUTE_RESIDUAL,
+                 native: bool | None = None, **kw):
         super().__init__(alpha, **kw)
         self.randomize, self.seed = bool(randomize), seed
         self.score = score_from_config(score)
+        self.native = native
+        self.native_ = bool(native)
+
+    # --- targets and predictions on the native scale ----------------------------------
+    def _reads_native(self, y) -> bool:
+        """Whether ``fit``'s targets are on ``scale`` (see the class's ``native``)."""
+        if self.native is not None:
+            return bool(self.native)
+        sc = self.scale
+        if (sc.lo, sc.hi) == (0.0, 1.0):
+            return False
+        v = np.asarray(y, dtype=float)
+        v = v[np.isfinite(v)]
+        return bool(len(v)) and bool(((v < 0) | (v > 1)).any())
+
+    def _to01(self, pred) -> Predictions:
+        """``pred`` (Predictions or an array of point predictions) on [0, 1]."""
+        if not isinstance(pred, Predictions):
+            pred = Predictions(np.asarray(pred, dtype=float))
+        if not self.native_:
+            return pred
+        sc = self.scale
+        return replace(pred, median=sc.to01(pred.median),
+                       lo=None if pred.lo is None else sc.to01(pred.lo),
+                       hi=None if pred.hi is None else sc.to01(pred.hi))
+
+    def fit(self, pred, y01, groups=None) -> SplitConformal:
+        """Fit on calibration predictions and targets: on [0, 1], or on ``scale`` (see
+        ``native``). Returns self."""
+        self.native_ = self._reads_native(y01)
+        if self.native_:
+            y = np.asarray(y01, dtype=float)
+            sc = self.scale
+            outside = np.flatnonzero(~((y >= sc.lo) & (y <= sc.hi)))
+            if len(outside):
+                i = int(outside[0])
+                raise InputError(f"target {i} is {y[i]:g}, outside the scale {sc.lo:g}-"
+                                 f"{sc.hi:g} ({len(outside)} such); give targets on the "
+                                 "scale, or on [0, 1] with native=False")
+            y01 = sc.to01(y)
+        return super().fit(self._to01(pred), y01, groups)
+
+    def predict(self, pred, groups=None):
+        """Calibrated bands for ``pred``, read on the scale ``fit`` read (``native_``)."""
+        return super().predict(self._to01(pred), groups)
 
     def _custom_score(self) -> dict:
         """``{"score": config}`` when the score is not the default, else ``{}`` (the saved
@@ -136,8 +202,9 @@ class SplitConformal(Calibrator):
         return {} if self.score == ABSOLUTE_RESIDUAL else {"score": self.score.to_config()}
 
     def get_config(self) -> dict:
+        # native only when fitted on it: the saved files of the [0, 1] path stay as they were
         return {**super().get_config(), "randomize": self.randomize, "seed": self.seed,
-                **self._custom_score()}
+                **self._custom_score(), **({"native": True} if self.native_ else {})}
 
     def check_pred(self, pred: Predictions) -> None:
         if "interval" in self.score.needs and pred.lo is None:
