@@ -111,7 +111,7 @@ class CalibrationConfig:
         d = ({f.name: getattr(value, f.name) for f in fields(cls)} if isinstance(value, cls)
              else dict(value or {}))
         d.update(keywords)
-        known = config_fields()
+        known = config_fields(cls)
         bad = sorted(set(d) - set(known))
         if bad:
             raise InputError(f"unknown calibration option(s) {', '.join(bad)}; known: "
@@ -153,9 +153,9 @@ class CalibrationConfig:
         return make
 
 
-def config_fields() -> tuple[str, ...]:
+def config_fields(config: type = CalibrationConfig) -> tuple[str, ...]:
     """The names of :class:`CalibrationConfig`'s fields (the one source of the config keys)."""
-    return tuple(f.name for f in fields(CalibrationConfig))
+    return tuple(f.name for f in fields(config))
 
 
 def _options(fn: str, columns, config, keywords: dict, *, allowed=None

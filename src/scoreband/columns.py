@@ -124,14 +124,14 @@ class ColumnSpec:
             return value
         d = value.to_dict() if isinstance(value, cls) else dict(value or {})
         d.update(keywords)
-        known = column_fields()
+        known = column_fields(cls)
         bad = sorted(set(d) - set(known))
         if bad:
             raise InputError(f"unknown column key(s) {', '.join(bad)}; known: "
                              f"{', '.join(sorted(known))}")
         if d.get("scale") is None:
             raise InputError("give the target's `scale`, e.g. '1,5' or (1, 5)")
-        for name in SCALE_FIELDS:
+        for name in scale_fields(cls):
             v = d.get(name)
             if v is not None and not isinstance(v, Scale):
                 d[name] = (Scale.from_dict(v) if isinstance(v, dict) else
@@ -149,37 +149,43 @@ class ColumnSpec:
         """Every field as plain JSON values (a scale as its dict, name lists as lists), in
         field order: what a saved calibrator records (``inputs.columns``)."""
         out = {}
-        for name in column_fields():
+        lists = list_fields(type(self))
+        for name in column_fields(type(self)):
             v = getattr(self, name)
             out[name] = (v.to_dict() if isinstance(v, Scale) else
-                         list(v) if name in LIST_FIELDS else v)
+                         list(v) if name in lists else v)
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> ColumnSpec:
         d = dict(d)
-        for name in SCALE_FIELDS:
+        for name in scale_fields(cls):
             if d.get(name) is not None:
                 d[name] = Scale.from_dict(d[name])
         return cls(**d)
 
 
-def column_fields() -> tuple[str, ...]:
+def column_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
     """The names of :class:`ColumnSpec`'s fields, in order (the one source of the column
     keys)."""
-    return tuple(f.name for f in fields(ColumnSpec))
+    return tuple(f.name for f in fields(spec))
 
 
-def shared_option_fields() -> tuple[str, ...]:
+def shared_option_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
     """The column fields that evaluate and calibrate take as shared CLI options (every
     field whose ``metadata["shared_option"]`` is not False)."""
-    return tuple(f.name for f in fields(ColumnSpec) if f.metadata.get("shared_option", True))
+    return tuple(f.name for f in fields(spec) if f.metadata.get("shared_option", True))
 
 
-#: the fields holding a scale, and those holding a list of column names (read from the
-#: annotations, so a new field of either kind is converted without a second list)
-SCALE_FIELDS = tuple(f.name for f in fields(ColumnSpec) if "Scale" in str(f.type))
-LIST_FIELDS = tuple(f.name for f in fields(ColumnSpec) if "Sequence" in str(f.type))
+def scale_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
+    """The fields holding a scale (read from the annotations, so a new one is converted
+    without a second list)."""
+    return tuple(f.name for f in fields(spec) if "Scale" in str(f.type))
+
+
+def list_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
+    """The fields holding a list of column names (from the annotations)."""
+    return tuple(f.name for f in fields(spec) if "Sequence" in str(f.type))
 
 
 def _name_list(v) -> list[str]:

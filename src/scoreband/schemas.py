@@ -52,18 +52,20 @@ class ScaleDoc(_Doc):
         return self
 
 
-def _columns_doc() -> type[BaseModel]:
+def columns_doc(source: type | None = None) -> type[BaseModel]:
     """``ColumnsDoc``, generated from :class:`scoreband.columns.ColumnSpec`'s fields (their
-    one definition): a scale field becomes a :class:`ScaleDoc`, a list of column names a
-    ``list[str]``; defaults as the dataclass's (a tuple as a list)."""
+    one definition; ``source``: another dataclass, for the test that a new field shows up):
+    a scale field becomes a :class:`ScaleDoc`, a list of column names a ``list[str]``;
+    defaults as the dataclass's (a tuple as a list)."""
     import dataclasses
     import typing
 
     from scoreband.columns import ColumnSpec
 
-    hints = typing.get_type_hints(ColumnSpec)
+    source = source or ColumnSpec
+    hints = typing.get_type_hints(source)
     spec = {}
-    for f in dataclasses.fields(ColumnSpec):
+    for f in dataclasses.fields(source):
         tp = hints[f.name]
         if tp is Scale:
             tp = ScaleDoc
@@ -83,7 +85,7 @@ def _columns_doc() -> type[BaseModel]:
                                 "this model).", **spec)
 
 
-ColumnsDoc = _columns_doc()
+ColumnsDoc = columns_doc()
 
 
 class CalibrationSetDoc(_Doc):

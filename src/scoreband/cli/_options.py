@@ -147,19 +147,22 @@ _CONFIG_OPTS = {"method": MethodOpt, "alpha": AlphaOpt, "mondrian": MondrianOpt,
 PARAM_NAME = {"map": "map_"}
 
 
-def _calibration_options() -> tuple[tuple[str, ...], tuple[str, ...], dict]:
+def calibration_options(spec: type | None = None, config: type | None = None
+                        ) -> tuple[tuple[str, ...], tuple[str, ...], dict]:
     """``(COLUMN_KEYS, CONFIG_KEYS, CALIBRATION_OPTIONS)`` from the one definition of each
     schema: :class:`scoreband.columns.ColumnSpec`'s shared-option fields and every field of
-    :class:`scoreband.api.CalibrationConfig`, with the config's defaults (a column option
+    :class:`scoreband.api.CalibrationConfig` (``spec`` / ``config``: other dataclasses, for
+    the test that a new field shows up), with the config's defaults (a column option
     defaults to None: not given). A field without an option declaration here is an error at
-    import (tests/test_schemas_agree.py adds one to see it)."""
+    import."""
     from dataclasses import MISSING, fields
 
     from scoreband.api import CalibrationConfig
-    from scoreband.columns import shared_option_fields
+    from scoreband.columns import ColumnSpec, shared_option_fields
 
-    col_keys = shared_option_fields()
-    cfg_keys = tuple(f.name for f in fields(CalibrationConfig))
+    config = config or CalibrationConfig
+    col_keys = shared_option_fields(spec or ColumnSpec)
+    cfg_keys = tuple(f.name for f in fields(config))
     missing = [k for k in col_keys if k not in _COLUMN_OPTS] + \
               [k for k in cfg_keys if k not in _CONFIG_OPTS]
     if missing:
@@ -168,7 +171,7 @@ def _calibration_options() -> tuple[tuple[str, ...], tuple[str, ...], dict]:
     opts = {}
     for k in col_keys:
         opts[k] = (_COLUMN_OPTS[k], ... if k == "scale" else None)
-    for f in fields(CalibrationConfig):
+    for f in fields(config):
         opts[PARAM_NAME.get(f.name, f.name)] = (
             _CONFIG_OPTS[f.name], f.default if f.default is not MISSING else ...)
     return col_keys, cfg_keys, opts
@@ -176,7 +179,7 @@ def _calibration_options() -> tuple[tuple[str, ...], tuple[str, ...], dict]:
 
 #: the options evaluate and calibrate share (one definition): name -> (type, default); with
 #: --n-ratings, which is an argument of the calls rather than a field
-COLUMN_KEYS, CONFIG_KEYS, CALIBRATION_OPTIONS = _calibration_options()
+COLUMN_KEYS, CONFIG_KEYS, CALIBRATION_OPTIONS = calibration_options()
 CALIBRATION_OPTIONS["n_ratings"] = (NRatingsOpt, None)
 
 
