@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from real_tables import thumb_table  # noqa: E402
 
 from scoreband.system_level.active import (  # noqa: E402
+    active_is_worth_it,
     inclusion_probabilities,
     predicted_variance_ratio,
     systematic_draw,
@@ -97,8 +98,11 @@ def oracle_width(df, score, strata) -> np.ndarray:
     return np.sqrt(cell)
 
 
-def run(df, scores, strata, u_row, n, reps, seed=0) -> dict:
-    """Active (design from ``u_row``) and uniform, ``n`` expected labels per system."""
+def run(df, scores, strata, u_row, n, reps, seed=0, predict_from="burn-in") -> dict:
+    """Active (design from ``u_row``), adaptive (that design only where the predicted gain
+    beats its cost under an uninformative uncertainty, else uniform probabilities through the
+    same weighted estimator: what ``--propose-labels`` now does) and uniform, ``n`` expected
+    labels per system."""
     truth = df.groupby("system")["human_score"].mean()
     items = df.groupby("item").size()
     per_sys = df.groupby("system").size().mean()
@@ -107,10 +111,21 @@ def run(df, scores, strata, u_row, n, reps, seed=0) -> dict:
     p_item = inclusion_probabilities(np.sqrt(u_item.to_numpy()), budget)
     pi_row = p_item[items.index.get_indexer(df["item"])]
     rng = np.random.default_rng(seed)
+    # what the plan would predict from a uniform burn-in of n labeled items: the residuals
+    # of the (all-label) map on those items and the design's weights
+    y, f = df["human_score"].to_numpy(float), df[scores[0]].to_numpy(float)
+    r2 = (y - np.poly1d(np.polyfit(f, y, 1))(f)) ** 2
+    burn = df["item"].isin(set(np.random.default_rng([seed, 5]).choice(
+        items.index, int(round(budget)), replace=False))).to_numpy()
+    pred = {"burn-in": float(np.sqrt(predicted_variance_ratio(r2[burn], pi_row[burn]))),
+            "population": float(np.sqrt(predicted_variance_ratio(r2, pi_row))),
+            "u": float(np.sqrt(predicted_variance_ratio(u_row ** 2, pi_row)))}
+    worth = active_is_worth_it(pred[predict_from], p_item)
+    p_uni = np.full(len(p_item), budget / len(p_item))
     kw = dict(system_col="system", scores=scores, target="human", scale="1,5",
               item_col="item", folds=2)
     out = {k: {"cov_m": [], "cov_d": [], "width": [], "width_d": []}
-           for k in ("uniform", "active", "active+strata")}
+           for k in ("uniform", "active", "adaptive", "active+strata")}
     if strata is None:
         del out["active+strata"]
     for _ in range(reps):
@@ -122,6 +137,14 @@ def run(df, scores, strata, u_row, n, reps, seed=0) -> dict:
         t_u = df.assign(human=np.where(df["item"].isin(uni), df["human_score"], np.nan))
         docs = {"uniform": systems_study(t_u, **kw).doc,
                 "active": systems_study(t_a, inclusion_prob="pi", **kw).doc}
+        if worth:
+            docs["adaptive"] = docs["active"]
+        else:
+            d_u = systematic_draw(p_uni, rng.random(len(p_uni)), rng.random())
+            t_ad = df.assign(human=np.where(df["item"].isin(set(items.index[d_u])),
+                                            df["human_score"], np.nan),
+                             pi=p_uni[items.index.get_indexer(df["item"])])
+            docs["adaptive"] = systems_study(t_ad, inclusion_prob="pi", **kw).doc
         if strata is not None:
             docs["active+strata"] = systems_study(t_a, inclusion_prob="pi", strata=strata,
                                                   **kw).doc
@@ -142,17 +165,10 @@ def run(df, scores, strata, u_row, n, reps, seed=0) -> dict:
         res[k]["ratio_to_uniform"] = res[k]["width"] / res["uniform"]["width"]
         res[k]["ratio_differences"] = (res[k]["width_differences"]
                                        / res["uniform"]["width_differences"])
-    # what the plan would predict from a uniform burn-in of n labeled items: the residuals
-    # of the (all-label) map on those items and the design's weights
-    y, f = df["human_score"].to_numpy(float), df[scores[0]].to_numpy(float)
-    r2 = (y - np.poly1d(np.polyfit(f, y, 1))(f)) ** 2
-    burn = df["item"].isin(set(rng.choice(items.index, int(round(budget)), replace=False)))
-    res["predicted_width_ratio_burn_in"] = float(np.sqrt(predicted_variance_ratio(
-        r2[burn.to_numpy()], pi_row[burn.to_numpy()])))
-    res["predicted_width_ratio_population"] = float(np.sqrt(predicted_variance_ratio(
-        r2, pi_row)))
-    res["predicted_width_ratio_from_u"] = float(np.sqrt(predicted_variance_ratio(
-        u_row ** 2, pi_row)))
+    res["predicted_width_ratio_burn_in"] = pred["burn-in"]
+    res["predicted_width_ratio_population"] = pred["population"]
+    res["predicted_width_ratio_from_u"] = pred["u"]
+    res["adaptive_design"] = "active" if worth else "uniform"
     return res
 
 
@@ -164,6 +180,9 @@ def main() -> None:
     ap.add_argument("--labels", default="30,100")
     ap.add_argument("--tables", default="dialsumm,thumb")
     ap.add_argument("--out", type=Path, default=Path("active_labels.json"))
+    ap.add_argument("--predict-from", default="burn-in", choices=("burn-in", "u"),
+                    help="the prediction the adaptive design decides on")
+    ap.add_argument("--sources", default="", help="uncertainty sources to run (default all)")
     a = ap.parse_args()
     results: dict = {}
     tables = []
@@ -183,9 +202,11 @@ def main() -> None:
     for name, df, scores, strata, us in tables:
         print(f"{name}: {df.system.nunique()} systems x {df.item.nunique()} items")
         for src, u in us.items():
+            if a.sources and src not in a.sources.split(","):
+                continue
             for n in map(int, a.labels.split(",")):
                 t = time.time()
-                r = run(df, scores, strata, u, n, a.reps)
+                r = run(df, scores, strata, u, n, a.reps, predict_from=a.predict_from)
                 results[f"{name}/{src}/{n}"] = r
                 line = " ".join(f"{k}: cov {v['coverage_means']:.3f}/{v['coverage_differences']:.3f}"
                                 f" ratio {v['ratio_to_uniform']:.3f}/{v['ratio_differences']:.3f}"
@@ -193,7 +214,8 @@ def main() -> None:
                 print(f"  {src:10s} n={n:3d} {line} | predicted (burn-in) "
                       f"{r['predicted_width_ratio_burn_in']:.3f} (population) "
                       f"{r['predicted_width_ratio_population']:.3f} (from u) "
-                      f"{r['predicted_width_ratio_from_u']:.3f} [{time.time() - t:.0f} s]",
+                      f"{r['predicted_width_ratio_from_u']:.3f} adaptive design "
+                      f"{r['adaptive_design']} [{time.time() - t:.0f} s]",
                       flush=True)
     a.out.write_text(json.dumps(results, indent=1))
     print(f"wrote {a.out}")

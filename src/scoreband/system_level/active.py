@@ -38,7 +38,8 @@ import numpy as np
 from scoreband.system_level.ppi import MeanEstimate, t_crit
 
 __all__ = ["inclusion_probabilities", "systematic_draw", "active_arrays", "active_mean", "stratified",
-           "predicted_variance_ratio", "stratified_arrays", "DEFAULT_MIX"]
+           "predicted_variance_ratio", "stratified_arrays", "DEFAULT_MIX",
+           "uninformative_cost", "active_is_worth_it"]
 
 #: weight of the uniform design in the mixture (and the floor: no row is labeled with less
 #: than this times the uniform probability). 0.5 keeps an uninformative uncertainty within
@@ -119,6 +120,34 @@ def predicted_variance_ratio(r2, p) -> float:
     r2, p = np.asarray(r2, float), np.asarray(p, float)
     den = float(np.mean(r2))
     return float(np.mean(r2 / p) * np.mean(p) / den) if den > 0 else 1.0
+
+
+def uninformative_cost(p) -> float:
+    """Width of the active estimate over the uniform one at equal expected labels when the
+    uncertainty behind the design ``p`` (any scale) says nothing about the errors (their
+    spread the same everywhere): ``sqrt(mean(1 / p) * mean(p))`` >= 1, the price of unequal
+    weights (Kish's design effect). With ``mix = 0.5`` it is ~1 + cv(u)^2 / 8.
+
+    >>> round(uninformative_cost([1.0, 1.0]), 3), round(uninformative_cost([0.5, 1.5]), 3)
+    (1.0, 1.155)
+    """
+    p = np.asarray(p, float)
+    p = p[np.isfinite(p) & (p > 0)]
+    return float(np.sqrt(np.mean(1.0 / p) * np.mean(p))) if len(p) else 1.0
+
+
+def active_is_worth_it(predicted_ratio: float, p) -> bool:
+    """Whether to label by the design ``p`` rather than uniformly: the predicted width
+    ratio's gain ``1 - predicted_ratio`` must exceed what the design costs should its
+    uncertainty be uninformative (:func:`uninformative_cost` - 1). A prediction read off a
+    few labels, or off the uncertainty itself, is too noisy to trust for a gain smaller than
+    that cost; below it uniform labels lose at most that small gain and never pay the cost
+    (Dialsumm, a calibrator's band widths: predicted 0.98-1.00x, realised 1.044x active).
+
+    >>> active_is_worth_it(0.86, [0.63, 0.77, 1.03, 1.57]), active_is_worth_it(0.98, [0.5, 1.5])
+    (True, False)
+    """
+    return bool(1.0 - float(predicted_ratio) > uninformative_cost(p) - 1.0)
 
 
 def _var(a, ddof=1):

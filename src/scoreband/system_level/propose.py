@@ -19,6 +19,9 @@ The predicted gain (``predicted_width_ratio``: the active interval's width over 
 one's at equal expected labels) comes from the burn-in's residuals when there are labels (the
 uncertainty model cross-fitted, so the prediction is not read off the rows it was fitted on),
 or from ``u`` alone (which assumes it is proportional to the error spread) when there are none.
+The design is used only where that predicted gain beats what it would cost were the
+uncertainty uninformative (:func:`scoreband.system_level.active.active_is_worth_it`);
+otherwise every candidate gets the uniform probability (``design: uniform`` in the document).
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ from scoreband.errors import InputError, RowError
 from scoreband.system_level import MIN_LABELS
 from scoreband.system_level.active import (
     DEFAULT_MIX,
+    active_is_worth_it,
     inclusion_probabilities,
     predicted_variance_ratio,
     systematic_draw,
+    uninformative_cost,
 )
 from scoreband.system_level.ppi import labels_for_width, ppi_mean
 from scoreband.system_level.study import ACTIVE_PAYS, _rows, cross_fit
@@ -84,16 +89,19 @@ def _cells(f01, st, r2, fit, pred_f01, pred_st) -> np.ndarray:
     return out
 
 
-def _burn_in_model(X, y01, labeled, items, st, folds, seed):
+def _burn_in_model(X, y01, labeled, items, st, folds, seed, half=None):
     """Cross-fitted map ``f01`` for every row, squared residuals on the labeled rows, the
     uncertainty ``u01`` of every row (cell model on all labels) and the same uncertainty for
-    each labeled row from a model fitted without its half (for an honest predicted gain)."""
+    each labeled row from a model fitted without its half (for an honest predicted gain).
+    ``half``: 0 / 1 per labeled row, drawn from the rows' identity so that the prediction
+    (which decides the design) does not depend on the table's row order."""
     f01, _ = cross_fit(X, np.nan_to_num(y01), labeled, items, folds, seed)
     lab = np.flatnonzero(labeled)
     r2 = np.zeros(len(y01))
     r2[lab] = (y01[lab] - f01[lab]) ** 2
     u2 = _cells(f01, st, r2, labeled, f01, st)
-    half = np.random.default_rng([seed, 23]).permutation(len(lab)) % 2
+    if half is None or len(np.unique(half)) < 2:
+        half = np.random.default_rng([seed, 23]).permutation(len(lab)) % 2
     u2_held = np.empty(len(lab))
     for h in (0, 1):
         fit = np.zeros(len(y01), bool)
@@ -113,14 +121,16 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
                    target: str | None = None, scale=None, item_col: str | None = None,
                    calibrator=None, strata: str | None = None, mix: float = DEFAULT_MIX,
                    seed: int = 0, alpha: float = 0.05, plan: float | None = None,
-                   folds: int = 5) -> Proposal:
+                   folds: int = 5, adaptive: bool = True) -> Proposal:
     """Choose the rows to label: ``n_labels`` expected new labels per system, each row (or
     item, with ``item_col``) labeled with probability proportional to its uncertainty mixed
     with uniform (see the module docstring). ``target``: the human score column (its filled
     cells are the burn-in; may be absent from the table: no labels yet). ``calibrator``: a
     path or :class:`scoreband.api.Calibration` whose band widths are the uncertainty.
     ``plan``: a full interval width on the target's scale; labels per system needed for it,
-    uniform and active."""
+    uniform and active. ``adaptive`` (default): label uniformly when the predicted gain is
+    smaller than what the design would cost were its uncertainty uninformative
+    (:func:`scoreband.system_level.active.active_is_worth_it`); False: always the design."""
     if not n_labels > 0:
         raise InputError(f"`propose_labels` is the expected number of new labels per system "
                          f"(> 0), got {n_labels}")
@@ -190,9 +200,13 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
                          "the mean width of the others")
     if n_lab >= MIN_BURN_IN and X.shape[1]:
         Xo = X[ok]
+        lab_rows = np.flatnonzero(ok)[labeled[ok]]
+        ident = (df.iloc[lab_rows] if items is None else
+                 pd.DataFrame({"item": items[lab_rows].astype(str)}))
+        half = (row_uniforms(frame_keys(ident), seed, 23) < 0.5).astype(int)
         f_ok, r2_ok, u_ok, u_held = _burn_in_model(
             Xo, y01[ok], labeled[ok], None if items is None else items[ok], st[ok], folds,
-            seed)
+            seed, half)
         r2 = r2_ok[labeled[ok]]
         if calibrator is None:
             u01 = np.ones(len(df))
@@ -207,36 +221,8 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     fill = float(np.nanmean(u01[ok])) if np.isfinite(u01[ok]).any() else 1.0
     u01 = np.where(np.isfinite(u01), u01, fill)
 
-    # ---------------------------------------------------------------- design and draw
-    cand = ok & ~labeled
-    pi = np.full(len(df), np.nan)
-    pi[labeled] = 1.0
-    draw = np.zeros(len(df), bool)
-    systems = sorted(set(names[ok]), key=str)
-    start = np.random.default_rng([seed, 31]).random()
-    if item_col is not None:
-        ci = np.flatnonzero(cand)
-        frame = pd.DataFrame({"item": items[ci], "u2": u01[ci] ** 2})
-        per_item = frame.groupby("item", sort=True)["u2"].mean()
-        rows_per_system = np.mean([np.sum(cand & (names == s)) for s in systems])
-        budget = n_labels * len(per_item) / max(rows_per_system, 1)
-        p_item = inclusion_probabilities(np.sqrt(per_item.to_numpy()), budget, mix)
-        keys = frame_keys(pd.DataFrame({item_col: per_item.index.astype(str)}))
-        d_item = systematic_draw(p_item, row_uniforms(keys, seed, 7), start)
-        pos = per_item.index.get_indexer(items[ci])
-        pi[ci], draw[ci] = p_item[pos], d_item[pos]
-    else:
-        for s in systems:
-            ci = np.flatnonzero(cand & (names == s))
-            if not len(ci):
-                continue
-            p = inclusion_probabilities(u01[ci], n_labels, mix)
-            keys = frame_keys(df.iloc[ci])
-            pi[ci] = p
-            draw[ci] = systematic_draw(p, row_uniforms(keys, seed, 7), start)
-    floor = np.nanmin(pi[cand]) if cand.any() else float("nan")
-
     # ---------------------------------------------------------------- predicted gain
+    cand = ok & ~labeled
     if r2 is not None and len(r2) and float(np.mean(r2)) > 0:
         u_lab = u01[labeled] if calibrator is not None else u_held
         u_ref = u01[cand] if calibrator is not None else u01[ok]
@@ -250,6 +236,41 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     else:
         ratio, gain_from = 1.0, "no uncertainty: the design is uniform"
     pred_ratio = float(np.sqrt(ratio))
+    # the design: active only where its predicted gain beats what it would cost were the
+    # uncertainty uninformative; else uniform labels (mix 1), which cost nothing
+    p_design = _design_p(u01[cand], u01[cand], mix) if cand.any() else np.ones(1)
+    cost = uninformative_cost(p_design)
+    use_active = active_is_worth_it(pred_ratio, p_design) or not adaptive
+    mix_used = mix if use_active else 1.0
+    # ---------------------------------------------------------------- design and draw
+    pi = np.full(len(df), np.nan)
+    pi[labeled] = 1.0
+    draw = np.zeros(len(df), bool)
+    systems = sorted(set(names[ok]), key=str)
+    start = np.random.default_rng([seed, 31]).random()
+    if item_col is not None:
+        ci = np.flatnonzero(cand)
+        frame = pd.DataFrame({"item": items[ci], "u2": u01[ci] ** 2})
+        per_item = frame.groupby("item", sort=True)["u2"].mean()
+        rows_per_system = np.mean([np.sum(cand & (names == s)) for s in systems])
+        budget = n_labels * len(per_item) / max(rows_per_system, 1)
+        p_item = inclusion_probabilities(np.sqrt(per_item.to_numpy()), budget,
+                                         mix_used)
+        keys = frame_keys(pd.DataFrame({item_col: per_item.index.astype(str)}))
+        d_item = systematic_draw(p_item, row_uniforms(keys, seed, 7), start)
+        pos = per_item.index.get_indexer(items[ci])
+        pi[ci], draw[ci] = p_item[pos], d_item[pos]
+    else:
+        for s in systems:
+            ci = np.flatnonzero(cand & (names == s))
+            if not len(ci):
+                continue
+            p = inclusion_probabilities(u01[ci], n_labels, mix_used)
+            keys = frame_keys(df.iloc[ci])
+            pi[ci] = p
+            draw[ci] = systematic_draw(p, row_uniforms(keys, seed, 7), start)
+    floor = np.nanmin(pi[cand]) if cand.any() else float("nan")
+
     case = "active" if pred_ratio <= ACTIVE_PAYS else "uniform"
     per: dict[str, dict] = {}
     for s in systems:
@@ -261,6 +282,14 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
            "min_inclusion_prob": float(floor), "uncertainty": source, "seed": seed,
            "by_item": item_col is not None, "item_col": item_col, "strata": strata,
            "predicted_width_ratio": pred_ratio, "predicted_from": gain_from, "case": case,
+           "design": "active" if use_active else "uniform", "mix_used": mix_used,
+           "uninformative_cost": cost,
+           "design_reason": (
+               f"predicted {pred_ratio:.3f}x the uniform width; were the uncertainty "
+               f"uninformative the design would cost {cost:.3f}x: "
+               + ("the gain is larger, labels drawn by the uncertainty" if use_active and
+                  adaptive else "labels drawn by the uncertainty (adaptive off)" if
+                  use_active else "the gain is not larger, labels drawn uniformly")),
            "advice": (f"active labeling pays: intervals ~{pred_ratio:.2f}x the uniform "
                       "width at equal labels" if case == "active" else
                       f"active labeling gains little here (predicted {pred_ratio:.2f}x the "
@@ -270,7 +299,7 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
            "skipped_rows": [str(e) for e in errors.values()], "warnings": notes}
     if plan is not None:
         doc["plan"] = _plan(plan, alpha, scale, names, y01, labeled, ok, X, items, u01, cand,
-                            ratio, band_alpha, systems, folds, seed)
+                            ratio if use_active else 1.0, band_alpha, systems, folds, seed)
     out = df.copy()
     out["inclusion_prob"] = pi
     out["propose_label"] = draw
