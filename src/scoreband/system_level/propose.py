@@ -294,7 +294,10 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
                       "width at equal labels" if case == "active" else
                       f"active labeling gains little here (predicted {pred_ratio:.2f}x the "
                       "uniform width): the metric's error spread does not vary enough (or "
-                      "the uncertainty does not track it); uniform labels do as well"),
+                      "the uncertainty does not track it); uniform labels do as well")
+           + ("" if use_active or not cand.any() else
+              f"; the proposal draws uniformly (the design would cost {cost:.2f}x were the "
+              "uncertainty uninformative, more than it is predicted to gain)"),
            "systems": per, "n_rows": int(len(df)),
            "skipped_rows": [str(e) for e in errors.values()], "warnings": notes}
     if plan is not None:
