@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
+from scoreband.cli._checks import both_or_neither, need, only_with
 from scoreband.cli._options import HtmlOpt, IdOpt, later_path, open_unit
 from scoreband.textsafe import plain
 
@@ -85,6 +86,33 @@ def triage(
         "--apply-out", callback=later_path, help="Where the triaged table goes "
                                              "(.csv .tsv .jsonl .parquet).")] = None,
     html: HtmlOpt = None,
+    pairwise: Annotated[bool, typer.Option(
+        "--pairwise", help="LABELED is a pair table: calibrated verdicts A / B / tie (the "
+                           "command `pairwise-triage`): --label-col or --votes, --feature "
+                           "or --probs, --risk, --delta, --out; a pairwise --rule is "
+                           "recognised without it.")] = False,
+    label_col: Annotated[str | None, typer.Option(
+        "--label-col", help="--pairwise: column of the human preference A / B / tie.")] = None,
+    votes: Annotated[str | None, typer.Option(
+        "--votes", help="--pairwise: vote-count columns 'A_COL,B_COL[,TIE_COL]' instead of "
+                        "--label-col.")] = None,
+    feature: Annotated[list[str] | None, typer.Option(
+        "--feature", help="--pairwise: antisymmetric feature column(s) (a score difference, "
+                          "pair_pref); one feature orders the pairs by |x| without labels, "
+                          "so every labeled pair calibrates.")] = None,
+    probs: Annotated[str | None, typer.Option(
+        "--probs", help="--pairwise: columns of p(A), p(B)[, p(tie)] used as they "
+                        "are.")] = None,
+    set_alpha: Annotated[float | None, typer.Option(
+        "--set-alpha", callback=open_unit,
+        help="--pairwise: miscoverage of the prediction sets (default --risk).")] = None,
+    sets: Annotated[str, typer.Option("--sets", help="--pairwise: lac | aps.")] = "lac",
+    start: Annotated[str, typer.Option(
+        "--start", help="--pairwise: first | likely (where the fixed sequence "
+                        "starts).")] = "first",
+    asymmetric: Annotated[bool, typer.Option(
+        "--asymmetric", help="--pairwise: let the verdict model learn an order "
+                             "effect.")] = False,
 ):
     """Trust or escalate with a guaranteed risk: keep the judge's score where its
     uncertainty is at most a threshold, send the rest to a human. The threshold is chosen
@@ -107,10 +135,23 @@ def triage(
     Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
     --apply-out triaged.csv
     """
+    from scoreband.cli.pairwise import is_pair_rule, run_pairwise_triage
+
+    if pairwise or (rule is not None and is_pair_rule(rule)):
+        only_with("without --pairwise", target=target, scale=scale, score=score,
+                  tolerance=tolerance, features=features, uncertainty=uncertainty,
+                  calibrator=calibrator, id_col=id_col, html=html)
+        return run_pairwise_triage(labeled, label_col=label_col, votes=votes,
+                                   feature=feature, probs=probs, alpha=alpha, delta=delta,
+                                   set_alpha=set_alpha, sets=sets, groups=groups,
+                                   start=start, train_frac=train_frac,
+                                   asymmetric=asymmetric, seed=seed, out=out, rule=rule,
+                                   apply_table=apply_table, apply_out=apply_out)
+    only_with("with --pairwise", label_col=label_col, votes=votes, feature=feature,
+              probs=probs, set_alpha=set_alpha, asymmetric=asymmetric)
     from scoreband.decisions.triage import fit_triage, load_rule
 
-    if (apply_table is None) != (apply_out is None):
-        fail("give both --apply TABLE and --apply-out OUT (the triaged table), or neither")
+    both_or_neither(apply=apply_table, apply_out=apply_out)
     if labeled is not None and rule is not None:
         fail("give either a LABELED table to fit a rule or --rule RULE to apply one, not "
              "both")
@@ -124,10 +165,8 @@ def triage(
             fail("--rule: give --apply TABLE --apply-out OUT (the rows to triage)")
         fitted, rule_path = load_rule(rule), rule
     else:
-        missing = [f for f, v in (("--target", target), ("--scale", scale), ("--score", score),
-                                  ("--tolerance", tolerance), ("--out", out)) if v is None]
-        if missing:
-            fail(f"fitting a rule needs {', '.join(missing)}")
+        need("fitting a rule", target=target, scale=scale, score=score, tolerance=tolerance,
+             out=out)
         from scoreband.columns import needed_columns
         from scoreband.tables import read_table
 

@@ -100,6 +100,18 @@ def judge(
              "stops.")] = False,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="openai: response cache folder (default: OUT.cache/).")] = None,
+    pairwise: Annotated[bool, typer.Option(
+        "--pairwise", help="Judge pairs of responses instead (the command `judge-pairs`): "
+                           "the verdict tokens' log-probs in both orders, A/B and B/A; the "
+                           "responses are --a-col and --b-col, --judge may also be a "
+                           "simulated pairwise judge (sim-pair-strong | sim-pair-biased | "
+                           "sim-pair-fair).")] = False,
+    a_col: Annotated[str, typer.Option("--a-col", help="--pairwise: column of response "
+                                                       "A.")] = "response_a",
+    b_col: Annotated[str, typer.Option("--b-col", help="--pairwise: column of response "
+                                                       "B.")] = "response_b",
+    no_tie: Annotated[bool, typer.Option("--no-tie", help="--pairwise: verdicts A or B "
+                                                          "only (no tie token).")] = False,
     **engine_opts,
 ):
     """Score-token log-probs of a VLM judge for every row of a table.
@@ -115,6 +127,10 @@ def judge(
     asking (--stop-after). Then calibrate, e.g.: scoreband evaluate OUT --target human
     --scale 1,5 --median judge_expected --features 'logp_*' --method r2ccp
     """
+    if pairwise:
+        return _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col,
+                               b_col, no_tie, base_url, top_logprobs, max_tokens, timeout,
+                               retries, cache, rubric, template, engine_opts)
     from scoreband.judges.extract import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
@@ -163,6 +179,28 @@ def judge(
         err.print(f"[red]{len(run.failures)} of {run.rows} rows could not be judged: exit "
                   "status 1[/]", markup=True, highlight=False)
         raise typer.Exit(1)
+
+
+def _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col, b_col,
+                    no_tie, base_url, top_logprobs, max_tokens, timeout, retries, cache,
+                    rubric, template, engine_opts) -> None:
+    """judge --pairwise: the same code as `judge-pairs`."""
+    from scoreband.cli._checks import only_with
+    from scoreband.cli.pairwise import run_judge_pairs
+
+    only_with("without --pairwise (a pairwise prompt has its own rubric)", rubric=rubric,
+              template=template)
+    run_judge_pairs(table, judge=judge_spec, out=out, response_a=a_col, response_b=b_col,
+                    image_col=image_col, root=None,
+                    instruction_col=instruction_col,
+                    instruction="Which response describes the image better?",
+                    tie=None if no_tie else "tie", base_url=base_url,
+                    top_logprobs=top_logprobs, max_tokens=max_tokens,
+                    engine_opts=engine_opts,
+                    judge_options={"timeout": timeout, "retries": retries,
+                                   "cache_dir": cache if cache is not None
+                                   else Path(str(out) + ".cache")}
+                    if judge_spec.startswith("openai:") else None)
 
 
 # ------------------------------------------------------------------ judge-study

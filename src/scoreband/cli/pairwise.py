@@ -10,8 +10,11 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
+from scoreband.cli._checks import both_or_neither, exactly_one, need
 from scoreband.cli._options import later_path, open_unit
 from scoreband.textsafe import plain
+
+PAIR_RULE_FORMAT = "scoreband-pairwise-rule"  # = scoreband.pairwise.selective's (no import)
 
 
 def _cols(values: list[str] | None) -> list[str]:
@@ -141,11 +144,21 @@ def pairwise_triage(
     --risk 0.1 --delta 0.1 --out rule.json --apply unlabeled_pairs.csv --apply-out
     verdicts.csv
     """
-    from scoreband.pairwise.selective import fit_pairwise_triage, load_pair_rule
-    from scoreband.tables import read_table, write_table
+    run_pairwise_triage(labeled, label_col=label_col, votes=votes, feature=feature,
+                        probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
+                        sets=sets, groups=groups, start=start, train_frac=train_frac,
+                        asymmetric=asymmetric, seed=seed, out=out, rule=rule,
+                        apply_table=apply_table, apply_out=apply_out)
 
-    if (apply_table is None) != (apply_out is None):
-        fail("give both --apply TABLE and --apply-out OUT, or neither")
+
+def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, delta,
+                        set_alpha, sets, groups, start, train_frac, asymmetric, seed, out,
+                        rule, apply_table, apply_out) -> None:
+    """`pairwise-triage` and `triage --pairwise` (one implementation)."""
+    from scoreband.pairwise.selective import fit_pairwise_triage, load_pair_rule
+    from scoreband.tables import read_table
+
+    both_or_neither(apply=apply_table, apply_out=apply_out)
     if (labeled is None) == (rule is None):
         fail("give a LABELED pair table (with --label-col or --votes, --feature or --probs, "
              "--out) or --rule RULE with --apply TABLE --apply-out OUT")
@@ -154,8 +167,9 @@ def pairwise_triage(
 
         check_output(apply_out.path, what="--apply-out")
     if labeled is not None:
-        if out is None:
-            fail("fitting a rule needs --out")
+        need("fitting a rule", out=out)
+        exactly_one("the human preference", label_col=label_col, votes=votes)
+        exactly_one("the verdict model", feature=_cols(feature) or None, probs=probs)
         df = read_table(labeled)
         fitted = fit_pairwise_triage(df, label_col=label_col,
                                      votes=_cols([votes]) if votes else None,
@@ -175,14 +189,39 @@ def pairwise_triage(
             fail("--rule: give --apply TABLE --apply-out OUT")
         fitted = load_pair_rule(rule)
     if apply_table is not None:
-        t = read_table(apply_table)
-        res = fitted.apply(t)
-        report_rows(fitted.last_errors, len(t), action="left undecided (could not be judged)")
-        write_table(res, apply_out.path)
-        n_dec = int(res["decided"].sum())
-        console.print(f"decided {n_dec:,} of {len(t):,} pairs ({n_dec / max(len(t), 1):.1%});"
-                      f" the other {len(t) - n_dec:,} go to a human -> "
-                      f"{plain(apply_out.path)}")
+        apply_pair_rule(fitted, apply_table, apply_out.path)
+
+
+def is_pair_rule(path) -> bool:
+    """Whether ``path`` is a JSON file written by `pairwise-triage --out` (its ``format``),
+    so `triage --rule` and `apply --calibrator` can hand it to the pairwise apply."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+        return json.loads(head).get("format") == PAIR_RULE_FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False  # the command's own reader says what is wrong
+
+
+def apply_pair_rule(rule, table: Path, out: Path) -> None:
+    """Give every pair of ``table`` the rule's verdict columns (``rule``: a fitted
+    :class:`scoreband.pairwise.selective.PairRule` or its file) and write ``out``."""
+    from scoreband.files import check_output
+    from scoreband.pairwise.selective import load_pair_rule
+    from scoreband.tables import read_table, write_table
+
+    if not hasattr(rule, "apply"):
+        rule = load_pair_rule(rule)
+    check_output(out, what="the verdicts")
+    t = read_table(table)
+    res = rule.apply(t)
+    report_rows(rule.last_errors, len(t), action="left undecided (could not be judged)")
+    write_table(res, out)
+    n_dec = int(res["decided"].sum())
+    console.print(f"decided {n_dec:,} of {len(t):,} pairs ({n_dec / max(len(t), 1):.1%});"
+                  f" the other {len(t) - n_dec:,} go to a human -> {plain(out)}")
 
 
 def _print_rule(rule) -> None:
@@ -212,10 +251,10 @@ def judge_pairs_cmd(
                         "sim-pair-biased | sim-pair-fair, options after ':' (e.g. "
                         "sim-pair-biased:bias=0.2; reads true_a / true_b).")],
     out: Annotated[Path, typer.Option("--out", help="The table with the verdict columns.")],
-    response_a: Annotated[str, typer.Option("--response-a", help="Column of response "
-                                                                 "A.")] = "response_a",
-    response_b: Annotated[str, typer.Option("--response-b", help="Column of response "
-                                                                 "B.")] = "response_b",
+    response_a: Annotated[str, typer.Option("--response-a", "--a-col",
+                                            help="Column of response A.")] = "response_a",
+    response_b: Annotated[str, typer.Option("--response-b", "--b-col",
+                                            help="Column of response B.")] = "response_b",
     image_col: Annotated[str, typer.Option("--image-col", help="Column of the image "
                                                                "path.")] = "image",
     root: Annotated[Path | None, typer.Option("--root", help="Folder the image paths are "
@@ -248,31 +287,58 @@ def judge_pairs_cmd(
 
     scoreband judge-pairs world_pairs.csv --judge sim-pair-biased --out judged.csv
     """
-    from scoreband.pairwise.extract import PairPrompt, judge_pairs, make_pair_judge
-    from scoreband.tables import read_table, write_table
+    run_judge_pairs(table, judge=judge, out=out, response_a=response_a,
+                    response_b=response_b, image_col=image_col, root=root,
+                    instruction_col=instruction_col, instruction=instruction,
+                    tie=None if no_tie else tie_token, base_url=base_url,
+                    top_logprobs=top_logprobs, max_tokens=max_tokens, seed=seed)
 
-    df = read_table(table)
-    kw: dict = {"seed": seed}
-    if not judge.startswith("sim"):
-        kw.update(image_col=image_col, response_a=response_a, response_b=response_b,
-                  instruction_col=instruction_col, instruction=instruction, root=root)
-        if judge.startswith("openai:"):
-            kw.update(top_logprobs=top_logprobs, max_tokens=max_tokens)
-            if base_url:
-                kw["base_url"] = base_url
-    runner = make_pair_judge(judge, prompt=PairPrompt(tie=None if no_tie else tie_token),
-                             **kw)
-    res, errors = judge_pairs(df, runner, response_a=response_a if response_a in df else None,
-                              response_b=response_b if response_b in df else None)
-    report_rows(errors, len(df))
-    write_table(res, out)
-    ok = res["pair_error"] == ""
-    if not ok.any():
+
+def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, response_b: str,
+                    image_col: str, root, instruction_col, instruction: str, tie,
+                    base_url=None, top_logprobs: int = 20, max_tokens: int = 256,
+                    seed: int = 0, engine_opts: dict | None = None,
+                    judge_options: dict | None = None) -> None:
+    """`judge-pairs` and `judge --pairwise` (one implementation): the pairwise judge stage
+    on the row engine, journaled (OUT.partial.jsonl) and resumed when run again."""
+    from scoreband.cli._rows import run_stage
+
+    options = dict(judge_options or {})
+    if judge.startswith("openai:"):
+        options.update(top_logprobs=top_logprobs, max_tokens=max_tokens,
+                       **({"base_url": base_url} if base_url else {}))
+    if not out.parent.is_dir():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    run, stage = run_stage(table, out, "scoreband.pairwise.extract:pair_judge_stage", dict(
+        judge_spec=judge, tie=tie, judge_options=options, response_a=response_a,
+        response_b=response_b, image_col=image_col, instruction_col=instruction_col,
+        instruction=instruction, root=None if root is None else str(root), seed=seed),
+        engine_opts, error_column="pair_error")
+    errors = sorted(run.failures.items())
+    for i, why in errors[:20]:
+        warn(f"row {i}: {why}; the pair is skipped")
+    if len(errors) > 20:
+        warn(f"... and {len(errors) - 20:,} more pairs skipped (column pair_error of "
+             f"{plain(out)})")
+    n_ok = run.rows - len(errors)
+    if n_ok == 0:
         fail(f"no pair of {str(table)!r} could be judged (see the reasons above)")
-    console.print(f"judged {int(ok.sum()):,} of {len(df):,} pairs with {plain(runner.name)}"
-                  + (" (SIMULATED)" if runner.simulated else "") +
-                  f"; mean position bias {float(res.loc[ok, 'pair_position_bias'].mean()):+.3f}"
-                  f" -> {plain(out)}")
+    name = judge if stage is None else stage.runner.name
+    sim = stage is not None and stage.runner.simulated
+    bias = ""
+    if stage is not None:
+        import pandas as pd  # lazy: start-up
+
+        from scoreband.tables import read_table
+
+        t = run.table if run.table is not None else read_table(out)
+        ok = t["pair_error"].fillna("").astype(str) == ""
+        bias = (f"; mean position bias "
+                f"{float(pd.to_numeric(t.loc[ok, 'pair_position_bias']).mean()):+.3f}")
+    console.print(f"judged {n_ok:,} of {run.rows:,} pairs with {plain(name)}"
+                  + (" (SIMULATED)" if sim else "") + bias
+                  + (f" ({run.reused:,} resumed from the journal)" if run.reused else "")
+                  + f" -> {plain(out)}")
 
 
 @app.command("pairwise-systems")
@@ -311,12 +377,23 @@ def pairwise_systems(
 
     scoreband pairwise-systems judged_pairs.csv --label-col human --out ranking.json
     """
+    run_pairwise_systems(table, out=out, probs=probs, verdict=verdict, label_col=label_col,
+                         votes=votes, alpha=alpha, method=method, by=by, system_a=system_a,
+                         system_b=system_b)
+
+
+def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, votes,
+                         alpha: float, method: str, by: str, system_a: str,
+                         system_b: str) -> None:
+    """`pairwise-systems` and `systems --pairwise` (one implementation)."""
     from scoreband.files import write_json
     from scoreband.pairwise.ranking import rank_systems
+    from scoreband.provenance import provenance
     from scoreband.tables import read_table
 
-    if label_col is None and votes is None:
-        fail("give the human preference: --label-col COL or --votes A_COL,B_COL[,TIE_COL]")
+    exactly_one("the human preference", label_col=label_col, votes=votes)
+    if probs is not None and verdict is not None:
+        fail("give --probs or --verdict, not both")
     df = read_table(table)
     pcols = _cols([probs]) if probs else (None if verdict else
                                           [c for c in ("pair_p_a", "pair_p_b", "pair_p_tie")
@@ -328,8 +405,6 @@ def pairwise_systems(
     report_rows(errors, len(df))
     for w in doc["warnings"]:
         warn(w)
-    from scoreband.provenance import provenance
-
     doc["provenance"] = provenance({})
     write_json(out, doc)
     t = Table(title=f"systems by win rate ({method}, rank sets at {1 - alpha:.0%})")

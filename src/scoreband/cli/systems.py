@@ -11,6 +11,7 @@ from rich.table import Table
 
 from scoreband import api
 from scoreband.cli._app import app, console, guard, report_rows, warn
+from scoreband.cli._checks import need, only_with
 from scoreband.cli._options import (
     HtmlOpt,
     Table_,
@@ -30,13 +31,15 @@ from scoreband.textsafe import plain
 @guard
 def systems(
     table: Table_,
-    system_col: Annotated[str, typer.Option("--system-col",
-                                            help="Column naming the system of each row.")],
-    scale: Annotated[str, typer.Option("--scale", callback=check_scale,
-                                       help="Scale of the human score, 'A,B'.")],
     out: Annotated[Path, typer.Option(
         "--out", help="Results JSON (with --propose-labels: the table with inclusion_prob "
                       "and propose_label, format by extension).")],
+    system_col: Annotated[str | None, typer.Option(
+        "--system-col", help="Column naming the system of each row (required; with "
+                             "--pairwise: --system-a / --system-b).")] = None,
+    scale: Annotated[str | None, typer.Option(
+        "--scale", callback=check_scale, help="Scale of the human score, 'A,B' (required "
+                                              "without --pairwise).")] = None,
     target: Annotated[str | None, typer.Option(
         "--target", help="Column of the human score; empty cells are unlabeled rows (with "
                          "--propose-labels it may be absent: no labels yet).")] = None,
@@ -81,6 +84,29 @@ def systems(
         help="Column of the stratum (task, dimension): stratified PPI++, strata weighted by "
              "size, each with its own weight; with --propose-labels the residual model's "
              "cells.")] = None,
+    pairwise: Annotated[bool, typer.Option(
+        "--pairwise", help="TABLE is a pair table with a judge's verdicts (the command "
+                           "`pairwise-systems`): win rates and Bradley-Terry strengths by "
+                           "PPI from --label-col or --votes and the judge's --probs or "
+                           "--verdict.")] = False,
+    label_col: Annotated[str | None, typer.Option(
+        "--label-col", help="--pairwise: column of the human preference A / B / tie (empty "
+                            "= unlabeled).")] = None,
+    votes: Annotated[str | None, typer.Option(
+        "--votes", help="--pairwise: vote-count columns 'A_COL,B_COL[,TIE_COL]'.")] = None,
+    probs: Annotated[str | None, typer.Option(
+        "--probs", help="--pairwise: columns of the judge's p(A), p(B)[, p(tie)] (default "
+                        "pair_p_a,pair_p_b,pair_p_tie).")] = None,
+    verdict: Annotated[str | None, typer.Option(
+        "--verdict", help="--pairwise: a column of judge verdicts A / B / tie instead of "
+                          "--probs.")] = None,
+    by: Annotated[str, typer.Option(
+        "--by", help="--pairwise: head-to-head | bradley-terry (what the pairwise decisions "
+                     "compare).")] = "head-to-head",
+    system_a: Annotated[str, typer.Option("--system-a", help="--pairwise: column of system "
+                                                             "A.")] = "system_a",
+    system_b: Annotated[str, typer.Option("--system-b", help="--pairwise: column of system "
+                                                             "B.")] = "system_b",
 ):
     """Each system's mean human score with a 95 % interval from a few labeled rows and many
     scored ones (prediction-powered inference, PPI++, Student t), every pair's difference
@@ -97,6 +123,20 @@ def systems(
     Example: scoreband systems outputs.csv --system-col system --item-col image
     --score clip_score --target human --scale 1,5 --out systems.json --html systems.html
     """
+    if pairwise:
+        from scoreband.cli.pairwise import run_pairwise_systems
+
+        only_with("without --pairwise", system_col=system_col, scale=scale, target=target,
+                  score=score, item_col=item_col, plan=plan, html=html,
+                  propose_labels=propose_labels, calibrator=calibrator,
+                  inclusion_prob=inclusion_prob, strata=strata)
+        return run_pairwise_systems(table, out=out, probs=probs, verdict=verdict,
+                                    label_col=label_col, votes=votes, alpha=alpha,
+                                    method=method, by=by, system_a=system_a,
+                                    system_b=system_b)
+    only_with("with --pairwise", label_col=label_col, votes=votes, probs=probs,
+              verdict=verdict)
+    need("systems", system_col=system_col, scale=scale)
     if propose_labels is not None:
         _propose(table, system_col, score or [], target, scale, out, item_col, propose_labels,
                  calibrator, strata, mix, seed, alpha, plan)

@@ -20,15 +20,17 @@ A pair whose responses are identical, or whose judge answered with no verdict to
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from scoreband.engine.rows import Stage
 from scoreband.errors import InputError, RowError
 from scoreband.judges.base import JudgeError, JudgePrompt
 
 __all__ = ["PairPrompt", "PAIR_TEMPLATE", "PAIR_RUBRIC", "PAIR_COLUMNS", "judge_pairs",
-           "make_pair_judge", "order_average"]
+           "make_pair_judge", "order_average", "PairJudgeStage", "pair_judge_stage"]
 
 PAIR_TEMPLATE = (
     "You are an impartial judge comparing two responses about an image.\n"
@@ -136,9 +138,20 @@ class SimulatedPairRunner:
                              "scoreband.world.pairwise.world_pairs has them)")
         a = pd.to_numeric(df[self.cols[0]], errors="coerce").to_numpy(float)[rows]
         b = pd.to_numeric(df[self.cols[1]], errors="coerce").to_numpy(float)[rows]
-        ab = np.exp(pair_logprobs(self.judge, a, b, seed=self.seed, stream=0))
-        ba = np.exp(pair_logprobs(self.judge, b, a, seed=self.seed, stream=1))
+        # each row's reading noise from its own content: the same verdicts whatever the
+        # batch or the rows around it (a resumed run equals an uninterrupted one)
+        keys = [self.key(df, int(i)) for i in rows]
+        ab = np.exp(pair_logprobs(self.judge, a, b, seed=self.seed, stream=0, row_keys=keys))
+        ba = np.exp(pair_logprobs(self.judge, b, a, seed=self.seed, stream=1, row_keys=keys))
+        self.row_errors = {}
         return ab, ba
+
+    def key(self, df: pd.DataFrame, i: int) -> str:
+        """The row's journal key: the judge, the seed and the two qualities."""
+        from scoreband.engine.journal import row_key
+
+        return row_key(self.name, repr(self.judge), self.seed,
+                       *(df[c].iloc[i] if c in df.columns else "" for c in self.cols))
 
 
 class ModelPairRunner:
@@ -162,18 +175,39 @@ class ModelPairRunner:
     def describe(self) -> dict:
         return self.judge.describe()
 
-    def run(self, df: pd.DataFrame, rows: np.ndarray):
-        from pathlib import Path
+    def _instruction(self, df: pd.DataFrame, i: int) -> str:
+        """The row's instruction: its ``instruction_col`` cell where the table has that
+        column (`judge --pairwise` names "instruction" by default), else the one given."""
+        if self.instruction_col and self.instruction_col in df.columns:
+            return str(df[self.instruction_col].iloc[i])
+        return self.instruction
 
+    def _image(self, df: pd.DataFrame, i: int):
+        from scoreband.engine.cells import resolve_path
+
+        return resolve_path(str(df[self.image_col].iloc[i]), self.root)
+
+    def key(self, df: pd.DataFrame, i: int) -> str:
+        """The row's journal key: the judge, the prompt, the image file's content, the
+        instruction and both responses."""
+        import json
+
+        from scoreband.engine.journal import row_key
+        from scoreband.images import image_digest
+
+        p = self.prompt
+        ins = self._instruction(df, i)
+        return row_key(json.dumps(self.describe(), sort_keys=True, default=str), p.template,
+                       p.rubric, p.delimiter, p.tie, image_digest(self._image(df, i)), ins,
+                       df[self.ra].iloc[i], df[self.rb].iloc[i])
+
+    def run(self, df: pd.DataFrame, rows: np.ndarray):
         ab = np.full((len(rows), 3), np.nan)
         ba = np.full((len(rows), 3), np.nan)
         errors: dict[int, str] = {}
         for k, i in enumerate(rows):
-            img = Path(str(df[self.image_col].iloc[i]))
-            if self.root is not None and not img.is_absolute():
-                img = Path(self.root) / img
-            ins = (str(df[self.instruction_col].iloc[i]) if self.instruction_col
-                   else self.instruction)
+            img = self._image(df, i)
+            ins = self._instruction(df, i)
             a, b = str(df[self.ra].iloc[i]), str(df[self.rb].iloc[i])
             for out, (x, y) in ((ab, (a, b)), (ba, (b, a))):
                 try:
@@ -211,37 +245,99 @@ def make_pair_judge(spec: str, *, prompt: PairPrompt | None = None, **kw):
     return ModelPairRunner(make_judge(spec, prompt, **kw), prompt, **runner_kw)
 
 
+class PairJudgeStage(Stage):
+    """The pairwise judge on the row engine (:mod:`scoreband.engine.rows`): both orders of
+    each pair asked, the answers journaled row by row (``OUT.partial.jsonl``: a killed run
+    resumes where it stopped), the columns of :data:`PAIR_COLUMNS` made from the records.
+    A pair of identical responses, an answer with no verdict token or a judge error gets
+    ``pair_error`` and no verdict."""
+
+    error_column = "pair_error"
+    outputs = {c: np.nan for c in PAIR_COLUMNS if c != "pair_error"}
+
+    def __init__(self, runner, *, response_a: str | None = None,
+                 response_b: str | None = None, base_dir=None):
+        super().__init__(base_dir)
+        self.runner = runner
+        self.ra, self.rb = response_a, response_b
+        if not runner.simulated and getattr(runner, "root", None) is None:
+            runner.root = base_dir  # image paths relative to the table's folder
+        self.batch_size = 256 if runner.simulated else 1  # a model: journal every row
+        self.label = f"judging pairs with {runner.name}"
+
+    def key(self, df, i):
+        return self.runner.key(df, i)
+
+    def process(self, df, positions):
+        recs: dict[int, dict] = {}
+        ask = []
+        for i in positions:
+            if self.ra and self.rb and self.ra in df.columns and self.rb in df.columns and \
+                    str(df[self.ra].iloc[i]).strip() == str(df[self.rb].iloc[i]).strip():
+                recs[i] = {"ab": None, "ba": None,
+                           "error": "the two responses are identical: nothing to prefer"}
+            else:
+                ask.append(i)
+        if ask:
+            ab, ba = self.runner.run(df, np.asarray(ask))
+            why = getattr(self.runner, "row_errors", {})
+            for k, i in enumerate(ask):
+                if int(i) in why:
+                    recs[i] = {"ab": None, "ba": None, "error": why[int(i)]}
+                else:
+                    recs[i] = {"ab": [float(v) for v in ab[k]],
+                               "ba": [float(v) for v in ba[k]], "error": ""}
+        return [recs[i] for i in positions]
+
+    def columns(self, records):
+        n = len(records)
+        ab, ba = np.full((n, 3), np.nan), np.full((n, 3), np.nan)
+        for i, r in enumerate(records):
+            if r.get("ab") is not None and not r.get("error"):
+                ab[i], ba[i] = r["ab"], r["ba"]
+        out = order_average(ab, ba)  # ba as answered (its "A" is the original B)
+        out["pair_error"] = np.array([r.get("error") or "" for r in records], dtype=object)
+        return out
+
+    def constants(self):
+        return {}
+
+    def components(self):
+        return {"pair_judge": self.runner.describe()}
+
+
+def pair_judge_stage(judge_spec: str, *, tie: str | None = "tie", judge_options=None,
+                     response_a: str = "response_a", response_b: str = "response_b",
+                     image_col: str = "image", instruction_col: str | None = None,
+                     instruction: str = "Which response describes the image better?",
+                     root=None, seed: int = 0, base_dir=None) -> PairJudgeStage:
+    """A :class:`PairJudgeStage` from plain values (what the CLI and a Ray actor build)."""
+    kw: dict = {"seed": seed}
+    if not judge_spec.startswith("sim"):
+        kw.update(image_col=image_col, response_a=response_a, response_b=response_b,
+                  instruction_col=instruction_col, instruction=instruction,
+                  root=None if root is None else Path(root), **(judge_options or {}))
+    runner = make_pair_judge(judge_spec, prompt=PairPrompt(tie=tie), **kw)
+    return PairJudgeStage(runner, response_a=response_a, response_b=response_b,
+                          base_dir=base_dir)
+
+
 def judge_pairs(df: pd.DataFrame, runner, *, response_a: str | None = None,
-                response_b: str | None = None) -> tuple[pd.DataFrame, list[RowError]]:
+                response_b: str | None = None, journal: Path | None = None
+                ) -> tuple[pd.DataFrame, list[RowError]]:
     """Every row of a pair table with :data:`PAIR_COLUMNS`; rows that cannot be judged
-    (identical responses, no verdict token, a judge error) keep NaN and a ``pair_error``."""
+    (identical responses, no verdict token, a judge error) keep NaN and a ``pair_error``.
+    Runs the row engine (:class:`PairJudgeStage`; ``journal``: where finished rows are kept
+    for a resumed run)."""
+    from scoreband.engine.rows import run_rows
+
     df = df.reset_index(drop=True)
-    n = len(df)
-    errors: list[RowError] = []
-    err = np.full(n, "", dtype=object)
-    ok = np.ones(n, bool)
-    if response_a and response_b:
-        for c in (response_a, response_b):
-            if c not in df.columns:
-                raise InputError(f"response column {c!r} not in the table")
-        same = (df[response_a].astype(str).str.strip() ==
-                df[response_b].astype(str).str.strip()).to_numpy()
-        for i in np.flatnonzero(same):
-            err[i] = "the two responses are identical: nothing to prefer"
-            errors.append(RowError(str(i), response_b, err[i] + "; the pair is skipped",
-                                   int(i)))
-        ok &= ~same
-    rows = np.flatnonzero(ok)
-    ab, ba = runner.run(df, rows)
-    P_ab = np.full((n, 3), np.nan)
-    P_ba = np.full((n, 3), np.nan)
-    P_ab[rows], P_ba[rows] = ab, ba
-    for i, why in getattr(runner, "row_errors", {}).items():
-        err[i] = why
-        errors.append(RowError(str(i), "pair_error", why + "; the pair is skipped", int(i)))
-        P_ab[i] = P_ba[i] = np.nan
-    out = df.copy()
-    for k, v in order_average(P_ab, P_ba).items():
-        out[k] = v
-    out["pair_error"] = err
-    return out, errors
+    for c in (response_a, response_b):
+        if c and c not in df.columns:
+            raise InputError(f"response column {c!r} not in the table")
+    stage = PairJudgeStage(runner, response_a=response_a, response_b=response_b)
+    run = run_rows(df, stage, journal=journal)
+    errors = [RowError(str(i), response_b if why.startswith("the two responses")
+                       else "pair_error", why + "; the pair is skipped", int(i))
+              for i, why in sorted(run.failures.items())]
+    return run.table, errors

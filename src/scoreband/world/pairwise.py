@@ -73,13 +73,20 @@ def simulated_pair_judge(spec: str) -> SimulatedPairJudge:
 
 
 def pair_logprobs(judge: SimulatedPairJudge, first01, second01, *, seed: int = 0,
-                  stream: int = 0) -> np.ndarray:
+                  stream: int = 0, row_keys=None) -> np.ndarray:
     """(n, 3) log-probs of the verdict tokens "A" (the first shown), "B" (the second
     shown) and "tie" for responses of true quality ``first01`` / ``second01`` on [0, 1].
-    ``stream`` separates the presentation orders' reading noise."""
+    ``stream`` separates the presentation orders' reading noise; ``row_keys`` (hex
+    strings, one a row): each row's noise drawn from its own key, so a row's verdict does
+    not depend on the rows judged with it."""
     a, b = np.asarray(first01, float), np.asarray(second01, float)
-    rng = np.random.default_rng([seed, stream, sum(map(ord, judge.name))])
-    d = (a - b) + rng.normal(0, judge.noise, len(a))
+    base = [seed, stream, sum(map(ord, judge.name))]
+    if row_keys is None:
+        noise = np.random.default_rng(base).normal(0, judge.noise, len(a))
+    else:
+        noise = np.array([np.random.default_rng([*base, int(str(k)[:15], 16)]).normal(
+            0, judge.noise) for k in row_keys])
+    d = (a - b) + noise
     t = judge.temperature
     L = np.column_stack([d / t, -d / t,
                          (np.log(judge.tie) if judge.tie > 0 else -np.inf)
