@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from scoreband.conformal.base import register
-from scoreband.conformal.core import row_matmul, unbounded
+from scoreband.conformal.core import row_matmul
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
 from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
-from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
 
 __all__ = ["CQR"]
@@ -53,27 +52,12 @@ class CQR(LearnedCalibrator):
     #: its conformity score: ``max(q_lo - y, y - q_hi)`` around the two regressions
     score = QUANTILE_RESIDUAL
 
-    def _outputs(self, pred) -> ModelOutput:
+    def outputs(self, pred) -> ModelOutput:
         return ModelOutput(lo=self._q(pred, "lo"), hi=self._q(pred, "hi"))
 
-    def conformity(self, pred, y):
-        """``max(q_lo - y, y - q_hi)`` per item."""
-        return self.score.score(self._outputs(pred), y)
-
-    def apply_params(self, pred, params):
-        full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
-        # crossed regressors with a negative q can invert the band: the score keeps it ordered
-        lo, hi = self.score.interval(self._outputs(pred), q)
-        lo, hi = self._open_ties(lo, hi, params, pred)
-        return lo, hi, full
-
-    def predict(self, pred: Predictions, groups=None) -> Band:
-        self._require_fitted()
-        self.check_pred(pred)
-        lo, hi, full = self.apply_params(pred, self.params_)
-        med = np.clip(self._q(pred, "mid"), 0, 1)
-        band = self._band(Predictions(med), lo, hi, full)
-        return band
+    def band_median(self, pred) -> np.ndarray:
+        """The median regression, clipped to [0, 1]."""
+        return np.clip(self._q(pred, "mid"), 0, 1)
 
     def difficulty(self, pred):
         return self._q(pred, "hi") - self._q(pred, "lo")

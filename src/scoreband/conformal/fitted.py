@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from scoreband.conformal.base import register
-from scoreband.conformal.core import unbounded
 from scoreband.conformal.learned import LearnedCalibrator, features_of, looks_like_logprobs
 from scoreband.conformal.pointfit import fit_point_model, predict_point_model
 from scoreband.conformal.scores import ABSOLUTE_RESIDUAL, ModelOutput
-from scoreband.datatypes import Band, Predictions
+from scoreband.datatypes import Predictions
 from scoreband.errors import InputError
 
 __all__ = ["Fitted"]
@@ -92,20 +91,8 @@ class Fitted(LearnedCalibrator):
     #: its conformity score: the absolute residual around the fitted point score
     score = ABSOLUTE_RESIDUAL
 
-    def conformity(self, pred, y):
-        return self.score.score(ModelOutput(median=self.point(pred)), y)
-
-    def apply_params(self, pred, params):
-        full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
-        lo, hi = self.score.interval(ModelOutput(median=self.point(pred)), q)
-        lo, hi = self._open_ties(lo, hi, params, pred)
-        return lo, hi, full
-
-    def predict(self, pred: Predictions, groups=None) -> Band:
-        self._require_fitted()
-        self.check_pred(pred)
-        lo, hi, full = self.apply_params(pred, self.params_)
-        return self._band(Predictions(self.point(pred)), lo, hi, full)
+    def outputs(self, pred) -> ModelOutput:
+        return ModelOutput(median=self.point(pred))
 
     def difficulty(self, pred):
         """The spread of the judge's score distribution (log-prob features), else the base

@@ -21,10 +21,11 @@ import warnings
 import numpy as np
 
 from scoreband.conformal.base import Calibrator
-from scoreband.conformal.core import open_tied_edges
+from scoreband.conformal.core import open_tied_edges, unbounded
 from scoreband.conformal.randomness import keys_of, row_uniforms
+from scoreband.conformal.scores import ModelOutput
 from scoreband.conformal.split import quantile_params
-from scoreband.datatypes import Predictions
+from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
 
 __all__ = ["LearnedCalibrator", "features_of", "looks_like_logprobs"]
@@ -93,8 +94,35 @@ class LearnedCalibrator(Calibrator):
     def _load_model_state(self, state):
         self.model_ = state
 
-    def conformity(self, pred, y) -> np.ndarray:  # pragma: no cover - abstract
+    # The conformity-score seam (MAPIE's split of score and procedure): a method names its
+    # ``score`` (scoreband.conformal.scores) and the model outputs it is computed on; the
+    # conformal step, the interval, tie-breaking and the band are the same for every method.
+    def outputs(self, pred) -> ModelOutput:  # pragma: no cover - abstract
+        """The model's outputs on ``pred`` that the method's ``score`` reads."""
         raise NotImplementedError
+
+    def band_median(self, pred) -> np.ndarray:
+        """The band's centre on [0, 1]: the outputs' median, else the middle of lo and hi."""
+        out = self.outputs(pred)
+        if out.median is not None:
+            return np.asarray(out.median, dtype=float)
+        return (np.asarray(out.lo, dtype=float) + np.asarray(out.hi, dtype=float)) / 2
+
+    def conformity(self, pred, y) -> np.ndarray:
+        """The method's conformity score per item."""
+        return self.score.score(self.outputs(pred), y)
+
+    def apply_params(self, pred, params):
+        full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
+        lo, hi = self.score.interval(self.outputs(pred), q)
+        lo, hi = self._open_ties(lo, hi, params, pred)
+        return lo, hi, full
+
+    def predict(self, pred: Predictions, groups=None) -> Band:
+        self._require_fitted()
+        self.check_pred(pred)
+        lo, hi, full = self.apply_params(pred, self.params_)
+        return self._band(Predictions(self.band_median(pred)), lo, hi, full)
 
     def fit_conformal(self, pred, y):
         """The conformal step: quantile of the method's conformity scores."""

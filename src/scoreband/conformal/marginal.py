@@ -6,10 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from scoreband.conformal.base import register
-from scoreband.conformal.core import unbounded
 from scoreband.conformal.learned import LearnedCalibrator
 from scoreband.conformal.scores import QUANTILE_RESIDUAL, ModelOutput
-from scoreband.datatypes import Band, Predictions
 
 __all__ = ["Marginal"]
 
@@ -39,20 +37,12 @@ class Marginal(LearnedCalibrator):
     #: its conformity score: ``max(lo - y, y - hi)`` around the training share's quantiles
     score = QUANTILE_RESIDUAL
 
-    def conformity(self, pred, y):
-        return self.score.score(ModelOutput(lo=self.model_["lo"], hi=self.model_["hi"]), y)
-
-    def apply_params(self, pred, params):
+    def outputs(self, pred) -> ModelOutput:
         n = len(pred)
-        full, q = unbounded(params["q"], n, at=self.score.full_at)
-        out = ModelOutput(lo=np.full(n, self.model_["lo"]), hi=np.full(n, self.model_["hi"]))
-        lo, hi = self._open_ties(*self.score.interval(out, q), params, pred)
-        return lo, hi, full
+        return ModelOutput(lo=np.full(n, self.model_["lo"]), hi=np.full(n, self.model_["hi"]))
 
-    def predict(self, pred: Predictions, groups=None) -> Band:
-        self._require_fitted()
-        lo, hi, full = self.apply_params(pred, self.params_)
-        return self._band(Predictions(np.full(len(pred), self.model_["median"])), lo, hi, full)
+    def band_median(self, pred) -> np.ndarray:
+        return np.full(len(pred), self.model_["median"])
 
     def difficulty(self, pred):
         return np.zeros(len(pred))
