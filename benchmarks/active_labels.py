@@ -44,6 +44,7 @@ from scoreband.system_level.active import (  # noqa: E402
     inclusion_probabilities,
     predicted_variance_ratio,
     systematic_draw,
+    uninformative_cost,
 )
 from scoreband.system_level.study import systems_study  # noqa: E402
 
@@ -169,6 +170,7 @@ def run(df, scores, strata, u_row, n, reps, seed=0, predict_from="burn-in") -> d
     res["predicted_width_ratio_population"] = pred["population"]
     res["predicted_width_ratio_from_u"] = pred["u"]
     res["adaptive_design"] = "active" if worth else "uniform"
+    res["uninformative_cost"] = uninformative_cost(p_item)
     return res
 
 
@@ -214,7 +216,8 @@ def main() -> None:
                 print(f"  {src:10s} n={n:3d} {line} | predicted (burn-in) "
                       f"{r['predicted_width_ratio_burn_in']:.3f} (population) "
                       f"{r['predicted_width_ratio_population']:.3f} (from u) "
-                      f"{r['predicted_width_ratio_from_u']:.3f} adaptive design "
+                      f"{r['predicted_width_ratio_from_u']:.3f} uninformative cost "
+                      f"{r['uninformative_cost']:.3f} adaptive design "
                       f"{r['adaptive_design']} [{time.time() - t:.0f} s]",
                       flush=True)
     a.out.write_text(json.dumps(results, indent=1))

@@ -55,6 +55,7 @@ from scoreband.decisions.ltt import (
 )
 from scoreband.decisions.maps import MAP_KINDS, ScoreMap, fit_map
 from scoreband.decisions.uncertainty import (
+    NOT_IN_AUTO,
     UNCERTAINTIES,
     Signals,
     available,
@@ -341,10 +342,12 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
             raise InputError(f"`by` {by!r}: choose auto or one of {', '.join(UNCERTAINTIES)}")
         if by not in names:
             need = {"column": "an `uncertainty` column", "band-width": "a `calibrator`",
-                    "knn-miss-features": "`features`",
+                    "knn-miss-features": "`features`", "knn-abs-features": "`features`",
                     "judge-confidence": "`features` holding the judge's log-probs (<= 0)"}
             raise InputError(f"`by` {by}: needs {need.get(by, 'more inputs')}")
         names = [by]
+    else:
+        names = [x for x in names if x not in NOT_IN_AUTO]
     if keys is None:
         keys = array_keys(np.column_stack([score, y] + ([sig.features] if sig.features
                                                          is not None else [])))
