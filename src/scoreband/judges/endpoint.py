@@ -56,7 +56,7 @@ from scoreband.judges.tokens import (
     unseen_label_share,
 )
 
-__all__ = ["OpenAIJudge", "image_upload"]
+__all__ = ["OpenAIJudge", "image_upload", "parse_chat_answer"]
 
 #: prompt tokens an image must add for the model to be taken as seeing it (a text-only
 #: chat template may still write a placeholder or two)
@@ -292,68 +292,84 @@ class OpenAIJudge(EndpointClient):
         return result
 
     def _parse(self, resp) -> JudgeResult:
-        """The score distribution from one chat-completions answer; anything malformed is a
-        :class:`JudgeError` saying what (never another exception)."""
-        try:
-            return self._parse_answer(resp)
-        except JudgeError:
-            raise
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-            raise JudgeError(f"malformed answer ({type(e).__name__}: {e}): "
-                             f"{str(resp)[:160]}") from None
+        """This judge's answer parsed by :func:`parse_chat_answer`."""
+        return parse_chat_answer(resp, self.prompt, top_logprobs=self.top_logprobs,
+                                 max_tokens=self.max_tokens, model=self.model)
 
-    def _parse_answer(self, resp) -> JudgeResult:
-        labels = self.prompt.labels
-        choices = resp.get("choices") if isinstance(resp, dict) else None
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise JudgeError(f"malformed response (no choices): {str(resp)[:200]}")
-        choice = choices[0]
-        finish = choice.get("finish_reason")
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        answer = message.get("content")
-        logprobs = choice.get("logprobs")
-        content = logprobs.get("content") if isinstance(logprobs, dict) else None
-        if not content:
-            _no_tokens(self.model, finish, answer, message.get("refusal"),
-                       has_logprobs=isinstance(content, list), max_tokens=self.max_tokens)
-        if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
-            raise JudgeError(f"malformed logprobs.content (expected a list of token objects, "
-                             f"got {type(content).__name__}): {str(content)[:120]}")
-        texts = [str(c.get("token", "")) for c in content]
-        cut = (f" (finish_reason 'length': the answer was cut at `max_tokens` "
-               f"{self.max_tokens}; raise it)") if finish == "length" else ""
-        pos = find_score_position(texts, self.prompt.delimiter)
-        where = "generated"
-        if pos is None:
-            first = next((i for i, t in enumerate(texts) if canonical_token(t)), None)
-            if (first is None or canonical_token(texts[first]) not in labels
-                    or not self.prompt.first_token_fallback):
-                raise JudgeError(f"no {self.prompt.delimiter!r} in the answer and it does not "
-                                 f"start with a score{cut}: {''.join(texts)[-120:]!r}")
-            pos, where = first, "first-token"
-        if pos >= len(content):
-            raise JudgeError("the answer ends at the score delimiter, with no score after "
-                             "it" + (cut or f" (finish_reason {finish!r})"))
-        nxt = texts[pos + 1] if pos + 1 < len(texts) else ""
-        if nxt[:1].isdigit() and canonical_token(texts[pos])[-1:].isdigit():
-            raise JudgeError(f"the score was spelled with several tokens ({texts[pos]!r} + "
-                             f"{nxt!r}); one next-token distribution cannot hold it. Use a "
-                             "scale whose labels are single tokens (e.g. 1-9)")
-        top = content[pos].get("top_logprobs")
-        if not isinstance(top, list) or not top or not all(isinstance(t, dict) for t in top):
-            # the chosen token's own log-prob alone would read as a certain judge
-            raise JudgeError(f"the endpoint returned no top_logprobs list at the score "
-                             f"position (asked for {self.top_logprobs}); one token's "
-                             "log-prob is not a distribution over the labels")
-        entries = [(t.get("token"), t.get("logprob")) for t in top]
-        try:
-            lp, missing = fold_top_logprobs(entries, labels)
-            share, _ = unseen_label_share(entries, labels, self.top_logprobs)
-        except (ValueError, TypeError, AttributeError) as e:
-            raise JudgeError(f"bad top_logprobs at the score position: {e}") from None
-        return JudgeResult(lp, missing, where, "".join(texts[:pos]),
-                           extra={"finish_reason": finish, "model": resp.get("model")},
-                           unseen_share=share)
+
+def parse_chat_answer(resp, prompt: JudgePrompt, *, top_logprobs: int = 20,
+                      max_tokens: int = 256, model: str = "the model") -> JudgeResult:
+    """The label distribution at the score (or verdict) position of one chat-completions
+    answer (``choices[0].logprobs.content[]``): the position found after the last
+    ``prompt.delimiter`` (searched from the end, so a number in the reasoning is not
+    read), every spelling of a label merged ("4", " 4", "▁4"), labels missing from the
+    ``top_logprobs`` list given -inf and the mass they may hold measured. The one parser of
+    the endpoint judge and of the readers of answers written elsewhere (Inspect logs, batch
+    answers). ``top_logprobs`` / ``max_tokens``: what was asked (for the messages);
+    ``model``: its name (for the messages). Anything malformed is a :class:`JudgeError`
+    saying what, never another exception.
+    """
+    try:
+        return _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model)
+    except JudgeError:
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
+        raise JudgeError(f"malformed answer ({type(e).__name__}: {e}): "
+                         f"{str(resp)[:160]}") from None
+
+
+def _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model) -> JudgeResult:
+    labels = prompt.labels
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise JudgeError(f"malformed response (no choices): {str(resp)[:200]}")
+    choice = choices[0]
+    finish = choice.get("finish_reason")
+    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    answer = message.get("content")
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not content:
+        _no_tokens(model, finish, answer, message.get("refusal"),
+                   has_logprobs=isinstance(content, list), max_tokens=max_tokens)
+    if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
+        raise JudgeError(f"malformed logprobs.content (expected a list of token objects, "
+                         f"got {type(content).__name__}): {str(content)[:120]}")
+    texts = [str(c.get("token", "")) for c in content]
+    cut = (f" (finish_reason 'length': the answer was cut at `max_tokens` "
+           f"{max_tokens}; raise it)") if finish == "length" else ""
+    pos = find_score_position(texts, prompt.delimiter)
+    where = "generated"
+    if pos is None:
+        first = next((i for i, t in enumerate(texts) if canonical_token(t)), None)
+        if (first is None or canonical_token(texts[first]) not in labels
+                or not prompt.first_token_fallback):
+            raise JudgeError(f"no {prompt.delimiter!r} in the answer and it does not "
+                             f"start with a score{cut}: {''.join(texts)[-120:]!r}")
+        pos, where = first, "first-token"
+    if pos >= len(content):
+        raise JudgeError("the answer ends at the score delimiter, with no score after "
+                         "it" + (cut or f" (finish_reason {finish!r})"))
+    nxt = texts[pos + 1] if pos + 1 < len(texts) else ""
+    if nxt[:1].isdigit() and canonical_token(texts[pos])[-1:].isdigit():
+        raise JudgeError(f"the score was spelled with several tokens ({texts[pos]!r} + "
+                         f"{nxt!r}); one next-token distribution cannot hold it. Use a "
+                         "scale whose labels are single tokens (e.g. 1-9)")
+    top = content[pos].get("top_logprobs")
+    if not isinstance(top, list) or not top or not all(isinstance(t, dict) for t in top):
+        # the chosen token's own log-prob alone would read as a certain judge
+        raise JudgeError(f"the endpoint returned no top_logprobs list at the score "
+                         f"position (asked for {top_logprobs}); one token's "
+                         "log-prob is not a distribution over the labels")
+    entries = [(t.get("token"), t.get("logprob")) for t in top]
+    try:
+        lp, missing = fold_top_logprobs(entries, labels)
+        share, _ = unseen_label_share(entries, labels, top_logprobs)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise JudgeError(f"bad top_logprobs at the score position: {e}") from None
+    return JudgeResult(lp, missing, where, "".join(texts[:pos]),
+                       extra={"finish_reason": finish, "model": resp.get("model")},
+                       unseen_share=share)
 
 
 def _write_cache(path: Path, text: str) -> None:
