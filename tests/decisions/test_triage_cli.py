@@ -207,3 +207,20 @@ def test_cli_and_api_draw_the_same_split(files, tmp_path):
     api_rule = fit_triage(pd.read_csv(lab), target="human", score="judge", scale=(1, 5),
                           tolerance=0.5, uncertainty="hard")
     assert json.loads(rule.read_text())["threshold"] == pytest.approx(api_rule.threshold)
+
+
+def test_apply_with_a_rule_file_is_triage_rule(files, tmp_path):
+    """`apply --calibrator RULE` triages, byte for byte as `triage --rule RULE --apply`."""
+    lab, unl = files
+    rule, a, b = tmp_path / "rule.json", tmp_path / "a.csv", tmp_path / "b.csv"
+    assert run("triage", lab, *FIT, "--uncertainty", "hard", "--out", rule).exit_code == 0
+    res = run("triage", "--rule", rule, "--apply", unl, "--apply-out", a)
+    assert res.exit_code == 0, res.output
+    res = run("apply", unl, "--calibrator", rule, "--out", b)
+    assert res.exit_code == 0, res.output
+    assert a.read_bytes() == b.read_bytes()
+    assert "trusted" in pd.read_csv(b).columns
+    res = run("apply", unl, "--calibrator", rule, "--out", tmp_path / "c.csv",
+              "--n-ratings", 3)
+    assert res.exit_code != 0 and "--n-ratings" in res.output
+    assert not (tmp_path / "c.csv").exists()

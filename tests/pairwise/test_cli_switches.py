@@ -46,6 +46,10 @@ def test_judge_triage_systems_pairwise_switches(tmp_path):
     r = _run("triage", "--rule", rule, "--apply", j, "--apply-out", tmp_path / "v2.csv")
     assert r.exit_code == 0, r.output
     pd.testing.assert_frame_equal(v, pd.read_csv(tmp_path / "v2.csv", keep_default_na=False))
+    # and by apply --calibrator (a rule file instead of a calibrator)
+    r = _run("apply", j, "--calibrator", rule, "--out", tmp_path / "v3.csv")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "v3.csv").read_bytes() == (tmp_path / "v2.csv").read_bytes()
 
     lab = t.copy()
     lab.loc[lab.index % 5 != 0, "human"] = ""

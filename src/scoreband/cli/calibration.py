@@ -341,8 +341,9 @@ def _print_plan(rows: list[dict], plan: float, alpha: float, need: int) -> None:
 @with_options({**PREDICTION_OVERRIDES, **ENGINE_OPTIONS})
 def apply(
     table: Table_,
-    calibrator: Annotated[Path, typer.Option("--calibrator", help="Calibrator JSON from "
-                                                                  "`scoreband calibrate`.")],
+    calibrator: Annotated[Path, typer.Option("--calibrator", help=(
+        "Calibrator JSON from `scoreband calibrate`, or a rule from `scoreband triage --out` "
+        "(trust or escalate; with --pairwise: pairwise verdicts)."))],
     out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
                                                     "column kept).")],
     groups: GroupsOpt = None,
@@ -359,8 +360,21 @@ def apply(
     banded; its band columns are left empty).
     Prediction columns default to those used at calibration.
 
+    With a rule file from `scoreband triage --out` instead of a calibrator, it triages the
+    rows (trusted / triage_score, or a pairwise rule's verdict / p_a), the same as
+    `scoreband triage --rule RULE --apply TABLE --apply-out OUT`.
+
     Example: scoreband apply new_preds.csv --calibrator calibrator.json --out banded.csv
     """
+    from scoreband.cli.decisions import apply_rule, rule_kind
+
+    if rule_kind(calibrator) is not None:
+        given = [o for o, v in (("--groups", groups), ("--scorer-id", scorer_id),
+                                ("--n-ratings", n_ratings)) if v is not None]
+        if given:
+            fail(f"{', '.join(given)}: not used with a rule file ({plain(calibrator)} is a "
+                 "triage rule, which keeps the columns it was fitted with); leave them out")
+        return apply_rule(calibrator, table, out)
     cols = {**{k: engine_opts.pop(k) for k in PREDICTION_OVERRIDES}, "groups": groups}
     kw = {"calibrator": str(calibrator), "columns": cols, "scorer_id": scorer_id,
           "n_ratings": n_ratings}

@@ -11,6 +11,7 @@ from rich.table import Table
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import both_or_neither, need, only_with
 from scoreband.cli._options import HtmlOpt, IdOpt, later_path, open_unit
+from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
 
@@ -204,11 +205,40 @@ def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
     check_output(path, what="--apply-out")
 
 
+def rule_kind(path: Path) -> str | None:
+    """``"triage"`` or ``"pairwise"`` when ``path`` is a rule file (its ``format`` field), else
+    None: how ``apply --calibrator`` tells a rule from a calibrator."""
+    import json
+
+    from scoreband.decisions.triage import RULE_FORMAT
+    from scoreband.pairwise.selective import PAIR_RULE_FORMAT
+
+    try:
+        with open(path, "rb") as f:
+            fmt = json.loads(f.read(1 << 22)).get("format")
+    except (OSError, ValueError, AttributeError):
+        return None  # the calibrator reader says what is wrong
+    return {RULE_FORMAT: "triage", PAIR_RULE_FORMAT: "pairwise"}.get(fmt)
+
+
+def apply_rule(rule_path: Path, table: Path, out: Path) -> None:
+    """A saved triage or pairwise rule on ``table``'s rows, written to ``out`` (the same code
+    as ``triage --rule RULE --apply TABLE --apply-out OUT``)."""
+    if rule_kind(rule_path) == "pairwise":
+        from scoreband.cli.pairwise import apply_pair_rule
+
+        return apply_pair_rule(rule_path, table, out)
+    from scoreband.decisions.triage import load_rule
+
+    _check_apply_out(out, None, None)
+    return _apply(load_rule(rule_path), rule_path, table, out)
+
+
 def _apply(fitted, rule_path: Path, table: Path, out: Path) -> None:
     from scoreband.cli._rows import run_stage
 
     run, stage = run_stage(table, out, "scoreband.decisions.triage:triage_stage",
-                           {"rule": str(rule_path)}, None, error_column="triage_error",
+                           {"rule": str(rule_path)}, None, error_column=ERROR_COLUMN["triage"],
                            local={"on_warning": warn}, vectorized=True)
     report_rows(stage.errors, run.rows, action="escalated (could not be judged)")
     if stage.judged == 0:
