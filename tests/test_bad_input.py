@@ -9,15 +9,14 @@ import shutil
 import pandas as pd
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.scorers.scorer import bundled_model_dir
-from tests.test_common import judge_table
+from tests.conftest import EXAMPLE_FLAGS, EXAMPLE_INTERVAL, copy_world, runner
+from tests.golden.cases import judge_table
 
-runner = CliRunner()
-EX = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
-CRC = [*EX, "--lo", "q05", "--hi", "q95", "--method", "crc"]
+EX = EXAMPLE_FLAGS
+CRC = [*EX, *EXAMPLE_INTERVAL, "--method", "crc"]
 
 
 def _calibrator(w, name, edit, keep_checksum=False):
@@ -31,7 +30,7 @@ def _calibrator(w, name, edit, keep_checksum=False):
 
 
 @pytest.fixture(scope="module")
-def w(tmp_path_factory):
+def w(tmp_path_factory, world_dir):
     """One workspace of good and bad files for the whole corpus."""
     w = tmp_path_factory.mktemp("bad")
     assert runner.invoke(app, ["example", "--out", str(w / "ex.csv")]).exit_code == 0
@@ -78,7 +77,7 @@ def w(tmp_path_factory):
 
     (w / "pickle.json").write_bytes(pickle.dumps({"q": 1}))
     # images and a world table
-    assert runner.invoke(app, ["world", "--out", str(w / "world"), "--n", "12"]).exit_code == 0
+    copy_world(world_dir, w / "world", 12)
     wt = pd.read_csv(w / "world" / "world.csv")
     wt.loc[0, "image"] = "images/missing.png"
     (w / "world" / "trunc.png").write_bytes((w / "world" / wt.loc[1, "image"]).read_bytes()[:40])
@@ -138,8 +137,8 @@ def _bad_results(w):
         (w / name).write_text(json.dumps(doc))
 
 
-def _case(cmd, args, code=2, msg=""):
-    return pytest.param(cmd, args, code, msg, id=f"{cmd}:{' '.join(args)[:60]}")
+def _case(cmd, args, code=2, msg="", marks=()):
+    return pytest.param(cmd, args, code, msg, id=f"{cmd}:{' '.join(args)[:60]}", marks=marks)
 
 
 CASES = [
@@ -355,7 +354,9 @@ CASES = [
     # ---------------------------------------------------------------- stress
     _case("stress", ["--distortions", "fog", "--out", "{w}/st"], 2, "fog"),
     _case("stress", ["--levels", "huge", "--out", "{w}/st"], 2, "huge"),
-    _case("stress", ["--n", "60", "--k", "1,200", "--out", "{w}/st"], 2, "larger than"),
+    # slow: stress checks --k only after its whole study (~25 s)
+    _case("stress", ["--n", "60", "--k", "1,200", "--out", "{w}/st"], 2, "larger than",
+          marks=pytest.mark.slow),
     _case("stress", ["--k", "a,b", "--out", "{w}/st"], 2, "--k"),
     _case("stress", ["{w}/world/world.csv", "--target", "human", "--domain-col", "domain",
                      "--out", "{w}/st"], 2, "one value"),

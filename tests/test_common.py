@@ -12,16 +12,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.columns import ColumnSpec, load_inputs
 from scoreband.datatypes import Predictions
-from tests.conformal.contract import BASE, FEATURES, PRED, SCALE, judge_table, library_band
-
-__all__ = ["judge_table"]  # tests elsewhere build their tables from it
-
-runner = CliRunner()
+from tests.conformal.contract import BASE, FEATURES, PRED, SCALE, library_band
+from tests.conftest import runner
+from tests.golden.cases import judge_table
 
 
 @pytest.fixture(scope="module")

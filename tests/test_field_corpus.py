@@ -21,13 +21,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
-from tests.test_common import judge_table
+from tests.conftest import EXAMPLE_FLAGS, copy_world, runner
+from tests.golden.cases import judge_table
 
-runner = CliRunner()
-EX = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
+EX = EXAMPLE_FLAGS
 KEY = "sk-field-SECRET-0123456789"
 
 
@@ -173,7 +172,7 @@ def endpoints():
 
 # ------------------------------------------------------------------ the workspace
 @pytest.fixture(scope="module")
-def w(tmp_path_factory):
+def w(tmp_path_factory, world_dir):
     w = tmp_path_factory.mktemp("field")
     assert runner.invoke(app, ["example", "--out", str(w / "ex.csv")]).exit_code == 0
     ex = pd.read_csv(w / "ex.csv").head(300)
@@ -208,7 +207,7 @@ def w(tmp_path_factory):
                             str(w / "metrics.json")])
     assert r.exit_code == 0, r.output
     # images and tables for score
-    assert runner.invoke(app, ["world", "--out", str(w / "world"), "--n", "6"]).exit_code == 0
+    copy_world(world_dir, w / "world", 6)
     wt = pd.read_csv(w / "world" / "world.csv")
     with open(w / "world" / "huge.png", "wb") as f:  # 1.5 GB, sparse: costs no disk
         f.truncate(1_500_000_000)
@@ -546,6 +545,7 @@ def test_score_huge_image_memory(w):
     assert _value(text, "GROWTH_KB") < 16_000, text
 
 
+@pytest.mark.slow  # a training run
 def test_train_alpha_reaches_the_calibrator(tmp_path):
     r = runner.invoke(app, ["train", OUT, str(tmp_path / "m"), "--n-train", "40", "--n-val",
                             "20", "--epochs", "1", "--head-epochs", "1", "--alpha", "0.3"])
@@ -754,6 +754,7 @@ def test_every_file_a_command_writes_follows_the_umask(w, tmp_path):
             assert f.stat().st_mode & 0o777 == 0o600, f
 
 
+@pytest.mark.slow  # two training runs
 def test_train_removes_only_its_own_checkpoint_files(tmp_path):
     out = tmp_path / "m"
     (out / "checkpoint").mkdir(parents=True)

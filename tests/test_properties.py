@@ -20,11 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
+from tests.conftest import copy_world, runner
 
-runner = CliRunner()
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -142,10 +141,10 @@ def test_calibrate_apply_evaluate_invariants(table, opts):
 
 
 @pytest.fixture(scope="module")
-def images(tmp_path_factory):
+def images(tmp_path_factory, world_dir):
     """Image files of every kind a user's folder holds."""
     d = tmp_path_factory.mktemp("imgs")
-    assert runner.invoke(app, ["world", "--out", str(d / "w"), "--n", "3"]).exit_code == 0
+    copy_world(world_dir, d / "w", 3)
     good = sorted((d / "w" / "images").glob("*.png"))
     arr = np.asarray(Image.open(good[0]).convert("RGB"))
     Image.fromarray(arr).convert("RGBA").save(d / "rgba.png")

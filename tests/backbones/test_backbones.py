@@ -11,15 +11,13 @@ import pandas as pd
 import pytest
 import torch
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.backbones import list_backbones, load_backbone, resolve_backbone
 from scoreband.backbones.beit3 import BEiT3Tokenizer, interpolate_vision_positions, load_beit3_state
 from scoreband.cli import app
 from scoreband.errors import InputError
 from scoreband.world import make_dataset
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,12 @@
 import json
-from importlib import resources
 
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
+from tests.conftest import EXAMPLE, EXAMPLE_FLAGS, runner
 
-runner = CliRunner()
-EXAMPLE = str(resources.files("scoreband") / "data" / "example_predictions.csv")
 COMMON = ["--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
 
 
@@ -228,7 +225,7 @@ def test_every_help_fits_80_columns_without_a_cut_word():
     assert "systems" in names and "demo" in names
     bad = {}
     for name in names:
-        r = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+        r = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
         assert r.exit_code == 0, (name, r.output)
         long = [line for line in r.output.splitlines() if len(line) > 80]
         cut = [line for line in r.output.splitlines() if "\u2026" in line]
@@ -244,8 +241,8 @@ def test_study_console_output_fits_80_columns():
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
-        r = CliRunner().invoke(app, ["judge-study", "--n", "200", "--seeds", "1", "--out",
-                                     f"{d}/js"], env={"COLUMNS": "80", "TERM": "dumb"})
+        r = runner.invoke(app, ["judge-study", "--n", "200", "--seeds", "1", "--out",
+                                f"{d}/js"], env={"COLUMNS": "80", "TERM": "dumb"})
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert not [x for x in lines if len(x) > 80 and not x.startswith("[")], lines
@@ -284,7 +281,7 @@ def _mostly_unreadable(tmp_path, bad: int):
     return str(tmp_path / "q.csv")
 
 
-ARGS = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--pred-scale", "0,1"]
+ARGS = EXAMPLE_FLAGS
 
 
 def test_skipped_rows_are_counted_by_reason_and_most_skipped_fails(tmp_path):
@@ -320,7 +317,7 @@ def test_the_calibration_curve_says_where_it_is(tmp_path):
 
 
 def test_help_never_breaks_a_method_name_at_its_hyphens():
-    r = CliRunner().invoke(app, ["evaluate", "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+    r = runner.invoke(app, ["evaluate", "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
     assert r.exit_code == 0
     lines = [line.rstrip() for line in r.output.splitlines()]
     assert not [line for line in lines if line.endswith("-") and not line.endswith(" -")]

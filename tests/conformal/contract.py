@@ -5,7 +5,7 @@ put a wrapper or a switch on a method (randomised tie-breaking, Mondrian groups,
 map, boundary snapping). A method added to the registry gets a case without a line here.
 
 Each case is ``(method, make_calibrator options, the CLI flags that mean the same)``, on
-:func:`judge_table`.
+:func:`tests.golden.cases.judge_table`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from scoreband.conformal import METHODS, make_calibrator
 from scoreband.conformal.base import calibrator_class
 from scoreband.conformal.randomness import frame_keys
 from scoreband.datatypes import Scale
-from tests.golden.cases import judge_table
 
-__all__ = ["judge_table", "SCALE", "BASE", "PRED", "FEATURES", "INTERVAL", "CASES",
+__all__ = ["SCALE", "BASE", "PRED", "FEATURES", "INTERVAL", "CASES",
            "library_band", "spec_from_flags"]
 
 SCALE = Scale(1, 5, integer=True)

@@ -14,7 +14,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.conformal import (
@@ -38,9 +37,9 @@ from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
 from scoreband.evaluation import split_indices
 from scoreband.metrics import coverage, sharpness
-from tests.conformal.contract import BASE, CASES, SCALE, judge_table, library_band
-
-runner = CliRunner()
+from tests.conformal.contract import BASE, CASES, SCALE, library_band
+from tests.conftest import runner
+from tests.golden.cases import judge_table
 
 
 @pytest.fixture(scope="module")

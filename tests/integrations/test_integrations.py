@@ -6,21 +6,20 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
+from tests.conftest import copy_world, runner
 
 torch = pytest.importorskip("torch")
 
 
-def test_calibrated_score_metric_equals_the_score_command(tmp_path):
+def test_calibrated_score_metric_equals_the_score_command(tmp_path, world_dir):
     from scoreband.integrations.torchmetrics import CalibratedScore
 
-    r = CliRunner().invoke(app, ["world", "--out", str(tmp_path / "w"), "--n", "12"])
-    assert r.exit_code == 0, r.output
+    copy_world(world_dir, tmp_path / "w", 12)
     df = pd.read_csv(tmp_path / "w" / "world.csv")
-    r = CliRunner().invoke(app, ["score", str(tmp_path / "w" / "world.csv"), "--out",
-                                 str(tmp_path / "scored.csv")])
+    r = runner.invoke(app, ["score", str(tmp_path / "w" / "world.csv"), "--out",
+                            str(tmp_path / "scored.csv")])
     assert r.exit_code == 0, r.output
     ref = pd.read_csv(tmp_path / "scored.csv")
     paths = [str(tmp_path / "w" / p) for p in df["image"]]

@@ -23,6 +23,7 @@ from scoreband.errors import InputError
 from scoreband.http import make_client, post_json
 from scoreband.images import decode_image
 from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+from tests.conftest import runner
 
 LABELS = [str(v) for v in range(1, 6)]
 
@@ -323,11 +324,9 @@ def test_a_model_that_does_not_see_the_image_stops_the_run(tmp_path):
 
 # ------------------------------------------------------------------ the command
 def _cli(args):
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
 
-    return CliRunner().invoke(app, ["judge", *args], env={"COLUMNS": "200"})
+    return runner.invoke(app, ["judge", *args], env={"COLUMNS": "200"})
 
 
 def test_command_out_folder_provenance_served_model_and_exit_status(tmp_path):

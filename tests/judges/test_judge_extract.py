@@ -23,6 +23,7 @@ from scoreband.judges.tokens import (
     label_token_ids,
     scale_labels,
 )
+from tests.conftest import runner
 
 LABELS = scale_labels(1, 5)
 
@@ -112,8 +113,6 @@ def test_local_judge_reads_the_model_logits(llava_dir, tmp_path):
 
 
 def test_local_judge_with_reasoning_and_cli(llava_dir, tmp_path):
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
 
     paths = _images(tmp_path, 6)
@@ -122,9 +121,9 @@ def test_local_judge_with_reasoning_and_cli(llava_dir, tmp_path):
                        "response": ["A red circle."] * 5 + [""] + ["A square."]})
     df.to_csv(tmp_path / "t.csv", index=False)
     out = tmp_path / "judged.csv"
-    r = CliRunner().invoke(app, ["judge", str(tmp_path / "t.csv"), "--judge",
-                                 f"hf:{llava_dir}", "--out", str(out),
-                                 "--max-new-tokens", "4"])
+    r = runner.invoke(app, ["judge", str(tmp_path / "t.csv"), "--judge",
+                            f"hf:{llava_dir}", "--out", str(out),
+                            "--max-new-tokens", "4"])
     assert r.exit_code == 0, r.output
     res = pd.read_csv(out, keep_default_na=False)
     assert len(res) == 7
@@ -294,16 +293,14 @@ def _judged_table(tmp_path, n=400):
 
 
 def test_judge_study_on_a_table(tmp_path):
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
 
     table = _judged_table(tmp_path)
     out = tmp_path / "study"
-    r = CliRunner().invoke(app, ["judge-study", str(table), "--judge", "a=sim-strong_logp_*",
-                                 "--judge", "b=sim-medium_logp_*", "--target", "human",
-                                 "--task-col", "task", "--n-ratings", "3", "--seeds", "2",
-                                 "--out", str(out)])
+    r = runner.invoke(app, ["judge-study", str(table), "--judge", "a=sim-strong_logp_*",
+                            "--judge", "b=sim-medium_logp_*", "--target", "human",
+                            "--task-col", "task", "--n-ratings", "3", "--seeds", "2",
+                            "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "2 of 400 rows skipped" in r.output
     doc = json.loads((out / "results.json").read_text())
@@ -315,14 +312,12 @@ def test_judge_study_on_a_table(tmp_path):
 
 
 def test_judge_study_wrong_number_of_columns(tmp_path):
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
 
     table = _judged_table(tmp_path, 50)
-    r = CliRunner().invoke(app, ["judge-study", str(table), "--judge",
-                                 "a=sim-strong_logp_1,sim-strong_logp_2", "--target", "human",
-                                 "--task-col", "task", "--out", str(tmp_path / "s")])
+    r = runner.invoke(app, ["judge-study", str(table), "--judge",
+                            "a=sim-strong_logp_1,sim-strong_logp_2", "--target", "human",
+                            "--task-col", "task", "--out", str(tmp_path / "s")])
     assert r.exit_code == 2
     assert "K = 5 labels" in r.output
 
@@ -378,19 +373,17 @@ def test_a_token_listed_twice_counts_once():
 
 
 def test_judge_study_refuses_the_wrong_grid_and_runs_without_tasks(tmp_path):
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
 
     table = _judged_table(tmp_path, 200)
     args = ["judge-study", str(table), "--judge", "a=sim-strong_logp_*", "--target", "human",
             "--seeds", "2"]
     # means of 3 ratings read as single ratings: snapping would destroy coverage -> refused
-    r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s1")])
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "s1")])
     assert r.exit_code == 2 and "--n-ratings" in " ".join(r.output.split()), r.output
     assert not (tmp_path / "s1" / "results.json").exists()
     # no --task-col: one task
-    r = CliRunner().invoke(app, [*args, "--n-ratings", "3", "--out", str(tmp_path / "s2")])
+    r = runner.invoke(app, [*args, "--n-ratings", "3", "--out", str(tmp_path / "s2")])
     assert r.exit_code == 0, r.output
     doc = json.loads((tmp_path / "s2" / "results.json").read_text())
     assert set(doc["reliability_map"]["a"]) == {"all"}

@@ -22,6 +22,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from tests.conftest import runner
+
 HOW = ("needs llama-cpp-python[server] and gguf: CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install "
        "'llama-cpp-python[server]' gguf, then pytest -m server")
 pytest.importorskip("llama_cpp", reason=HOW)
@@ -93,13 +95,11 @@ def _table(tmp_path, words, fmt="PNG"):
 
 
 def _judge(table, out, url, *extra):
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
 
-    return CliRunner().invoke(app, ["judge", str(table), "--judge", "openai:tiny",
-                                    "--base-url", url, "--out", str(out), *extra],
-                              env={"COLUMNS": "200"})
+    return runner.invoke(app, ["judge", str(table), "--judge", "openai:tiny",
+                               "--base-url", url, "--out", str(out), *extra],
+                         env={"COLUMNS": "200"})
 
 
 def _hand(resp: dict) -> tuple[np.ndarray, float]:

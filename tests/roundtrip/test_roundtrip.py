@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.datatypes import Scale
@@ -32,8 +31,7 @@ from scoreband.studies.roundtrip import ScoreMap, calibration_study, validation_
 from scoreband.world import make_dataset
 from scoreband.world.dataset import LIKERT
 from scoreband.world.scenes import relation
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 # ------------------------------------------------------------------ embedded renderer

@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.system_level.active import (
@@ -24,6 +23,7 @@ from scoreband.system_level.active import (
     systematic_draw,
 )
 from scoreband.system_level.ppi import ppi_arrays, t_crit
+from tests.conftest import runner
 
 ALPHA = 0.05
 R = 1500
@@ -153,7 +153,6 @@ def test_predicted_ratio_matches_the_realised_one():
 
 
 # ------------------------------------------------------------------ the command
-runner = CliRunner()
 
 
 def _table(tmp_path, n_items=120, labels=12):

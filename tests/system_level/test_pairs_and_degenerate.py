@@ -8,14 +8,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.errors import InputError
 from scoreband.system_level import MIN_LABELS
 from scoreband.system_level.study import MIN_PAIRED_FRACTION, systems_study
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 def prompts_table(rng, n_systems=6, n_prompts=160, labels=30, independent=True):

@@ -11,13 +11,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.system_level.ppi import classical_mean, holm, ppi_mean, rank_sets
 from scoreband.system_level.study import systems_study
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 def outputs(rng, n_items=300, n_labels=30, shift=(0.0, 0.3, 0.6), bias=(0.0, 0.5, 1.0),
