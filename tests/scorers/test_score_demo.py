@@ -9,7 +9,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from scoreband.cli import app
-from scoreband.scorers.train import TrainConfig, calibrate_model, train_scorer
+from scoreband.scorers.calibrate import calibrate_model
+from scoreband.scorers.train import TrainConfig, train_scorer
 from scoreband.world import make_dataset
 
 pytestmark = pytest.mark.slow

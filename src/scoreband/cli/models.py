@@ -109,11 +109,8 @@ def train(
     scoreband train train.csv --backbone hf:clip-dir --target human --scale 1,5
     --val val.csv --out clip-model
     """
-    from scoreband.scorers.train import (  # lazy: loads safetensors, torch
-        TrainConfig,
-        claim_model_folder,
-        train_embedded,
-    )
+    from scoreband.scorers.model_folder import claim_model_folder  # lazy: scorers loads torch
+    from scoreband.scorers.train import TrainConfig, train_embedded  # lazy: loads torch
     from scoreband.scorers.train_backbone import (  # lazy: loads safetensors, torch
         BackboneTrainConfig,
         train_on_table,

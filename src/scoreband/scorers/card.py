@@ -9,7 +9,7 @@ from pathlib import Path
 from scoreband._version import __version__
 from scoreband.files import atomic_write_text
 
-__all__ = ["write_model_card"]
+__all__ = ["write_model_card", "write_embedded_card"]
 
 
 def write_model_card(model_dir, *, title: str, description: str, command: str,
@@ -40,3 +40,22 @@ def write_model_card(model_dir, *, title: str, description: str, command: str,
     path = Path(model_dir) / "MODEL_CARD.md"
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+def write_embedded_card(model_dir, command: str, report: dict, calib: dict,
+                        heldout: dict) -> Path:
+    """MODEL_CARD.md of the embedded scorer (:func:`write_model_card` with its text)."""
+    s1 = report["stage1"]
+    return write_model_card(
+        model_dir, title="embedded quantile scorer",
+        description="A tiny joint-attention cross-encoder (conv stem -> one token per 16x16 "
+        "patch, caption words, 2 transformer layers of width 64) with a point head and three "
+        "quantile heads (chained + centered interval loss, chained + pinball, unconstrained + "
+        "pinball), trained from scratch on CPU on the embedded synthetic world. Simulated data "
+        "only: it scores the embedded world's images and captions, nothing else.",
+        command=command, seconds=report["seconds"],
+        facts=[f"training items: {report['n_train']}, validation items: {report['n_val']}",
+               f"point stage: {s1['epoch']} epochs, best validation MSE {s1['best']:.4f}",
+               f"group batching with k = {s1['clusters']['k']} clusters"],
+        heads=report["heads"],
+        calibration={**calib, "source": "fresh in-domain items"}, heldout=heldout)

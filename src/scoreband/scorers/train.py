@@ -1,7 +1,12 @@
 """Training: a point head first (with the backbone), then quantile heads initialised from it.
 
 AdamW, batch 16, early stopping on the validation loss, group batching by k-means clusters
-of image embeddings, safetensors checkpoints after every epoch, resumable.
+of image embeddings, safetensors checkpoints after every epoch, resumable. The loop is shared
+by every scorer family (:class:`PointTask`; the embedded scorer's is here, heads on a backbone
+in :mod:`scoreband.scorers.train_backbone`). After training: the calibrate step
+(:mod:`scoreband.scorers.calibrate`), held-out metrics (:mod:`scoreband.scorers.heldout`), the
+model card (:mod:`scoreband.scorers.card`); claiming the output folder is
+:mod:`scoreband.scorers.model_folder`.
 """
 
 from __future__ import annotations
@@ -24,25 +29,18 @@ from scoreband.backbones.embedded import (
     WordTokenizer,
     preprocess_images,
 )
-from scoreband.checksums import SUMS_FILE
 from scoreband.clustering import choose_k, fit_kmeans
-from scoreband.conformal import CRC, load_calibrator, save_calibrator
 from scoreband.errors import InputError
-from scoreband.files import (
-    atomic_path,
-    atomic_write_text,
-    check_output,
-    record_written,
-    remove_output,
-    remove_stale_temps,
-)
+from scoreband.files import atomic_path, atomic_write_text, remove_output, remove_stale_temps
 from scoreband.json_io import read_json
-from scoreband.scorers.card import write_model_card as write_card
+from scoreband.scorers.calibrate import calibrate_model
+from scoreband.scorers.card import write_embedded_card
 from scoreband.scorers.heads import HEAD_KINDS, PointHead, count_crossings
+from scoreband.scorers.heldout import heldout_metrics
 from scoreband.scorers.losses import centered_interval_loss, pinball_loss
+from scoreband.scorers.model_folder import plain_name
 from scoreband.scorers.scorer import Scorer
 from scoreband.world import make_dataset
-from scoreband.world.dataset import LIKERT
 
 __all__ = ["TrainConfig", "group_batches", "train_scorer", "train_quantile_scorer",
            "PointTask", "EmbeddedTask", "fit_head", "cluster_labels"]
@@ -177,7 +175,7 @@ class _Checkpoint:
         atomic_write_text(self.state_file, json.dumps(state, indent=2))
         keep = {"state.json", *files.values()}
         for name in set(old) - keep:  # the epochs before: files this checkpoint wrote
-            if _plain_name(name):
+            if plain_name(name):
                 remove_output(self.dir / name, mine=True)
         for name in keep:  # temp files of a writer of these names killed mid-write
             remove_stale_temps(self.dir / name)
@@ -188,12 +186,6 @@ class _Checkpoint:
 
     def optimizer(self, state: dict) -> dict:
         return torch.load(self.dir / state["files"]["optimizer"], weights_only=True)
-
-
-def _plain_name(name: str) -> bool:
-    """A file name inside the folder (no path, not hidden): what a checkpoint state may
-    name (a hand-edited state naming ``../x`` removes nothing)."""
-    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
 
 
 class PointTask:
@@ -492,154 +484,6 @@ def train_scorer(train, val, out_dir, cfg: TrainConfig | None = None,
     return report
 
 
-def calibrate_scorer(model_dir, images, texts, y01, scale, alpha: float,
-                     calibration_set: dict, *, backbone=None) -> dict:
-    """The one calibrate step of every trained scorer: CRC of the saved model's chained
-    CI-loss head on held-out items, written as ``model_dir/calibrator.json`` (bound to the
-    scorer's fingerprint, recording where its items came from). Returns its summary."""
-    scorer = Scorer.load(model_dir, backbone=backbone)
-    pred = scorer.predict(images, texts, head="chained_ci")
-    cal = CRC(alpha, scale=scale).fit(pred, y01)
-    save_calibrator(Path(model_dir) / "calibrator.json", cal,
-                    scorer_fingerprint=scorer.fingerprint,
-                    inputs={"head": "chained_ci", "pred_scale": [0, 1],
-                            "calibration_set": calibration_set})
-    return {"omega": cal.params_["omega"], "beta": cal.params_["beta"], "n": len(texts)}
-
-
-def calibrate_model(model_dir, n: int = 2000, seed: int = 7, alpha: float = 0.1,
-                    n_annotators: int = 3) -> dict:
-    """:func:`calibrate_scorer` on a fresh in-domain world calibration set (its seed is
-    recorded, so ``score`` can regenerate the items for its shift alarm)."""
-    ds = make_dataset(n, seed, n_annotators=n_annotators, name="calibration")
-    return calibrate_scorer(model_dir, ds.images, ds.captions, ds.y01, LIKERT, alpha,
-                            {"n": n, "seed": seed, "n_annotators": n_annotators})
-
-
-def heldout_metrics(model_dir, n: int = 1000, seed: int = 9) -> dict:
-    """Metrics of the trained, calibrated scorer on a fresh 5-annotator world test set."""
-    from scoreband import metrics as M  # lazy: loads scipy
-
-    scorer = Scorer.load(model_dir)
-    cal, _ = load_calibrator(Path(model_dir) / "calibrator.json",
-                             scorer_fingerprint=scorer.fingerprint)
-    ds = make_dataset(n, seed, n_annotators=5, name="heldout")
-    y = ds.y01
-    preds = scorer.predict_heads(ds.images, ds.captions)
-    band = cal.predict(preds["chained_ci"])
-    point = scorer.point(ds.images, ds.captions)
-    return {
-        "n": n, "seed": seed, "n_annotators": 5,
-        "point_kendall_tau_c": M.kendall_tau_c(point, y),
-        "point_pearson": M.pearson(point, y),
-        "chained_ci_kendall_tau_c": M.kendall_tau_c(preds["chained_ci"].median, y),
-        "calibrated_coverage": M.coverage(band.lo01, band.hi01, y),
-        "calibrated_mean_width01": M.sharpness(band.lo01, band.hi01),
-        "calibrated_ups": M.ups(band.median01, band.lo01, band.hi01, y),
-    }
-
-
-def write_model_card(model_dir, command: str, report: dict, calib: dict, heldout: dict) -> Path:
-    """MODEL_CARD.md of the embedded scorer (see :mod:`scoreband.scorers.card`)."""
-    s1 = report["stage1"]
-    return write_card(
-        model_dir, title="embedded quantile scorer",
-        description="A tiny joint-attention cross-encoder (conv stem -> one token per 16x16 "
-        "patch, caption words, 2 transformer layers of width 64) with a point head and three "
-        "quantile heads (chained + centered interval loss, chained + pinball, unconstrained + "
-        "pinball), trained from scratch on CPU on the embedded synthetic world. Simulated data "
-        "only: it scores the embedded world's images and captions, nothing else.",
-        command=command, seconds=report["seconds"],
-        facts=[f"training items: {report['n_train']}, validation items: {report['n_val']}",
-               f"point stage: {s1['epoch']} epochs, best validation MSE {s1['best']:.4f}",
-               f"group batching with k = {s1['clusters']['k']} clusters"],
-        heads=report["heads"],
-        calibration={**calib, "source": "fresh in-domain items"}, heldout=heldout)
-
-
-#: the files a training run writes at the top of its folder
-MODEL_FILES = ("model.safetensors", "heads.safetensors", "backbone.safetensors", "config.json",
-               "calibrator.json", "MODEL_CARD.md", "SHA256SUMS")
-
-
-def claim_model_folder(out, *, resume: bool = False, overwrite: bool = False) -> None:
-    """A finished run in ``out`` (its weights are there) is never silently continued or
-    mixed with a new one: refused unless ``resume`` (continue from its checkpoint) or
-    ``overwrite`` (its files are removed first). An interrupted run (a checkpoint only)
-    resumes."""
-    out = Path(out)
-    if resume and overwrite:
-        raise InputError("give `resume` or `overwrite`, not both")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"`out` {str(out)!r} is a file; give a folder for the model")
-    finished = any((out / f).exists() for f in ("model.safetensors", "heads.safetensors",
-                                                 "MODEL_CARD.md"))
-    if finished and not (resume or overwrite):
-        raise InputError(f"{str(out)!r} holds a finished model; pass `overwrite` to replace "
-                         "it, `resume` to continue it from its checkpoint, or another `out`")
-    if out.is_dir():
-        _adopt_run(out)
-    if overwrite and finished:  # only the files scoreband wrote; anything else stays
-        _remove_run(out)
-    if resume and not (out / "checkpoint").is_dir():
-        raise InputError(f"`resume`: {str(out)!r} has no checkpoint folder to continue from")
-    if out.is_dir():
-        # the files a run writes, checked now (not after the training) against the output
-        # policy: a foreign config.json is refused before any work
-        for name in MODEL_FILES:
-            check_output(out / name)
-
-
-def _run_files(out: Path) -> list[Path]:
-    """The files of a scoreband run in ``out`` that say so themselves: its checkpoint (a
-    ``state.json`` scoreband wrote and the files it names) and the model files its
-    ``SHA256SUMS`` lists (with the card and calibrator written beside them)."""
-    found = []
-    ck = out / "checkpoint"
-    try:
-        state = read_json(ck / "state.json", what="checkpoint state")
-    except InputError:
-        state = None
-    if isinstance(state, dict) and isinstance(state.get("files"), dict):
-        found += [ck / "state.json", *(ck / str(n) for n in state["files"].values()
-                                       if _plain_name(str(n)))]
-    sums = out / SUMS_FILE
-    if sums.is_file():
-        names = [line.partition("  ")[2].strip() for line in
-                 sums.read_text(encoding="utf-8", errors="replace").splitlines()]
-        found += [out / n for n in [*names, SUMS_FILE, "MODEL_CARD.md", "calibrator.json"]
-                  if _plain_name(n)]
-    return [f for f in found if f.is_file() and not f.is_symlink()]
-
-
-def _adopt_run(out: Path) -> None:
-    """The files of a scoreband run already in ``out`` (an interrupted or finished one,
-    perhaps written before folders kept their list of files) may be replaced by this run
-    (:func:`_run_files`). Anything else there stays protected by the output policy."""
-    for f in _run_files(out):
-        record_written(f)
-
-
-def _remove_run(out: Path) -> None:
-    """``overwrite``: remove the files of the run in ``out`` (:func:`_run_files`, and under
-    the command's output policy whatever its folder's list says scoreband wrote in
-    ``checkpoint/`` and ``cache/``), through the output policy; any other file stays, and
-    so does a folder that still holds one."""
-    for f in _run_files(out):
-        remove_output(f, mine=True)
-    for name in ("checkpoint", "cache"):
-        d = out / name
-        if not d.is_dir() or d.is_symlink():
-            continue
-        for f in sorted(d.rglob("*"), reverse=True):
-            if f.is_file() and not f.is_symlink():
-                remove_output(f)  # listed in the folder's manifest, else kept
-            elif f.is_dir() and not f.is_symlink() and not any(f.iterdir()):
-                f.rmdir()
-        if not any(d.iterdir()):
-            d.rmdir()
-
-
 def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int = 1000,
                    n_cal: int = 2000, n_heldout: int = 1000, annotators: int = 3,
                    command: str = "", on_epoch=None, on_step=None,
@@ -656,6 +500,6 @@ def train_embedded(out_dir, cfg: TrainConfig, *, n_train: int = 8000, n_val: int
     calib = calibrate_model(out_dir, n=n_cal, seed=cfg.seed + 7, alpha=alpha)
     step("held-out evaluation ...")
     held = heldout_metrics(out_dir, n=n_heldout, seed=cfg.seed + 9)
-    write_model_card(out_dir, command or f"scoreband train --out {out_dir}", report, calib,
-                     held)
+    write_embedded_card(out_dir, command or f"scoreband train --out {out_dir}", report, calib,
+                        held)
     return {"report": report, "calibration": calib, "heldout": held}

@@ -35,16 +35,12 @@ from scoreband.backbones import load_backbone
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError
 from scoreband.files import atomic_path
+from scoreband.scorers.calibrate import calibrate_scorer
 from scoreband.scorers.card import write_model_card
 from scoreband.scorers.heads import HeadSet
 from scoreband.scorers.pairs import load_pairs, take_rows
 from scoreband.scorers.scorer import Scorer
-from scoreband.scorers.train import (
-    PointTask,
-    TrainConfig,
-    calibrate_scorer,
-    train_quantile_scorer,
-)
+from scoreband.scorers.train import PointTask, TrainConfig, train_quantile_scorer
 from scoreband.tables import read_table
 
 __all__ = ["BackboneTrainConfig", "train_backbone_scorer", "train_on_table"]
@@ -203,7 +199,7 @@ class BackboneTask(PointTask):
 
 
 def _calibrate_heads(out: Path, backbone, ca: dict, alpha: float) -> dict:
-    """The one calibrate step (:func:`~scoreband.scorers.train.calibrate_scorer`) on the
+    """The one calibrate step (:func:`~scoreband.scorers.calibrate.calibrate_scorer`) on the
     calibration half of the validation table."""
     return calibrate_scorer(out, ca["images"], ca["texts"], ca["y01"], ca["scale"], alpha,
                             {"n": len(ca["texts"]), "source": "validation table (the half "
