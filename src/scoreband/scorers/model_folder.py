@@ -2,7 +2,8 @@
 continued or mixed with a new one) and, with ``overwrite``, emptied of the files a scoreband
 run wrote there, through the output policy (:mod:`scoreband.files`): any other file stays.
 
-Free of torch: ``scoreband train`` refuses a folder before any model is built."""
+It needs no torch of its own: ``scoreband train`` refuses a folder before any model is
+built."""
 
 from __future__ import annotations
 
