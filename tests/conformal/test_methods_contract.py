@@ -157,6 +157,28 @@ def _data(n, seed, drop=()):
     return Predictions(**parts), y
 
 
+@pytest.mark.parametrize("name", METHODS.names())
+def test_every_method_round_trips_on_a_continuous_scale(name, tmp_path):
+    """The cases above are on a 1-5 Likert table; here every registered method fits on
+    continuous targets of a continuous scale, from arrays, and its saved file gives the same
+    band back."""
+    scale = Scale(1, 5)
+    cls = calibrator_class(name)
+    pred, y = _data(600, 0)
+    test, _ = _data(200, 1)
+    assert any(has_inputs(pred, alt) for alt in cls.needs)
+    cal = make_calibrator(name, 0.1, scale=scale, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        band = cal.fit(pred, y).predict(test)
+        again = load_calibrator(save_calibrator(tmp_path / "c.json", cal))[0].predict(test)
+    assert len(band.lo01) == 200 and (band.lo01 <= band.hi01 + 1e-12).all()
+    assert (band.lo01 >= 0).all() and (band.hi01 <= 1).all()
+    np.testing.assert_allclose(band.lo, scale.from01(band.lo01), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(again.lo01, band.lo01)
+    np.testing.assert_array_equal(again.hi01, band.hi01)
+
+
 @pytest.mark.parametrize("name", [n for n in METHODS.names()
                                   if calibrator_class(n).needs != ((),) and n != "auto"])
 def test_a_method_refuses_predictions_without_what_it_declares(name):
