@@ -3,6 +3,7 @@ imported when a clustering runs, so the conformal core loads without it)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +19,6 @@ ONE_THREAD_BELOW = 5000
 
 def _threads(n: int):
     """A context that runs scikit-learn's k-means on one thread for small inputs."""
-    import contextlib
-
     if n >= ONE_THREAD_BELOW:
         return contextlib.nullcontext()
     from threadpoolctl import threadpool_limits

@@ -18,6 +18,7 @@ repeats for the same request fails at once with the reason: other HTTP errors (4
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -271,8 +272,6 @@ class EndpointClient:
 
     def _init_endpoint(self, base_url: str, api_key: str | None, *, timeout: float,
                        retries: int, backoff: float, connections: int = 1) -> None:
-        import os
-
         self.base_url = check_base_url(base_url)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         self.timeout, self.retries, self.backoff = timeout, retries, backoff

@@ -26,6 +26,7 @@ import io
 import math
 import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -229,8 +230,6 @@ def thread_pool():
     (decoding here, the CLIP preprocessing of :mod:`scoreband.backbones.dual`)."""
     global _POOL
     if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-
         _POOL = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1),
                                    thread_name_prefix="scoreband-images")
     return _POOL

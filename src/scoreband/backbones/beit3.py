@@ -33,6 +33,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -330,9 +332,6 @@ class BEiT3Tokenizer:
             if not spm.is_file():
                 raise InputError(f"BEiT-3 SentencePiece model not found: {str(spm)!r} (the "
                                  "official file is beit3.spm)")
-            import shutil
-            import tempfile
-
             # transformers wants the file as sentencepiece.bpe.model in a folder: a private
             # one (mkdtemp: 0700, unpredictable, removed once read), never a shared and
             # predictable path where another user could plant a tokenizer config

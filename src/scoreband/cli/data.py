@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
@@ -28,8 +29,6 @@ def example(
     ``scoreband.example_table()`` points to; its columns are described in the README's quick
     start.
     """
-    from importlib import resources
-
     src = resources.files("scoreband") / "data" / "example_predictions.csv"
     atomic_write_bytes(out, src.read_bytes())
 

@@ -10,6 +10,7 @@ loses no row. Runs on a local Ray started here, or on a cluster (``address`` /
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -33,8 +34,6 @@ def connect(address: str | None = None, *, actors: int = 2,
         import ray
     except ImportError:
         raise InputError(f"`engine` ray needs Ray Data: {EXTRA}") from None
-    import logging
-
     import ray.data
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # scoreband reports progress

@@ -10,6 +10,7 @@ atomically (:func:`run_file`). The Ray engine runs the same stages in its actors
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +32,6 @@ __all__ = ["Stage", "RowRun", "run_rows", "run_file", "check_columns", "build_st
 def build_stage(factory: str, kw: dict) -> Stage:
     """The stage ``factory(**kw)``, ``factory`` named as "module:function" (so a Ray actor
     can build it from plain values)."""
-    import importlib
-
     mod, fn = factory.split(":")
     return getattr(importlib.import_module(mod), fn)(**kw)
 

@@ -6,6 +6,7 @@ the output's name. What each format does is its object in :mod:`scoreband.format
 
 from __future__ import annotations
 
+import csv
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,8 +80,6 @@ def table_rows(path, max_bytes: int = 2 << 30) -> int | None:
     its metadata, JSONL by its lines, CSV / TSV by a pass of the csv module, quoted line
     breaks counted right); None when unknown (a text table over ``max_bytes``, a format
     that must be read whole)."""
-    import csv
-
     try:
         fmt, p = resolve(path)
         return fmt.rows(p, max_bytes)

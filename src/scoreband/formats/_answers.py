@@ -17,6 +17,8 @@ change that added this module.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from scoreband.errors import InputError
@@ -66,8 +68,6 @@ def _listed(answer) -> int | None:
 
 
 def _parser(scale: tuple[int, int]):
-    import warnings
-
     from scoreband.judges.base import JudgePrompt
     from scoreband.judges.endpoint import OpenAIJudge
 

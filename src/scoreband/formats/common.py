@@ -5,14 +5,17 @@ looks formats up)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import warnings
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from scoreband.errors import InputError
-from scoreband.files import to_jsonable
+from scoreband.json_io import to_jsonable
 
 #: pandas' CSV options that keep every cell as the text it is: ``00017`` stays ``00017``,
 #: ``NA`` / ``nan`` / ``FALSE`` stay those words, an empty cell stays empty
@@ -45,8 +48,6 @@ def _check_header(p: Path, sep: str) -> dict:
     renames the second one and the first would be used silently), and a file whose lines end
     in a plain newline keeps a bare carriage return inside a cell as text (pandas would start
     a new row there). Returns the reader options that second guard needs."""
-    import csv
-
     with open(p, newline="", encoding="utf-8", errors="replace") as f:
         head = f.read(1 << 20)
     header = next(csv.reader([head.split("\n", 1)[0].rstrip("\r")], delimiter=sep), [])
@@ -60,8 +61,6 @@ def jsonl_records(lines, path, first_line: int = 1, *, text: bool = False) -> pd
     other rows are read. Numbers keep their full precision. ``text``: every column keeps
     its JSON values as they are (no type inference: integers with nulls stay integers,
     numbers keep their literal, :class:`JsonNumber`)."""
-    import warnings
-
     decode = json.JSONDecoder(parse_float=JsonNumber).decode if text else json.loads
     recs, bad = [], []
     for k, line in enumerate(lines):
@@ -114,8 +113,6 @@ def _read_json_table(p: Path, text: bool) -> pd.DataFrame:
         doc = json.JSONDecoder(parse_float=JsonNumber).decode(raw)
         if isinstance(doc, list) and all(isinstance(r, dict) for r in doc):
             return _object_frame(doc)
-    from io import StringIO
-
     return pd.read_json(StringIO(raw), precise_float=True)
 
 
@@ -159,8 +156,6 @@ def _read_delimited(p: Path, sep: str, columns=None, text: bool = False) -> pd.D
 def _csv_quoting(df: pd.DataFrame) -> int:
     """Quote every text cell when one holds a carriage return (the csv module quotes only
     cells with the line terminator, so a bare CR would split the row when read back)."""
-    import csv
-
     for c in df.columns:
         col = df[c]
         if col.dtype != object and not isinstance(col.dtype, pd.StringDtype):

@@ -6,6 +6,7 @@ carriage return, appended chunk by chunk."""
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,8 +45,6 @@ class Delimited(TableFormat):
 
     def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
         """A pass of the csv module (quoted line breaks counted right)."""
-        import csv
-
         if path.stat().st_size > max_bytes:
             return None
         with open(path, encoding="utf-8-sig", newline="") as f:

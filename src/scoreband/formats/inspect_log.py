@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -91,8 +92,6 @@ def _load(path: Path) -> tuple[dict, list[dict]]:
 
 
 def _load_zip(path: Path) -> tuple[dict, list[dict]]:
-    import zipfile
-
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()
