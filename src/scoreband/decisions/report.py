@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import html as _html
 import math
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from scoreband.report.sections import ReportSection
+
 __all__ = ["triage_figure", "triage_html", "triage_section", "write_triage_html",
-           "accepted_share"]
+           "accepted_share", "REPORT_SECTION"]
 
 
 def _doc(rule) -> dict:
@@ -194,9 +197,10 @@ DEFINITIONS = [
 ]
 
 
+@cache
 def triage_model():
-    """The pydantic model of the keys :func:`triage_section` reads from a rule JSON (for
-    :mod:`scoreband.report.schema`'s ``MODELS``, under the kind ``"triage"``)."""
+    """The pydantic model of the keys :func:`triage_section` reads from a rule JSON (the
+    report's check of a rule file, :mod:`scoreband.report.schema`)."""
     from pydantic import BaseModel, ConfigDict
 
     class _M(BaseModel):
@@ -230,3 +234,7 @@ def triage_model():
         report: Report
 
     return TriageDoc
+
+
+#: the kind ``triage`` of :mod:`scoreband.report.sections`
+REPORT_SECTION = ReportSection(triage_section, DEFINITIONS, triage_model)

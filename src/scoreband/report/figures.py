@@ -79,7 +79,8 @@ def reliability_figure(path, maps: dict[str, dict], k: int) -> Path:
         w = [tasks[t]["mean_width"] for t in names]
         cov = [tasks[t]["coverage"] for t in names]
         y = np.arange(len(names))
-        ax.barh(y, w, color=["C3" if tasks[t]["recommendation"].startswith("use") else "C0"
+        # red: absolute scores unreliable (any advice but "absolute scores usable")
+        ax.barh(y, w, color=["C0" if tasks[t]["recommendation"].startswith("absolute") else "C3"
                              for t in names])
         ax.set_yticks(y, [label(t) for t in names], fontsize=8)
         ax.set_xlim(0, k - 1)
@@ -89,7 +90,8 @@ def reliability_figure(path, maps: dict[str, dict], k: int) -> Path:
         ax2.plot(cov, y, "k^", label="coverage")
         ax2.set_xlim(0.5, 1.0)
         ax2.set_xlabel("coverage (triangles)", fontsize=8)
-    fig.suptitle("Reliability map (red: use pairwise ranking)", fontsize=10)
+    fig.suptitle("Reliability map (red: scores unreliable - compare instead: scoreband pairs, "
+                 "judge-pairs, pairwise-triage, pairwise-systems)", fontsize=9)
     fig.tight_layout()
     return _save(fig, path)
 

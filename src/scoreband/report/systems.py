@@ -4,10 +4,16 @@ label plan."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
 from scoreband.report.blocks import fig_block, fmt, pyplot, svg, table_block
+from scoreband.report.schema import NonEmpty, Pair, ScaleM, StrictModel
+from scoreband.report.sections import ReportSection
 from scoreband.textsafe import fig as label
 
-__all__ = ["systems_section", "DEFINITIONS"]
+__all__ = ["systems_section", "DEFINITIONS", "SystemsDoc", "REPORT_SECTION"]
 
 DEFINITIONS = [
     ("PPI++ interval", "Prediction-powered confidence interval of a system's mean human "
@@ -101,3 +107,67 @@ def systems_section(doc: dict) -> dict:
                              + [[f"skipped: {e}"] for e in doc.get("skipped_rows", [])[:50]],
                              "Notes"))
     return {"title": "systems: which system is better", "verdict": verdict, "blocks": blocks}
+
+
+# ------------------------------------------------------------------ the keys it reads
+class Classical(StrictModel):
+    estimate: float
+    ci: Pair
+
+
+class SystemM(StrictModel):
+    estimate: float
+    ci: Pair
+    classical: Classical
+    n_labeled: Any
+    n_unlabeled: Any
+    effective_labels: float | None
+    lambda_: float | None = Field(alias="lambda")
+
+
+class Ranked(StrictModel):
+    system: str
+    estimate: float
+    ci: Pair
+    ranks: Annotated[list[int], Field(min_length=2, max_length=2)]
+
+
+class PairM(StrictModel):
+    a: str
+    b: str
+    estimate: float
+    ci: Pair
+    significant: bool
+
+
+class PlanSystem(StrictModel):
+    ppi: int | None = Field(alias="ppi++")
+    classical: Any
+
+
+class Plan(StrictModel):
+    width: float
+    systems: dict[str, PlanSystem]
+
+
+class SystemsDoc(StrictModel):
+    alpha: float
+    method: str
+    scale: ScaleM
+    ranking: Annotated[list[Ranked], NonEmpty]
+    systems: dict[str, SystemM]
+    pairs: list[PairM]
+    plan: Plan | None = None
+    warnings: list[Any] = []
+    skipped_rows: list[Any] = []
+
+    @model_validator(mode="after")
+    def _known(self):
+        for r in self.ranking:
+            if r.system not in self.systems:
+                raise ValueError(f"ranking names system {r.system!r}, not in 'systems'")
+        return self
+
+
+
+REPORT_SECTION = ReportSection(systems_section, DEFINITIONS, lambda: SystemsDoc)

@@ -3,7 +3,10 @@
 Every study has one shape: a config (keyword arguments of its ``run``) -> ``run(...)`` -> a
 :class:`~scoreband.studies.base.StudyResult` holding the numbers (``doc``, JSON-ready), their
 markdown and the figures to draw; ``result.write(out_dir)`` writes ``results.json``,
-``results.md`` and the figures. ``protocol`` holds the repeated-split evaluation they share.
+``results.md``, the figures and ``report.html``. Each study's module also renders its own
+section of the HTML report (``REPORT_SECTION``, named by one line of
+:mod:`scoreband.report.sections`). :mod:`scoreband.evaluation` holds the repeated-split
+evaluation they share.
 """
 
 from scoreband.studies.base import StudyResult

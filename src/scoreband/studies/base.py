@@ -15,17 +15,22 @@ __all__ = ["StudyResult"]
 class StudyResult:
     """A study's numbers and how to present them.
 
-    kind : which study (``demo``, ``judge-study``, ``roundtrip-study``, ``stress``); saved in
-        ``doc["study"]`` so a results file says what made it
+    kind : which study (``demo``, ``judge-study``, ``roundtrip-study``, ``stress``,
+        ``systems`` ...: a kind of :mod:`scoreband.report.sections`); saved in
+        ``doc["study"]`` so a results file says what made it and the report how to show it
     doc : every number, JSON-ready
     markdown : the same numbers as a short markdown report (fits 80 columns)
     figures : ``(file name, draw(path))`` pairs
+    errors : the input rows the study reported and skipped
+    warnings : what it said about its inputs (also in ``doc`` where the kind keeps them)
     """
 
     kind: str
     doc: dict
-    markdown: str
+    markdown: str = ""
     figures: list[tuple[str, Callable[[Path], object]]] = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.doc = {"study": self.kind, **self.doc}
@@ -33,6 +38,21 @@ class StudyResult:
             from scoreband.provenance import provenance  # lazy: loads httpx, rich
 
             self.doc["provenance"] = provenance({})
+
+    def to_dict(self) -> dict:
+        """The results document (what ``results.json`` holds)."""
+        return self.doc
+
+    def save(self, out, html=None, images=()) -> list[Path]:
+        """Write the JSON document to the file ``out`` and, with ``html`` (a path), the HTML
+        report with the PNG ``images`` inlined."""
+        write_json(out, self.doc)
+        paths = [Path(out)]
+        if html is not None:
+            from scoreband.report.html import write_report  # lazy: loads pydantic, scipy
+
+            paths.append(write_report([self.doc], html, images=images))
+        return paths
 
     def write(self, out_dir, *, on_step: Callable[[str], None] | None = None,
               html: str | Path | None = "report.html") -> list[Path]:

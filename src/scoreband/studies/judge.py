@@ -4,35 +4,63 @@ fusion over repeated 50/50 splits, and the per-task reliability map."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
+from typing import Annotated
 
 import numpy as np
 from scipy import stats
 
 from scoreband import metrics as M
-from scoreband.conformal import CHR, CQR, R2CCP, Mondrian, SplitConformal, adjust_band
+from scoreband.conformal import METHODS as CALIBRATION_METHODS
+from scoreband.conformal import Mondrian, adjust_band
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError, RowError
 from scoreband.evaluation import resplits, summarize
 from scoreband.logprobs import expected_score, max_prob
+from scoreband.metrics import binomial_ci
+from scoreband.report.blocks import bar_figure, fig_block, fmt, mean_std, table_block
+from scoreband.report.sections import ReportSection
 from scoreband.studies.base import StudyResult
 from scoreband.textsafe import md
 
-__all__ = ["run", "reliability_map", "METHODS", "judges_from_table", "simulated_judges"]
+__all__ = ["run", "reliability_map", "unreliable", "USABLE", "COMPARE", "COMPARE_HOW",
+           "PROTOCOL_METHODS", "judges_from_table", "simulated_judges",
+           "best_judge_method", "judge_section", "REPORT_SECTION"]
 
-METHODS = ("split", "cqr", "chr", "r2ccp")
+#: the calibration methods the protocol compares (Sheng et al.): names of
+#: :data:`scoreband.conformal.METHODS`, built through that registry
+PROTOCOL_METHODS = ("split", "cqr", "chr", "r2ccp")
+_unknown = [m for m in PROTOCOL_METHODS if m not in CALIBRATION_METHODS]
+if _unknown:  # a method renamed in the registry must be renamed here
+    raise ImportError(f"judge study: {_unknown} are not registered calibration methods")
 
 
 def _make(method: str, alpha: float, scale: Scale, mondrian: bool, seed: int, epochs: int):
-    if method == "split":
-        base = SplitConformal(alpha, scale=scale)
-    elif method == "cqr":
-        base = CQR(alpha, scale=scale, seed=seed)
-    elif method == "chr":
-        base = CHR(alpha, scale=scale, seed=seed)
-    else:
-        base = R2CCP(alpha, scale=scale, seed=seed, epochs=epochs)
+    """The registry's ``method`` (each takes the options its class declares: a seed for the
+    learned ones, ``epochs`` for R2CCP), Mondrian by task when asked."""
+    base = CALIBRATION_METHODS.create(method, alpha, scale=scale, seed=seed, epochs=epochs)
     return Mondrian(base) if mondrian else base
+
+
+#: a task's recommendation where its bands are narrow enough to use the scores as they are
+USABLE = "absolute scores usable"
+#: where they are not: the sources' advice (judges rank better than they score), with the
+#: commands that do it
+COMPARE = ("compare instead: scoreband pairs, judge-pairs, pairwise-triage, "
+           "pairwise-systems")
+#: the same advice in a sentence, for captions and the markdown
+COMPARE_HOW = ("compare instead of scoring: `scoreband pairs` turns a score table into pairs "
+               "of systems on the same item, `scoreband judge-pairs` asks the judge which of "
+               "two responses is better (both orders, position bias measured), "
+               "`scoreband pairwise-triage` decides the pairs it can with a guaranteed error "
+               "rate, `scoreband pairwise-systems` ranks the systems with intervals")
+
+
+def unreliable(recommendation: str) -> bool:
+    """Whether a reliability-map recommendation says the absolute scores are not to be used
+    (also the former wording, "use pairwise ranking", of older results files)."""
+    return recommendation != USABLE
 
 
 def reliability_map(per_task: dict, k: int, threshold: float = 0.5) -> dict:
@@ -43,8 +71,7 @@ def reliability_map(per_task: dict, k: int, threshold: float = 0.5) -> dict:
         w = v["mean_width"]
         rsg = M.ranking_scoring_gap(v["pearson"], w, k) if not np.isnan(v["pearson"]) else np.nan
         out[t] = {**v, "rsg": rsg,
-                  "recommendation": ("use pairwise ranking" if w > threshold * (k - 1)
-                                     else "absolute scores usable")}
+                  "recommendation": COMPARE if w > threshold * (k - 1) else USABLE}
     return dict(sorted(out.items(), key=lambda kv: kv[1]["mean_width"]))
 
 
@@ -80,7 +107,7 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
     table: dict = {}
     maps: dict = {"split": {}, "r2ccp": {}}
     for name, pred in preds.items():
-        for method in METHODS:
+        for method in PROTOCOL_METHODS:
             for mondrian in (False, True):
                 rec = {"plain": {"coverage": [], "width": []},
                        "boundary": {"coverage": [], "width": []}, "worst_task_coverage": []}
@@ -251,6 +278,10 @@ def study_markdown(doc: dict) -> str:
             lines.append(f"| {md(t)} | {v['n']:.0f} | {v['exact_agreement']:.3f} | "
                          f"{v['pearson']:.3f} | {v['mean_width']:.2f} | {v['coverage']:.3f} | "
                          f"{v['rsg']:.3f} | {v['overconfidence']:.2f} | {v['recommendation']} |")
+    if any(unreliable(v["recommendation"]) for tasks in doc["reliability_map"].values()
+           for v in tasks.values()):
+        lines += ["", f"Where a task's band is wider than {doc['threshold']:.0%} of the "
+                      f"scale, {COMPARE_HOW}."]
     lines += ["", "Spearman correlation of task orderings (by width): " + ", ".join(
         f"{md(k)} {v:.2f}" for k, v in doc["task_order_spearman"].items()), ""]
     other = [m for m in doc.get("reliability_maps", {}) if m != mm]
@@ -266,3 +297,94 @@ def study_markdown(doc: dict) -> str:
         lines += ["", "Spearman of task orderings: " + ", ".join(
             f"{md(k)} {v:.2f}" for k, v in doc["task_order_spearman_by_method"][m].items()), ""]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ its report section
+def best_judge_method(doc: dict) -> dict | None:
+    """The narrowest (judge, method) of a judge study whose mean coverage reaches the target
+    within its 95 % Clopper-Pearson interval (on the study's distinct items: the splits
+    reuse them), or None. A method below its target is never named."""
+    target, n = 1 - doc["alpha"], int(doc["n"])
+    ok = []
+    for j, ms in doc["methods"].items():
+        for m, v in ms.items():
+            cov = v["plain"]["coverage"]["mean"]
+            ci = binomial_ci(int(round(cov * n)), n)
+            if ci[1] >= target:
+                ok.append({"judge": j, "method": m, "coverage": cov, "ci": ci, "n": n,
+                           "width": v["plain"]["width"]["mean"]})
+    return min(ok, key=lambda r: r["width"], default=None)
+
+
+def judge_section(doc: dict) -> dict:
+    """The judge study's section of the HTML report."""
+    target, k, thr = 1 - doc["alpha"], doc["k"], doc["threshold"]
+    rows, blocks = [], []
+    for judge, methods in doc["methods"].items():
+        for m, v in methods.items():
+            rows.append([judge, m, mean_std(v["plain"]["coverage"]), mean_std(v["plain"]["width"]),
+                         mean_std(v["boundary"]["coverage"]), mean_std(v["boundary"]["width"])])
+    best = best_judge_method(doc)
+    verdict = ("SIMULATED judges. " if doc.get("simulated") else "") + (
+        f"Narrowest method whose coverage reaches {target:.0%} within its 95 % interval: "
+        f"{best['judge']} / {best['method']} (coverage {best['coverage']:.3f}, interval "
+        f"{best['ci'][0]:.3f}-{best['ci'][1]:.3f} on {best['n']} items; width "
+        f"{best['width']:.2f} of {k - 1})." if best else
+        f"No method's coverage reaches {target:.0%} within its 95 % interval.")
+    for judge, tasks in doc["reliability_map"].items():
+        names = list(tasks)
+        widths = [tasks[t]["mean_width"] for t in names]
+        colors = ["#9b2c2c" if unreliable(tasks[t]["recommendation"]) else "#2b6cb0"
+                  for t in names]
+        blocks.append(fig_block(bar_figure(names, widths, xlabel=f"mean band width (of {k - 1})",
+                                       target=thr * (k - 1), colors=colors),
+                           f"Reliability map of {judge}: tasks by band width; past the dashed "
+                           f"threshold ({thr:.0%} of the scale, red) the absolute scores are "
+                           f"unreliable: {COMPARE_HOW.replace('`', '')}."))
+        blocks.append(table_block(["task", "n", "coverage", "width", "pearson", "RSG",
+                              "recommendation"],
+                             [[t, fmt(v["n"], 0), fmt(v["coverage"]), fmt(v["mean_width"], 2),
+                               fmt(v["pearson"]), fmt(v["rsg"]), v["recommendation"]]
+                              for t, v in tasks.items()], f"{judge}: per task"))
+    blocks.append(table_block(["judge", "method", "coverage", "width", "coverage (boundary)",
+                          "width (boundary)"], rows, "Methods (mean ± std over splits)"))
+    return {"title": "judge study", "verdict": verdict, "blocks": blocks}
+
+
+@cache
+def report_schema():
+    """The keys :func:`judge_section` reads (pydantic, loaded when a report is checked)."""
+    from scoreband.report.schema import Measured, NonEmpty, StrictModel
+
+    class PlainBand(StrictModel):
+        coverage: Measured
+        width: Measured
+
+
+    class JudgeMethod(StrictModel):
+        plain: PlainBand
+        boundary: PlainBand
+
+
+    class JudgeTask(StrictModel):
+        n: float
+        coverage: float
+        mean_width: float
+        pearson: float | None
+        rsg: float | None
+        recommendation: str
+
+
+    class JudgeDoc(StrictModel):
+        alpha: float
+        k: int
+        n: float
+        threshold: float
+        simulated: bool = False
+        methods: dict[str, dict[str, JudgeMethod]]
+        reliability_map: dict[str, Annotated[dict[str, JudgeTask], NonEmpty]]
+
+    return JudgeDoc
+
+
+REPORT_SECTION = ReportSection(judge_section, schema=report_schema)

@@ -12,11 +12,12 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
-from sklearn.metrics import roc_auc_score
 
 from scoreband import metrics as M
 from scoreband.columns import ColumnSpec, load_inputs
@@ -26,6 +27,8 @@ from scoreband.conformal.mapping import MonotoneMap
 from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
 from scoreband.evaluation import Tally, resplits
+from scoreband.report.blocks import fmt, mean_std, table_block
+from scoreband.report.sections import ReportSection
 from scoreband.studies.base import StudyResult
 from scoreband.tables import read_table
 from scoreband.textsafe import md
@@ -58,6 +61,8 @@ def derangement(n: int, seed: int = 0) -> np.ndarray:
 def validation_study(matched, mismatched, *, n_boot: int = 2000, seed: int = 0,
                      confidence: float = 0.95) -> dict:
     """Matched vs mismatched scores of the same images (paired by position)."""
+    from sklearn.metrics import roc_auc_score  # lazy: scikit-learn (not to render a report)
+
     m = np.asarray(matched, dtype=float)
     mm = np.asarray(mismatched, dtype=float)
     ok = np.isfinite(m) & np.isfinite(mm)
@@ -276,3 +281,66 @@ def run(gen, enc, *, table=None, n: int = 500, n_gen: int = 4, image_col: str = 
     return StudyResult("roundtrip-study", doc, study_markdown(doc), [
         ("roundtrip_scores.png",
          lambda p: roundtrip_figure(p, m, mm, doc["validation"]))])
+
+
+# ------------------------------------------------------------------ its report section
+def roundtrip_section(doc: dict) -> dict:
+    """The round-trip study's section of the HTML report."""
+    v = doc["validation"]
+    verdict = (("SIMULATED generator and encoder. " if doc.get("simulated") else "")
+               + f"Matched captions score {v['gap']:.3f} higher than shuffled ones (AUROC "
+               f"{v['auroc']:.3f}, 95 % CI {v['auroc_ci'][0]:.3f}-{v['auroc_ci'][1]:.3f}).")
+    blocks = [table_block(["", "value", "95 % CI"], [
+        ["gap", fmt(v["gap"], 4), f"{fmt(v['gap_ci'][0], 4)}-{fmt(v['gap_ci'][1], 4)}"],
+        ["AUROC", fmt(v["auroc"]), f"{fmt(v['auroc_ci'][0])}-{fmt(v['auroc_ci'][1])}"]],
+        f"{doc['generator']} -> {doc['encoder']}, {doc['n_gen']} generations per caption")]
+    c = doc.get("calibration")
+    if c:
+        blocks.append(table_block(["method", "coverage", "width", "coverage (boundary)",
+                              "width (boundary)", "UPS"],
+                             [[m, mean_std(c[m]["coverage"]), mean_std(c[m]["width"]),
+                               mean_std(c[m]["coverage_boundary"]), mean_std(c[m]["width_boundary"]),
+                               mean_std(c[m]["ups"])] for m in ("split", "crc")],
+                             f"Calibrated band (alpha {c['alpha']}, n = {c['n']})"))
+    return {"title": "round-trip study", "verdict": verdict, "blocks": blocks}
+
+
+@cache
+def report_schema():
+    """The keys :func:`roundtrip_section` reads (pydantic, loaded when a report is checked)."""
+    from scoreband.report.schema import Pair, Stat, StrictModel
+
+    class Validation(StrictModel):
+        gap: float
+        auroc: float
+        gap_ci: Pair
+        auroc_ci: Pair
+
+
+    class RoundtripMethod(StrictModel):
+        coverage: Stat
+        width: Stat
+        coverage_boundary: Stat
+        width_boundary: Stat
+        ups: Stat
+
+
+    class RoundtripCalibration(StrictModel):
+        alpha: float
+        n: float
+        split: RoundtripMethod
+        crc: RoundtripMethod
+
+
+    class RoundtripDoc(StrictModel):
+        simulated: bool = False
+        generator: Any
+        encoder: Any
+        n_gen: Any
+        validation: Validation
+        calibration: RoundtripCalibration | None = None
+
+    return RoundtripDoc
+
+
+REPORT_SECTION = ReportSection(roundtrip_section, schema=report_schema)

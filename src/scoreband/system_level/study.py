@@ -23,7 +23,6 @@ column that copies the label, the target given as a score.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ import pandas as pd
 from scoreband.columns import numeric_column, require_columns, row_error, row_ids
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError, RowError
-from scoreband.files import write_json
+from scoreband.studies.base import StudyResult
 from scoreband.system_level.active import (
     active_mean,
     stratified,
@@ -72,23 +71,14 @@ MIN_STRATUM_LABELS = 8
 ACTIVE_PAYS = 0.95
 
 
-@dataclass
-class SystemsResult:
-    """What :func:`systems_study` found: ``doc`` (JSON-ready, the keys of ``--out``), the
-    skipped rows and the warnings."""
+class SystemsResult(StudyResult):
+    """What :func:`systems_study` found: a :class:`~scoreband.studies.base.StudyResult` of
+    kind ``systems`` (``doc``: the keys of ``--out``; ``errors``: the skipped rows;
+    ``warnings``) with its per-system table; ``write(out, html=None)`` writes the JSON file
+    and, with ``html``, the report."""
 
-    doc: dict
-    errors: list[RowError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if "provenance" not in self.doc:
-            from scoreband.provenance import provenance  # lazy: loads httpx, rich
-
-            self.doc["provenance"] = provenance({})
-
-    def to_dict(self) -> dict:
-        return self.doc
+    def __init__(self, doc: dict, errors=(), warnings=()):
+        super().__init__("systems", doc, errors=list(errors), warnings=list(warnings))
 
     def table(self) -> pd.DataFrame:
         """One row per system: estimates and intervals side by side."""
@@ -103,15 +93,9 @@ class SystemsResult:
                          "effective_labels": s["effective_labels"]})
         return pd.DataFrame(rows)
 
-    def write(self, out, html=None) -> list[Path]:
+    def write(self, out, html=None) -> list[Path]:  # a file, where a study writes a folder
         """Write the JSON (``out``) and, with ``html``, the HTML report."""
-        write_json(out, self.doc)
-        paths = [Path(out)]
-        if html is not None:
-            from scoreband.report.html import write_report  # lazy: loads pydantic
-
-            paths.append(write_report([self.doc], html))
-        return paths
+        return self.save(out, html)
 
 
 # ------------------------------------------------------------------ reading the table
