@@ -331,7 +331,7 @@ def main() -> None:
     if a.thumb_dir:
         doc["thumb"] = run_thumb(a.thumb_dir, a.seeds)
         print_thumb(doc["thumb"])
-    from scoreband.files import write_json
+    from scoreband.json_io import write_json
 
     write_json(a.out, doc)
     print(f"\nwrote {a.out}")

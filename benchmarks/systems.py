@@ -123,7 +123,7 @@ def main() -> None:
             print(f"{n:6d} {r['coverage_means']:9.3f} {r['coverage_differences']:9.3f} "
                   f"{r['width_ratio_to_classical']:15.3f} {r['pairs_decided']:13.3f} "
                   f"{r['wrong_sign_of_decided']:10.3f}", flush=True)
-    from scoreband.files import write_json
+    from scoreband.json_io import write_json
 
     write_json(a.out, doc)
     print(f"wrote {a.out}")

@@ -30,7 +30,7 @@ MOVED = {
 
 #: names a former module offered that now live elsewhere than its one successor
 _ELSEWHERE = {
-    "scoreband.io": ("scoreband.columns", "scoreband.files"),
+    "scoreband.io": ("scoreband.columns", "scoreband.files", "scoreband.json_io"),
 }
 
 

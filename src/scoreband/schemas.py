@@ -4,7 +4,7 @@ Every key, its type and its range are declared here once (pydantic models, ``ext
 an unknown key is refused, naming it); :func:`validate` turns pydantic's report into one
 :class:`~scoreband.errors.CalibratorMismatch` / :class:`~scoreband.errors.InputError` that
 names the file, the field (``inputs.n_ratings``), what arrived and the fix. Files are read
-with :func:`scoreband.files.read_json`, which bounds their size and nesting depth before
+with :func:`scoreband.json_io.read_json`, which bounds their size and nesting depth before
 parsing.
 
 The per-method parameters of a calibrator (``calibrator.params``) are checked by

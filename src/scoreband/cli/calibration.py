@@ -43,7 +43,7 @@ from scoreband.cli._rows import run_stage
 from scoreband.columns import needed_columns
 from scoreband.conformal import load_calibrator
 from scoreband.errors import ERROR_COLUMN, RowError
-from scoreband.files import write_json
+from scoreband.json_io import write_json
 from scoreband.progress import step_status
 from scoreband.provenance import provenance
 from scoreband.textsafe import plain

@@ -386,7 +386,7 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
                          alpha: float, method: str, by: str, system_a: str,
                          system_b: str) -> None:
     """`pairwise-systems` and `systems --pairwise` (one implementation)."""
-    from scoreband.files import write_json
+    from scoreband.json_io import write_json
     from scoreband.pairwise.ranking import rank_systems
     from scoreband.provenance import provenance
     from scoreband.tables import read_table

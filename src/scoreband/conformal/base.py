@@ -39,7 +39,7 @@ import numpy as np
 from scoreband.conformal.core import check_alpha, split_at
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import CalibratorMismatch, InputError, NotFittedError
-from scoreband.files import to_jsonable as _jsonable
+from scoreband.json_io import to_jsonable as _jsonable
 from scoreband.registry import Registry
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",

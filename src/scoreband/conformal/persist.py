@@ -8,10 +8,12 @@ import math
 from pathlib import Path
 
 from scoreband._version import __version__
+from scoreband.checksums import file_sha256
 from scoreband.conformal.base import Calibrator, calibrator_class, calibrator_from_state
 from scoreband.datatypes import Scale
 from scoreband.errors import CalibratorMismatch, InputError
-from scoreband.files import atomic_write_text, file_sha256, read_json
+from scoreband.files import atomic_write_text
+from scoreband.json_io import read_json
 
 __all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256",
            "content_checksum", "validate_calibrator_document"]

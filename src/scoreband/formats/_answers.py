@@ -4,20 +4,16 @@ Inspect log's outputs, a batch of answers): the same parser, checks and columns 
 whichever way it was made.
 
 Reused, not rewritten: the answer is parsed by
-:meth:`scoreband.judges.endpoint.OpenAIJudge._parse` (the score position found by the
+:func:`scoreband.judges.endpoint.parse_chat_answer` (the score position found by the
 delimiter from the end, ``"4"`` and ``" 4"`` merged, labels missing from ``top_logprobs``
 given -inf and the mass they may hold measured), checked by
 :func:`scoreband.judges.answers.judge_row` (no label listed, or the unseen labels may hold
 more than :data:`~scoreband.judges.base.MAX_UNSEEN_SHARE`: the row gets no score and the
 reason) and turned into columns by :func:`scoreband.judges.answers.feature_columns`
 (log-softmax over the labels, a missing label floored at -1e4, ``judge_expected`` ...).
-Those three are private today; the refactor that makes them public is in the report of the
-change that added this module.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 
@@ -48,15 +44,17 @@ def parse_scale(options: str) -> tuple[int, int]:
 
 class _Answered:
     """A judge whose answer is already written: ``judge()`` parses it with the endpoint
-    judge's own parser (what :func:`_judge_row` calls)."""
+    judge's own parser (what :func:`~scoreband.judges.answers.judge_row` calls)."""
 
-    def __init__(self, parser, answer):
-        self.parser, self.answer = parser, answer
-        self.prompt = parser.prompt
+    def __init__(self, prompt, answer):
+        self.prompt, self.answer = prompt, answer
         self.top_logprobs = _listed(answer)  # for the message: the k the answer has
 
     def judge(self, image_path, text):
-        return self.parser._parse(self.answer)
+        from scoreband.judges.endpoint import parse_chat_answer
+
+        return parse_chat_answer(self.answer, self.prompt, top_logprobs=_LISTED,
+                                 model="answers")
 
 
 def _listed(answer) -> int | None:
@@ -67,15 +65,6 @@ def _listed(answer) -> int | None:
         return None
 
 
-def _parser(scale: tuple[int, int]):
-    from scoreband.judges.base import JudgePrompt
-    from scoreband.judges.endpoint import OpenAIJudge
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the top-k size warning is for requests
-        # no request is ever sent: only its answer parser is used
-        return OpenAIJudge("answers", JudgePrompt(*scale), base_url="http://localhost/v1",
-                           top_logprobs=_LISTED)
 
 
 def has_logprobs(answer) -> bool:
@@ -93,16 +82,17 @@ def answer_features(answers: list, scale: tuple[int, int] = DEFAULT_SCALE) -> di
     ``judge_argmax``, ``judge_entropy``, ``judge_max_prob``, ``judge_missing_mass``,
     ``judge_unseen_mass``, ``judge_position``, ``judge_error`` (why a row has no score)."""
     from scoreband.judges.answers import feature_columns, judge_row
+    from scoreband.judges.base import JudgePrompt
 
-    parser = _parser(scale)
-    labels = parser.prompt.labels
+    prompt = JudgePrompt(*scale)
+    labels = prompt.labels
     records = []
     for a in answers:
         if a is None:
             records.append({"logp": None, "judge_missing_mass": None, "judge_unseen_mass": None,
                             "judge_position": "", "error": "no answer with log-probs"})
             continue
-        records.append(judge_row(_Answered(parser, a), "-", "", "", None, ("", "", "")))
+        records.append(judge_row(_Answered(prompt, a), "-", "", "", None, ("", "", "")))
     raw = np.full((len(records), len(labels)), np.nan)
     for i, rec in enumerate(records):
         if rec.get("logp") is not None:

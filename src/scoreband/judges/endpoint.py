@@ -44,9 +44,10 @@ import warnings
 from pathlib import Path
 
 from scoreband.errors import InputError
-from scoreband.files import atomic_write_text, read_json
+from scoreband.files import atomic_write_text
 from scoreband.http import MAX_RESPONSE_BYTES, EndpointClient, public_url
 from scoreband.images import decode_image, read_image_bytes
+from scoreband.json_io import read_json
 from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeResult, JudgeStop
 from scoreband.judges.tokens import (
     ambiguous_labels,

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from scoreband.errors import InputError
-from scoreband.files import model_source
 from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeResult
 from scoreband.judges.tokens import (
     ambiguous_labels,
@@ -25,6 +24,7 @@ from scoreband.judges.tokens import (
     fold_full_logprobs,
     label_token_ids,
 )
+from scoreband.model_sources import model_source
 from scoreband.provenance import weights_fingerprint
 
 __all__ = ["LocalVLMJudge"]

@@ -185,7 +185,7 @@ class PairRule:
                 "n_skipped_rows": len(self.errors), "warnings": self.warnings}
 
     def save(self, path) -> Path:
-        from scoreband.files import write_json
+        from scoreband.json_io import write_json
 
         write_json(path, self.to_dict())
         return Path(path)
@@ -193,7 +193,7 @@ class PairRule:
 
 def load_pair_rule(path) -> PairRule:
     """Read a rule written by :meth:`PairRule.save`."""
-    from scoreband.files import read_json
+    from scoreband.json_io import read_json
 
     doc = read_json(path, what="pairwise rule",
                     missing="write one with `scoreband pairwise-triage ... --out rule.json`",
