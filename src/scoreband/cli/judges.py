@@ -33,6 +33,7 @@ from scoreband.cli._options import (
 )
 from scoreband.cli._rows import run_stage
 from scoreband.datatypes import Scale
+from scoreband.errors import ERROR_COLUMN
 from scoreband.judges.registry import JUDGES
 from scoreband.tables import read_table
 
@@ -153,7 +154,7 @@ def judge(
                                            **kw), judge_options=options,
         concurrency=concurrency, stop_after=stop_after,
         image_col=image_col, instruction_col=instruction_col, response_col=response_col),
-        engine_opts, error_column="judge_error", components=prov)
+        engine_opts, error_column=ERROR_COLUMN["judge"], components=prov)
     name = judge_spec if stage is None else stage.judge.name
     info = stage.judge.run_info() if hasattr(getattr(stage, "judge", None), "run_info") else {}
     asked = [name.split(":", 1)[1]]

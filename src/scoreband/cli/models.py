@@ -26,6 +26,7 @@ from scoreband.cli._options import (
 )
 from scoreband.cli._rows import run_stage
 from scoreband.cli.calibration import _print_shift
+from scoreband.errors import ERROR_COLUMN
 from scoreband.progress import step_status
 from scoreband.textsafe import plain
 
@@ -215,7 +216,7 @@ def score(
     if runtime != "eager":
         kw["runtime"] = runtime
     run, stage = run_stage(table, out, "scoreband.scorers.stages:score_stage", kw,
-                           engine_opts, error_column="score_error" if scorer else "band_error")
+                           engine_opts, error_column=ERROR_COLUMN["clip-s" if scorer else "score"])
     if run.reused:
         err.print(f"{run.reused} rows resumed from the journal")
     n_trunc = run.counts.get("band_truncated", run.counts.get("truncated", 0))

@@ -12,6 +12,7 @@ from rich.table import Table
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import both_or_neither, exactly_one, need
 from scoreband.cli._options import later_path, open_unit
+from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
 PAIR_RULE_FORMAT = "scoreband-pairwise-rule"  # = scoreband.pairwise.selective's (no import)
@@ -313,7 +314,7 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
         judge_spec=judge, tie=tie, judge_options=options, response_a=response_a,
         response_b=response_b, image_col=image_col, instruction_col=instruction_col,
         instruction=instruction, root=None if root is None else str(root), seed=seed),
-        engine_opts, error_column="pair_error")
+        engine_opts, error_column=ERROR_COLUMN["pairwise"])
     errors = sorted(run.failures.items())
     for i, why in errors[:20]:
         warn(f"row {i}: {why}; the pair is skipped")

@@ -26,6 +26,7 @@ from scoreband.cli._options import (
 from scoreband.cli._rows import run_stage
 from scoreband.datatypes import Scale
 from scoreband.engine.stream import as_text
+from scoreband.errors import ERROR_COLUMN
 from scoreband.roundtrip.captioner import caption_with
 from scoreband.roundtrip.encoders import ENCODERS, make_encoder
 from scoreband.roundtrip.generators import GENERATORS, make_generator
@@ -110,7 +111,7 @@ def roundtrip(
     run, stage = run_stage(table, out, "scoreband.roundtrip.metric:roundtrip_stage", dict(
         generator=gen, encoder=dict(spec=encoder, **opts), n_gen=n_gen, seed=seed,
         image_col=image_col, text_col=text_col, keep_dir=keep_images), engine_opts,
-        error_column="roundtrip_error", df=df, post=post, components=comps)
+        error_column=ERROR_COLUMN["roundtrip"], df=df, post=post, components=comps)
     ok = run.rows - len(run.failures)
     mean = run.means.get("roundtrip_score")
     mean = f"; mean score {mean:.4f}" if mean is not None else ""

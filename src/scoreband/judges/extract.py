@@ -30,7 +30,7 @@ import pandas as pd
 from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
-from scoreband.errors import InputError
+from scoreband.errors import ERROR_COLUMN, InputError
 from scoreband.images import image_digest
 from scoreband.judges.answers import Breaker as _Breaker
 from scoreband.judges.answers import feature_columns as _feature_columns
@@ -64,10 +64,10 @@ class JudgeStage(Stage):
     time each finished row is journaled at once (a judge call is the expensive part); with
     more, a batch of ``8 * concurrency`` rows at a time."""
 
-    error_column = "judge_error"
+    error_column = ERROR_COLUMN["judge"]
     batch_size = 1
     outputs = {"judge_missing_mass": np.nan, "judge_unseen_mass": np.nan,
-               "judge_position": "", "judge_error": ""}
+               "judge_position": "", ERROR_COLUMN["judge"]: ""}
 
     def __init__(self, judge: Judge, *, image_col: str = "image",
                  instruction_col: str = "instruction", response_col: str = "response",

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from scoreband.engine.rows import Stage
-from scoreband.errors import InputError, RowError
+from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.judges.base import JudgeError, JudgePrompt
 
 __all__ = ["PairPrompt", "PAIR_TEMPLATE", "PAIR_RUBRIC", "PAIR_COLUMNS", "judge_pairs",
@@ -252,7 +252,7 @@ class PairJudgeStage(Stage):
     A pair of identical responses, an answer with no verdict token or a judge error gets
     ``pair_error`` and no verdict."""
 
-    error_column = "pair_error"
+    error_column = ERROR_COLUMN["pairwise"]
     outputs = {c: np.nan for c in PAIR_COLUMNS if c != "pair_error"}
 
     def __init__(self, runner, *, response_a: str | None = None,

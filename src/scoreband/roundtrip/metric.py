@@ -21,7 +21,7 @@ from PIL import Image
 from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
-from scoreband.errors import InputError
+from scoreband.errors import ERROR_COLUMN, InputError
 from scoreband.files import atomic_path
 from scoreband.images import decode_image, image_digest
 from scoreband.roundtrip.encoders import cosine, make_encoder
@@ -45,9 +45,10 @@ def roundtrip_scores(images: list[Image.Image], captions: list[str], generator, 
 class RoundTripStage(Stage):
     """The round trip on the row engine, one row at a time (n generations each)."""
 
-    error_column = "roundtrip_error"
+    error_column = ERROR_COLUMN["roundtrip"]
     batch_size = 1
-    outputs = {"roundtrip_score": np.nan, "roundtrip_spread": np.nan, "roundtrip_error": ""}
+    outputs = {"roundtrip_score": np.nan, "roundtrip_spread": np.nan,
+               ERROR_COLUMN["roundtrip"]: ""}
     averaged = ("roundtrip_score",)
 
     def __init__(self, generator, encoder, *, n_gen: int = 4, seed: int = 0,

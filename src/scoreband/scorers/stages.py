@@ -18,7 +18,7 @@ from scoreband.conformal import load_calibrator, shift_test
 from scoreband.engine.cells import cell_text, resolve_path
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
-from scoreband.errors import InputError
+from scoreband.errors import ERROR_COLUMN, InputError
 from scoreband.images import (  # noqa: F401  (load_image, MAX_PIXELS re-exported)
     DECODER_VERSION,
     MAX_PIXELS,
@@ -107,8 +107,8 @@ class ScoreStage(_PairStage):
     run's image embeddings feed the shift alarm."""
 
     label = "scoring"
-    error_column = "band_error"
-    outputs = {**dict.fromkeys(BAND_COLUMNS, np.nan), "band_error": "",
+    error_column = ERROR_COLUMN["score"]
+    outputs = {**dict.fromkeys(BAND_COLUMNS, np.nan), ERROR_COLUMN["score"]: "",
                "band_truncated": False, "band_ood": "", "n_tokens": 0}
     flags = ("band_truncated", "band_ood")
 
@@ -264,8 +264,8 @@ class ClipSStage(_PairStage):
     """CLIP-S point scores (w = 2.5, max(cos, 0); no band) with a dual-encoder backbone."""
 
     label = "CLIP-S"
-    error_column = "score_error"
-    outputs = {"clip_s": np.nan, "score_error": "", "truncated": False, "n_tokens": 0}
+    error_column = ERROR_COLUMN["clip-s"]
+    outputs = {"clip_s": np.nan, ERROR_COLUMN["clip-s"]: "", "truncated": False, "n_tokens": 0}
     flags = ("truncated",)
     image_size = None
 
