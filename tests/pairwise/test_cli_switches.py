@@ -92,3 +92,28 @@ def test_switch_options_refused_in_the_other_mode(tmp_path):
     r = _run("triage", "--pairwise", tmp_path / "p.csv", "--feature", "d", "--out",
              tmp_path / "r.json")
     assert r.exit_code == 2 and "--label-col or --votes" in r.output
+
+
+def test_pairwise_systems_html_and_position_bias(tmp_path):
+    """The ranking records the judge's position bias by task and --html writes the section
+    (win matrix, forest plot, position bias); --html on --out's path is refused."""
+    df = world_pairs(200, seed=5)
+    df.to_csv(tmp_path / "w.csv", index=False)
+    j = tmp_path / "j.csv"
+    assert _run("judge", "--pairwise", tmp_path / "w.csv", "--judge", "sim-pair-biased",
+                "--out", j).exit_code == 0
+    t = pd.read_csv(j, keep_default_na=False)
+    t.loc[t.index % 4 != 0, "human"] = ""
+    t.to_csv(tmp_path / "j3.csv", index=False)
+    out, html = tmp_path / "rank.json", tmp_path / "rank.html"
+    r = _run("systems", "--pairwise", tmp_path / "j3.csv", "--label-col", "human", "--out",
+             out, "--html", html)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    tasks = doc["position_bias"]["tasks"]  # sim-pair-biased: true bias +0.12 everywhere
+    assert len(tasks) >= 2 and all(abs(v["mean"] - 0.12) < 0.05 for v in tasks.values())
+    page = html.read_text()
+    assert page.count("<svg") >= 3 and "position bias" in page.lower()
+    r = _run("pairwise-systems", tmp_path / "j3.csv", "--label-col", "human", "--out",
+             tmp_path / "same.json", "--html", tmp_path / "same.json")
+    assert r.exit_code != 0 and "same path" in r.output

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import both_or_neither, exactly_one, need
-from scoreband.cli._options import later_path, open_unit
+from scoreband.cli._options import HtmlOpt, later_path, open_unit
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
@@ -370,22 +370,26 @@ def pairwise_systems(
                      "Bradley-Terry strengths (bradley-terry).")] = "head-to-head",
     system_a: Annotated[str, typer.Option("--system-a")] = "system_a",
     system_b: Annotated[str, typer.Option("--system-b")] = "system_b",
+    html: HtmlOpt = None,
 ):
     """Rank systems from many judge verdicts and a few human preferences: win rates and
     Bradley-Terry strengths by prediction-powered inference (the human-labeled pairs
     rectify the judge), Holm-adjusted pairwise decisions and simultaneous rank sets at
-    1 - --alpha.
+    1 - --alpha. Where the table has the judge's pair_position_bias (judge-pairs writes it),
+    the ranking records it per task (column task, where there is one). --html: the report
+    section (win matrix with intervals, win rates and Bradley-Terry strengths as a forest
+    plot, position bias by task).
 
     scoreband pairwise-systems judged_pairs.csv --label-col human --out ranking.json
     """
     run_pairwise_systems(table, out=out, probs=probs, verdict=verdict, label_col=label_col,
                          votes=votes, alpha=alpha, method=method, by=by, system_a=system_a,
-                         system_b=system_b)
+                         system_b=system_b, html=html)
 
 
 def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, votes,
                          alpha: float, method: str, by: str, system_a: str,
-                         system_b: str) -> None:
+                         system_b: str, html: Path | None = None) -> None:
     """`pairwise-systems` and `systems --pairwise` (one implementation)."""
     from scoreband.json_io import write_json
     from scoreband.pairwise.ranking import rank_systems
@@ -406,8 +410,23 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
     report_rows(errors, len(df))
     for w in doc["warnings"]:
         warn(w)
+    if "pair_position_bias" in df.columns:
+        from scoreband.pairwise.report import position_bias_by_task
+
+        doc["position_bias"] = position_bias_by_task(
+            df, task_col="task" if "task" in df.columns else None)
     doc["provenance"] = provenance({})
+    if html is not None:
+        from scoreband.files import check_output
+
+        if html.expanduser().resolve() == out.expanduser().resolve():
+            fail(f"--html and --out name the same path {str(html)!r}; give each its own")
+        check_output(html, what="the HTML report")
     write_json(out, doc)
+    if html is not None:
+        from scoreband.report.html import write_report
+
+        write_report([doc], html)
     t = Table(title=f"systems by win rate ({method}, rank sets at {1 - alpha:.0%})")
     for c in ("system", "win rate", "interval", "BT strength", "ranks"):
         t.add_column(c, justify="left" if c == "system" else "right")
@@ -418,4 +437,4 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
                   "-" if r["strength"] is None else f"{r['strength']:+.2f}",
                   f"{r['ranks'][0]}-{r['ranks'][1]}")
     console.print(t)
-    console.print(f"wrote {plain(out)}")
+    console.print(f"wrote {plain(out)}" + (f" and {plain(html)}" if html else ""))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from scoreband.cli._app import app, console, guard
+from scoreband.report.sections import kinds_help
 from scoreband.textsafe import plain
 
 
@@ -15,8 +16,8 @@ from scoreband.textsafe import plain
 @guard
 def report(
     results: Annotated[list[Path], typer.Argument(
-        help="Results JSON files of evaluate (--out), demo, judge-study, roundtrip-study or "
-             "stress (OUT/results.json).")],
+        help=f"Results JSON files: {kinds_help()} (--out, or a study's "
+             "OUT/results.json).")],
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")]
     = Path("report.html"),
     title: Annotated[str | None, typer.Option("--title", help="Page title.")] = None,

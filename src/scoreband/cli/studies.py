@@ -93,6 +93,10 @@ def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
     for f in doc["_meta"]["findings"]:
         mark = styled("  yes", "green") if f["holds"] else styled("  no", "red")
         console.print(mark.append(f"  {plain(f['claim'])} ({f['value']:.3f})"))
+    from scoreband.studies.demo import decisions_lines
+
+    for line in decisions_lines(doc):
+        console.print(plain(line))
     sh = doc["ood_painting_shift"]["chained_ci"]["after"]["coverage"]
     console.print(f"calibrated in domain, applied to ood_painting: coverage {sh['mean']:.3f}")
 

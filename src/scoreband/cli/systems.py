@@ -127,13 +127,13 @@ def systems(
         from scoreband.cli.pairwise import run_pairwise_systems
 
         only_with("without --pairwise", system_col=system_col, scale=scale, target=target,
-                  score=score, item_col=item_col, plan=plan, html=html,
+                  score=score, item_col=item_col, plan=plan,
                   propose_labels=propose_labels, calibrator=calibrator,
                   inclusion_prob=inclusion_prob, strata=strata)
         return run_pairwise_systems(table, out=out, probs=probs, verdict=verdict,
                                     label_col=label_col, votes=votes, alpha=alpha,
                                     method=method, by=by, system_a=system_a,
-                                    system_b=system_b)
+                                    system_b=system_b, html=html)
     only_with("with --pairwise", label_col=label_col, votes=votes, probs=probs,
               verdict=verdict)
     need("systems", system_col=system_col, scale=scale)

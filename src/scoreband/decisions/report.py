@@ -23,10 +23,10 @@ def _doc(rule) -> dict:
     if isinstance(rule, dict):
         return rule
     if isinstance(rule, (str, Path)):
-        from scoreband.files import read_json
+        from scoreband.json_io import read_json
 
         return read_json(rule, what="triage rule")
-    from scoreband.files import to_jsonable
+    from scoreband.json_io import to_jsonable
 
     return to_jsonable(rule.to_dict())
 

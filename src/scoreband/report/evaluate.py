@@ -232,8 +232,9 @@ def evaluate_section(doc: dict) -> dict:
                            "its 95 % Clopper-Pearson interval on distinct items; red: more "
                            "than 0.1 below the nominal coverage. Split-conformal bands hold "
                            "on average over levels, not at each: an auditor cannot trust a "
-                           "red level. Remedy (per predicted level): --mondrian --groups on "
-                           "a column of the rounded point score."))
+                           "red level. Remedy (per predicted level): --mondrian-by predicted "
+                           "(or --mondrian --groups on a column of the rounded point "
+                           "score)."))
         rows = [[f"{'human score' if k == 'target' else 'predicted'} {g}",
                  v.get("n_items", v["n"]), fmt(v["coverage"]["mean"]),
                  f"{fmt((v.get('ci') or [None, None])[0])}-{fmt((v.get('ci') or [None, None])[1])}",

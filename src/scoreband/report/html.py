@@ -16,7 +16,8 @@ from pathlib import Path
 
 from scoreband._version import __version__
 from scoreband.errors import InputError
-from scoreband.files import atomic_write_text, read_json
+from scoreband.files import atomic_write_text
+from scoreband.json_io import read_json
 from scoreband.report.schema import FIX, check_results
 from scoreband.report.sections import KINDS, kind_of, section_of
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scoreband.files import atomic_write_text, write_json
+from scoreband.files import atomic_write_text
+from scoreband.json_io import write_json
 
 __all__ = ["StudyResult"]
 
