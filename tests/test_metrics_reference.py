@@ -34,12 +34,12 @@ def test_agreement_metrics_match_scipy(seed):
         ours = M.kendall_tau_c(x, y)
         assert np.isnan(ours) == np.isnan(tau)
         if not np.isnan(tau):
-            assert ours == pytest.approx(tau, abs=1e-12)
+            assert ours == float(tau)
             checked += 1
         if np.ptp(x) > 0 and np.ptp(y) > 0:
-            assert M.pearson(x, y) == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
-            assert M.spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic,
-                                                     abs=1e-12)
+            # bit for bit: the golden evaluate outputs must not move
+            assert M.pearson(x, y) == float(stats.pearsonr(x, y).statistic)
+            assert M.spearman(x, y) == float(stats.spearmanr(x, y).statistic)
     assert checked > 150
 
 

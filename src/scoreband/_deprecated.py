@@ -26,6 +26,7 @@ MOVED = {
     "scoreband.scorers.backbone_scorer": "scoreband.scorers.train_backbone",
     "scoreband.judges.features": "scoreband.logprobs",
     "scoreband.conformal._core": "scoreband.conformal.core",
+    "scoreband.studies.base": "scoreband.report.result",
 }
 
 #: names a former module offered that now live elsewhere than its one successor

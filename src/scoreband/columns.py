@@ -17,6 +17,7 @@ import pandas as pd
 
 from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError, RowError
+from scoreband.grid import snap_to_grid
 from scoreband.tables import NA_TEXT, table_columns
 
 __all__ = ["ColumnSpec", "Inputs", "RowIds", "load_inputs", "parse_ratings",
@@ -458,7 +459,6 @@ def _snap(y, scale, nr, col, ids, errors: dict, notes: list) -> np.ndarray:
     """Targets stored rounded onto the achievable means of ``nr`` ratings
     (:func:`scoreband.conformal.boundary.snap_to_grid`); one that fits no grid point, or
     two, is an error naming the row and the nearest grid values."""
-    from scoreband.conformal.boundary import snap_to_grid  # lazy: loads pydantic
 
     usable = np.isfinite(y) & ~np.isin(np.arange(len(y)), list(errors))
     snapped, moved, bad = snap_to_grid(np.where(usable, y, scale.lo), scale, nr)

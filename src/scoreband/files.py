@@ -44,7 +44,7 @@ try:
 except ImportError:  # Windows has no fcntl: manifests are written without a lock there
     fcntl = None
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "output_policy",
+__all__ = ["resolve_path", "atomic_path", "atomic_write_bytes", "atomic_write_text", "output_policy",
            "check_output", "declare_input", "record_written", "remove_output",
            "written_by_scoreband", "MANIFEST", "check_readable", "temp_path", "track_temp",
            "untrack_temp", "remove_stale_temps", "file_mode"]
@@ -464,3 +464,16 @@ def __getattr__(name: str):
     if name in _MOVED:
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def resolve_path(value, base_dir=None) -> Path:
+    """A relative path is looked up from the working directory, then from ``base_dir``
+    (the table's folder)."""
+    p = Path(str(value))
+    try:
+        exists = p.exists()
+    except OSError:  # a name the file system cannot hold (too long ...): the reader reports it
+        return p
+    if not p.is_absolute() and not exists and base_dir is not None:
+        p = Path(base_dir) / p
+    return p

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from scoreband.engine.cells import resolve_path
+from scoreband.files import resolve_path
 
 __all__ = ["load_image", "load_images", "thread_pool", "decode_image", "to_rgb",
            "resize_square", "read_image_bytes", "image_digest", "image_input", "MAX_PIXELS",

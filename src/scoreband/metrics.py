@@ -155,7 +155,13 @@ def pearson(x, y) -> float:
     x, y = _arrays(x, y)
     if _constant(x) or _constant(y):
         return math.nan
-    return float(np.corrcoef(x, y)[0, 1])
+    # scipy.stats.pearsonr's own arithmetic (centred, scaled norms, vecdot), so the value
+    # is the same to the last bit (tests/test_metrics_reference.py)
+    xm, ym = x - x.mean(), y - y.mean()
+    xmax, ymax = np.max(np.abs(xm)), np.max(np.abs(ym))
+    r = np.vecdot(xm / (xmax * np.linalg.vector_norm(xm / xmax)),
+                  ym / (ymax * np.linalg.vector_norm(ym / ymax)))
+    return float(np.clip(r, -1.0, 1.0))
 
 
 def spearman(x, y) -> float:
@@ -163,9 +169,11 @@ def spearman(x, y) -> float:
     x, y = _arrays(x, y)
     if _constant(x) or _constant(y):
         return math.nan
-    import pandas as pd  # average ranks of ties, as scipy's spearmanr
+    import pandas as pd  # average ranks of ties, as scipy's rankdata
 
-    return float(np.corrcoef(pd.Series(x).rank().to_numpy(), pd.Series(y).rank().to_numpy())[0, 1])
+    # scipy.stats.spearmanr's own arithmetic (corrcoef of the ranks as columns, its [1, 0])
+    ranks = np.column_stack([pd.Series(x).rank().to_numpy(), pd.Series(y).rank().to_numpy()])
+    return float(np.corrcoef(ranks, rowvar=False)[1, 0])
 
 
 def ranking_scoring_gap(rho: float, mean_width: float, k: int) -> float:

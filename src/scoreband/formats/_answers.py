@@ -4,7 +4,7 @@ Inspect log's outputs, a batch of answers): the same parser, checks and columns 
 whichever way it was made.
 
 Reused, not rewritten: the answer is parsed by
-:func:`scoreband.judges.endpoint.parse_chat_answer` (the score position found by the
+:func:`scoreband.judges.answers.parse_chat_answer` (the score position found by the
 delimiter from the end, ``"4"`` and ``" 4"`` merged, labels missing from ``top_logprobs``
 given -inf and the mass they may hold measured), checked by
 :func:`scoreband.judges.answers.judge_row` (no label listed, or the unseen labels may hold
@@ -51,7 +51,7 @@ class _Answered:
         self.top_logprobs = _listed(answer)  # for the message: the k the answer has
 
     def judge(self, image_path, text):
-        from scoreband.judges.endpoint import parse_chat_answer
+        from scoreband.judges.answers import parse_chat_answer
 
         return parse_chat_answer(self.answer, self.prompt, top_logprobs=_LISTED,
                                  model="answers")

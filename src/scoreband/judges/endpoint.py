@@ -48,13 +48,10 @@ from scoreband.files import atomic_write_text
 from scoreband.http import MAX_RESPONSE_BYTES, EndpointClient, public_url
 from scoreband.images import decode_image, read_image_bytes
 from scoreband.json_io import read_json
+from scoreband.judges.answers import parse_chat_answer
 from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeResult, JudgeStop
 from scoreband.judges.tokens import (
     ambiguous_labels,
-    canonical_token,
-    find_score_position,
-    fold_top_logprobs,
-    unseen_label_share,
 )
 
 __all__ = ["OpenAIJudge", "image_upload", "parse_chat_answer"]
@@ -298,81 +295,6 @@ class OpenAIJudge(EndpointClient):
                                  max_tokens=self.max_tokens, model=self.model)
 
 
-def parse_chat_answer(resp, prompt: JudgePrompt, *, top_logprobs: int = 20,
-                      max_tokens: int = 256, model: str = "the model") -> JudgeResult:
-    """The label distribution at the score (or verdict) position of one chat-completions
-    answer (``choices[0].logprobs.content[]``): the position found after the last
-    ``prompt.delimiter`` (searched from the end, so a number in the reasoning is not
-    read), every spelling of a label merged ("4", " 4", "▁4"), labels missing from the
-    ``top_logprobs`` list given -inf and the mass they may hold measured. The one parser of
-    the endpoint judge and of the readers of answers written elsewhere (Inspect logs, batch
-    answers). ``top_logprobs`` / ``max_tokens``: what was asked (for the messages);
-    ``model``: its name (for the messages). Anything malformed is a :class:`JudgeError`
-    saying what, never another exception.
-    """
-    try:
-        return _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model)
-    except JudgeError:
-        raise
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-        raise JudgeError(f"malformed answer ({type(e).__name__}: {e}): "
-                         f"{str(resp)[:160]}") from None
-
-
-def _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model) -> JudgeResult:
-    labels = prompt.labels
-    choices = resp.get("choices") if isinstance(resp, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise JudgeError(f"malformed response (no choices): {str(resp)[:200]}")
-    choice = choices[0]
-    finish = choice.get("finish_reason")
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-    answer = message.get("content")
-    logprobs = choice.get("logprobs")
-    content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    if not content:
-        _no_tokens(model, finish, answer, message.get("refusal"),
-                   has_logprobs=isinstance(content, list), max_tokens=max_tokens)
-    if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
-        raise JudgeError(f"malformed logprobs.content (expected a list of token objects, "
-                         f"got {type(content).__name__}): {str(content)[:120]}")
-    texts = [str(c.get("token", "")) for c in content]
-    cut = (f" (finish_reason 'length': the answer was cut at `max_tokens` "
-           f"{max_tokens}; raise it)") if finish == "length" else ""
-    pos = find_score_position(texts, prompt.delimiter)
-    where = "generated"
-    if pos is None:
-        first = next((i for i, t in enumerate(texts) if canonical_token(t)), None)
-        if (first is None or canonical_token(texts[first]) not in labels
-                or not prompt.first_token_fallback):
-            raise JudgeError(f"no {prompt.delimiter!r} in the answer and it does not "
-                             f"start with a score{cut}: {''.join(texts)[-120:]!r}")
-        pos, where = first, "first-token"
-    if pos >= len(content):
-        raise JudgeError("the answer ends at the score delimiter, with no score after "
-                         "it" + (cut or f" (finish_reason {finish!r})"))
-    nxt = texts[pos + 1] if pos + 1 < len(texts) else ""
-    if nxt[:1].isdigit() and canonical_token(texts[pos])[-1:].isdigit():
-        raise JudgeError(f"the score was spelled with several tokens ({texts[pos]!r} + "
-                         f"{nxt!r}); one next-token distribution cannot hold it. Use a "
-                         "scale whose labels are single tokens (e.g. 1-9)")
-    top = content[pos].get("top_logprobs")
-    if not isinstance(top, list) or not top or not all(isinstance(t, dict) for t in top):
-        # the chosen token's own log-prob alone would read as a certain judge
-        raise JudgeError(f"the endpoint returned no top_logprobs list at the score "
-                         f"position (asked for {top_logprobs}); one token's "
-                         "log-prob is not a distribution over the labels")
-    entries = [(t.get("token"), t.get("logprob")) for t in top]
-    try:
-        lp, missing = fold_top_logprobs(entries, labels)
-        share, _ = unseen_label_share(entries, labels, top_logprobs)
-    except (ValueError, TypeError, AttributeError) as e:
-        raise JudgeError(f"bad top_logprobs at the score position: {e}") from None
-    return JudgeResult(lp, missing, where, "".join(texts[:pos]),
-                       extra={"finish_reason": finish, "model": resp.get("model")},
-                       unseen_share=share)
-
-
 def _write_cache(path: Path, text: str) -> None:
     """A cache entry, through the one atomic writer (renamed into place, listed as
     scoreband's, created with the umask, cleaned on a signal) but without the fsync of an
@@ -384,25 +306,3 @@ def _prompt_tokens(resp) -> int | None:
     usage = resp.get("usage") if isinstance(resp, dict) else None
     n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
-
-
-def _no_tokens(model: str, finish, answer, refusal, *, has_logprobs: bool,
-               max_tokens: int) -> None:
-    """Raise the reason an answer has no token log-probs, in its own words: a refusal, an
-    empty answer (the model stopped at once), or an endpoint without log-probs."""
-    if isinstance(refusal, str) and refusal.strip():
-        raise JudgeError(f"the model refused to answer: {refusal.strip()[:200]!r}")
-    if not (isinstance(answer, str) and answer.strip()):
-        why = {"length": f"cut at `max_tokens` {max_tokens}",
-               "content_filter": "stopped by the endpoint's content filter"}.get(
-            finish, "the model ended its answer at once")
-        raise JudgeError(
-            f"the model's answer is empty: no token (finish_reason {finish!r}: {why}), so "
-            "there is no score to read. A model that stops at once was often given a "
-            "prompt its chat template does not show it (e.g. a text-only template dropping "
-            "a message with an image) or is too weak for the task; check the prompt "
-            "(`template`) and the model" + ("" if has_logprobs else
-                                            "; the endpoint also returned no log-probs"))
-    raise JudgeError(f"the model {model!r} returned no log-probs; it (or the endpoint) does "
-                     "not support `logprobs`. Choose a model that does: a score without its "
-                     "distribution cannot be calibrated")

@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.cells import cell_text
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import ERROR_COLUMN, InputError
+from scoreband.files import resolve_path
 from scoreband.images import image_digest
 from scoreband.judges.answers import Breaker as _Breaker
 from scoreband.judges.answers import feature_columns as _feature_columns

@@ -183,7 +183,7 @@ class ModelPairRunner:
         return self.instruction
 
     def _image(self, df: pd.DataFrame, i: int):
-        from scoreband.engine.cells import resolve_path
+        from scoreband.files import resolve_path
 
         return resolve_path(str(df[self.image_col].iloc[i]), self.root)
 

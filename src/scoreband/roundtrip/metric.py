@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.cells import cell_text
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import ERROR_COLUMN, InputError
-from scoreband.files import atomic_path
+from scoreband.files import atomic_path, resolve_path
 from scoreband.images import decode_image, image_digest
 from scoreband.roundtrip.encoders import cosine, make_encoder
 from scoreband.roundtrip.generators import GenerationError, make_generator

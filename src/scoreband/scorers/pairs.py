@@ -10,8 +10,9 @@ import pandas as pd
 from PIL import Image
 
 from scoreband.columns import ColumnSpec, load_inputs
-from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.cells import cell_text
 from scoreband.errors import InputError, RowError
+from scoreband.files import resolve_path
 from scoreband.images import load_image
 
 __all__ = ["LazyImages", "load_pairs", "take_rows"]

@@ -15,10 +15,11 @@ from scoreband.apply_stage import BAND_COLUMNS, band_values
 from scoreband.backbones import load_backbone
 from scoreband.checksums import file_sha256
 from scoreband.conformal import load_calibrator, shift_test
-from scoreband.engine.cells import cell_text, resolve_path
+from scoreband.engine.cells import cell_text
 from scoreband.engine.journal import row_key
 from scoreband.engine.rows import Stage, run_rows
 from scoreband.errors import ERROR_COLUMN, InputError
+from scoreband.files import resolve_path
 from scoreband.images import (  # noqa: F401  (load_image, MAX_PIXELS re-exported)
     DECODER_VERSION,
     MAX_PIXELS,

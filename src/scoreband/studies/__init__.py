@@ -1,7 +1,7 @@
 """Studies: the demo, the judge study, the round-trip study and the stress study.
 
 Every study has one shape: a config (keyword arguments of its ``run``) -> ``run(...)`` -> a
-:class:`~scoreband.studies.base.StudyResult` holding the numbers (``doc``, JSON-ready), their
+:class:`~scoreband.report.result.StudyResult` holding the numbers (``doc``, JSON-ready), their
 markdown and the figures to draw; ``result.write(out_dir)`` writes ``results.json``,
 ``results.md``, the figures and ``report.html``. Each study's module also renders its own
 section of the HTML report (``REPORT_SECTION``, named by one line of
@@ -9,6 +9,6 @@ section of the HTML report (``REPORT_SECTION``, named by one line of
 evaluation they share.
 """
 
-from scoreband.studies.base import StudyResult
+from scoreband.report.result import StudyResult
 
 __all__ = ["StudyResult"]

@@ -31,8 +31,8 @@ from scoreband.report.blocks import (
     svg,
     table_block,
 )
+from scoreband.report.result import StudyResult
 from scoreband.report.sections import ReportSection
-from scoreband.studies.base import StudyResult
 from scoreband.system_level.active import active_arrays, inclusion_probabilities, systematic_draw
 from scoreband.textsafe import fig as label
 from scoreband.world import make_dataset

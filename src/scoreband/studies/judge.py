@@ -20,8 +20,8 @@ from scoreband.evaluation import resplits, summarize
 from scoreband.logprobs import expected_score, max_prob
 from scoreband.metrics import binomial_ci
 from scoreband.report.blocks import bar_figure, fig_block, fmt, mean_std, table_block
+from scoreband.report.result import StudyResult
 from scoreband.report.sections import ReportSection
-from scoreband.studies.base import StudyResult
 from scoreband.textsafe import md
 
 __all__ = ["run", "reliability_map", "unreliable", "USABLE", "COMPARE", "COMPARE_HOW",

@@ -28,8 +28,8 @@ from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
 from scoreband.evaluation import Tally, resplits
 from scoreband.report.blocks import fmt, mean_std, table_block
+from scoreband.report.result import StudyResult
 from scoreband.report.sections import ReportSection
-from scoreband.studies.base import StudyResult
 from scoreband.tables import read_table
 from scoreband.textsafe import md
 

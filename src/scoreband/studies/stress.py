@@ -46,8 +46,8 @@ from scoreband.report.blocks import (
     lines_figure,
     table_block,
 )
+from scoreband.report.result import StudyResult
 from scoreband.report.sections import ReportSection
-from scoreband.studies.base import StudyResult
 from scoreband.textsafe import md
 
 __all__ = ["DISTORTIONS", "LEVELS", "K_DEFAULT", "distort", "balanced_subset", "run",

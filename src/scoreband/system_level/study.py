@@ -31,7 +31,7 @@ import pandas as pd
 from scoreband.columns import numeric_column, require_columns, row_error, row_ids
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError, RowError
-from scoreband.studies.base import StudyResult
+from scoreband.report.result import StudyResult
 from scoreband.system_level.active import (
     active_mean,
     stratified,
@@ -72,7 +72,7 @@ ACTIVE_PAYS = 0.95
 
 
 class SystemsResult(StudyResult):
-    """What :func:`systems_study` found: a :class:`~scoreband.studies.base.StudyResult` of
+    """What :func:`systems_study` found: a :class:`~scoreband.report.result.StudyResult` of
     kind ``systems`` (``doc``: the keys of ``--out``; ``errors``: the skipped rows;
     ``warnings``) with its per-system table; ``write(out, html=None)`` writes the JSON file
     and, with ``html``, the report."""
