@@ -214,6 +214,8 @@ def rule_kind(path: Path) -> str | None:
     from scoreband.pairwise.selective import PAIR_RULE_FORMAT
 
     try:
+        if not Path(path).is_file():  # a FIFO or a device is never opened here
+            return None
         with open(path, "rb") as f:
             fmt = json.loads(f.read(1 << 22)).get("format")
     except (OSError, ValueError, AttributeError):

@@ -199,6 +199,8 @@ def is_pair_rule(path) -> bool:
     import json
 
     try:
+        if not Path(path).is_file():  # a FIFO or a device is never opened here
+            return False
         with open(path, "rb") as f:
             head = f.read(1 << 20)
         return json.loads(head).get("format") == PAIR_RULE_FORMAT
