@@ -709,6 +709,7 @@ def test_deletion_goes_through_the_output_policy(tmp_path):
     assert not remove_output(tmp_path / "in.csv")  # outside a folder: only when vouched for
 
 
+@pytest.mark.slow  # processes signalled mid-write
 def test_sigterm_while_apply_writes_json_leaves_no_temporary_file(w, tmp_path):
     """A SIGTERM (or SIGINT) mid-write removes the hidden temporary file; a writer killed
     with SIGKILL leaves one, which the next run writing that output removes."""
@@ -739,6 +740,7 @@ def test_sigterm_while_apply_writes_json_leaves_no_temporary_file(w, tmp_path):
             assert p.returncode in (-sig, 1, 2, 130), p.returncode
 
 
+@pytest.mark.slow  # four command processes
 def test_every_file_a_command_writes_follows_the_umask(w, tmp_path):
     outs = [tmp_path / "a.csv", tmp_path / "a.json", tmp_path / "a.parquet"]
     for o in outs:
@@ -773,6 +775,7 @@ def test_train_removes_only_its_own_checkpoint_files(tmp_path):
     assert (out / "checkpoint" / "optimizer-7.pt").exists()
 
 
+@pytest.mark.slow  # six world processes
 def test_concurrent_world_runs_into_one_folder(tmp_path):
     """Two ``world --out kw`` at once: neither may call the other's files foreign (before
     the fix, one of two such runs failed in 2 of 3 rounds)."""

@@ -100,6 +100,7 @@ OPTIONS = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow  # three commands per drawn table (~12 s)
 @SETTINGS
 @given(tables(), OPTIONS)
 def test_calibrate_apply_evaluate_invariants(table, opts):

@@ -130,6 +130,7 @@ def _hostile_table(tmp_path, groups: list[str]):
     return p
 
 
+@pytest.mark.slow  # nine evaluate --html runs (~30 s)
 @given(st.lists(names, min_size=5, max_size=5, unique=True))
 @example(HOSTILE[:5])
 @example(HOSTILE[5:10])
