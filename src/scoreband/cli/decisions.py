@@ -218,7 +218,7 @@ def rule_kind(path: Path) -> str | None:
             return None
         with open(path, "rb") as f:
             fmt = json.loads(f.read(1 << 22)).get("format")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None  # the calibrator reader says what is wrong
     return {RULE_FORMAT: "triage", PAIR_RULE_FORMAT: "pairwise"}.get(fmt)
 

@@ -204,7 +204,7 @@ def is_pair_rule(path) -> bool:
         with open(path, "rb") as f:
             head = f.read(1 << 20)
         return json.loads(head).get("format") == PAIR_RULE_FORMAT
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False  # the command's own reader says what is wrong
 
 
