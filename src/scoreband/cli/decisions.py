@@ -63,8 +63,9 @@ def triage(
                              "(band-width).")] = None,
     by: Annotated[str, typer.Option(
         "--by", help="The uncertainty: auto (the one that accepts most on the training "
-                     "share) | knn-miss | knn-abs | knn-miss-features | fitted-abs | "
-                     "judge-confidence | band-width | column.")] = "auto",
+                     "share) | knn-miss | knn-abs | knn-miss-features | knn-abs-features (by name "
+                     "only: auto does not try it) | fitted-abs | judge-confidence | "
+                     "band-width | column.")] = "auto",
     map_: Annotated[str, typer.Option(
         "--map", help="tolerance (near each score, the human score most often within "
                       "--tolerance; monotone) | isotonic (the monotone mean) | none (the "

@@ -226,6 +226,8 @@ def _propose(table, system_col, scores, target, scale, out, item_col, n, calibra
                   f"{d['min_inclusion_prob']:.3g}")
     console.print(f"predicted width, active / uniform: {d['predicted_width_ratio']:.2f} (from "
                   f"{d['predicted_from']}): {d['advice']}")
+    if "design" in d:
+        console.print(f"design: {plain(str(d['design']))} ({plain(str(d['design_reason']))})")
     if "plan" in d:
         console.print(f"labels per system for a {plan:g}-wide interval:")
         for s, v in d["plan"]["systems"].items():
