@@ -64,6 +64,7 @@ from scoreband.decisions.uncertainty import (
     uncertainty_from_dict,
 )
 from scoreband.engine.rows import Stage
+from scoreband.errors import ERROR_COLUMN as _ERROR_COLUMNS
 from scoreband.errors import InputError, NotFittedError, RowError
 
 __all__ = ["TriageRule", "Triage", "fit_triage", "fit_triage_arrays", "load_rule",
@@ -73,7 +74,7 @@ __all__ = ["TriageRule", "Triage", "fit_triage", "fit_triage_arrays", "load_rule
 RULE_FORMAT = "scoreband-triage-rule"
 RULE_VERSION = 1
 #: the columns every triaged row gets
-TRIAGE_COLUMNS = ("triage_score", "triage_uncertainty", "trusted", "triage_error")
+TRIAGE_COLUMNS = ("triage_score", "triage_uncertainty", "trusted", _ERROR_COLUMNS["triage"])
 #: ``|m - y| > tol + LOSS_SLACK`` is a miss: a score exactly ``tol`` away is within it even
 #: when the targets are thirds stored in floating point
 LOSS_SLACK = 1e-9
@@ -203,7 +204,7 @@ class TriageRule:
                 "n_skipped_rows": len(self.errors), "warnings": self.warnings}
 
     def save(self, path) -> Path:
-        from scoreband.files import write_json
+        from scoreband.json_io import write_json
 
         write_json(path, self.to_dict())
         return Path(path)
@@ -243,7 +244,7 @@ def _summary(rule: TriageRule) -> dict:
 
 def load_rule(path) -> TriageRule:
     """Read a rule written by :meth:`TriageRule.save` (``scoreband triage --out``)."""
-    from scoreband.files import read_json
+    from scoreband.json_io import read_json
 
     doc = read_json(path, what="triage rule",
                     missing="write one with `scoreband triage LABELED ... --out rule.json`",
@@ -621,7 +622,7 @@ class Triage:
 
 
 # ----------------------------------------------------------------- the row engine's stage
-ERROR_COLUMN = "triage_error"
+ERROR_COLUMN = _ERROR_COLUMNS["triage"]
 
 
 class TriageStage(Stage):
