@@ -13,7 +13,7 @@ import scoreband as sb
 from scoreband.conformal.bins import target_classes
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError
-from scoreband.report.html import best_judge_method
+from scoreband.studies.judge import best_judge_method
 
 LIKERT = Scale(1, 5, integer=True)
 

@@ -181,11 +181,3 @@ def _section(doc: dict, kind: str, name: str | None) -> dict:
         raise InputError(f"{name}: cannot read this {kind} results file ({what}); "
                          f"{FIX}") from None
 
-
-def __getattr__(name: str):
-    # a name this module held before the sections moved to their kinds' modules
-    if name == "best_judge_method":
-        from scoreband.studies.judge import best_judge_method  # lazy: the judge study's own
-
-        return best_judge_method
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
