@@ -27,6 +27,7 @@ MOVED = {
     "scoreband.judges.features": "scoreband.logprobs",
     "scoreband.conformal._core": "scoreband.conformal.core",
     "scoreband.studies.base": "scoreband.report.result",
+    "scoreband.judges.extract": "scoreband.judge_stage",
 }
 
 #: names a former module offered that now live elsewhere than its one successor

@@ -132,7 +132,7 @@ def judge(
         return _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col,
                                b_col, no_tie, base_url, top_logprobs, max_tokens, timeout,
                                retries, cache, rubric, template, engine_opts)
-    from scoreband.judges.extract import JudgePrompt  # lazy: loads scipy
+    from scoreband.judge_stage import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
     if not (float(sc.lo).is_integer() and float(sc.hi).is_integer()):
@@ -149,7 +149,7 @@ def judge(
                        "delimiter": prompt.delimiter, "labels": prompt.labels}}
     if not out.parent.is_dir():
         out.parent.mkdir(parents=True, exist_ok=True)
-    run, stage = run_stage(table, out, "scoreband.judges.extract:judge_stage", dict(
+    run, stage = run_stage(table, out, "scoreband.judge_stage:judge_stage", dict(
         judge_spec=judge_spec, prompt=dict(lo=int(sc.lo), hi=int(sc.hi), delimiter=delimiter,
                                            **kw), judge_options=options,
         concurrency=concurrency, stop_after=stop_after,

@@ -2,7 +2,7 @@
 (:func:`parse_chat_answer`), the checks on a judge's answer (:func:`judge_row`), the
 score-token columns of ``scoreband judge`` (:func:`feature_columns`) and the breaker that
 stops a run after failures in a row. Used by the judge stage
-(:mod:`scoreband.judges.extract`) and by the readers of answers written elsewhere
+(:mod:`scoreband.judge_stage`) and by the readers of answers written elsewhere
 (:mod:`scoreband.formats`), which must not import the row engine."""
 
 from __future__ import annotations

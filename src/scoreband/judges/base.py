@@ -1,6 +1,6 @@
 """The judge interface: the prompt, one row's result, the error a row can fail with, and the
 ``Judge`` protocol that the local and endpoint judges implement (imported by both, so that
-they never import the table job in :mod:`scoreband.judges.extract`)."""
+they never import the table job in :mod:`scoreband.judge_stage`)."""
 
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ def make_pair_judge(spec: str, *, prompt: PairPrompt | None = None, **kw):
         return SimulatedPairRunner(spec.removeprefix("sim:"),
                                    **{k: v for k, v in kw.items()
                                       if k in ("true_a", "true_b", "seed")})
-    from scoreband.judges.extract import make_judge
+    from scoreband.judge_stage import make_judge
 
     prompt = prompt or PairPrompt()
     runner_kw = {k: kw.pop(k) for k in ("image_col", "response_a", "response_b",
