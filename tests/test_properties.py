@@ -302,6 +302,7 @@ def round_trip_cal():
     return d
 
 
+@pytest.mark.slow  # 60 apply runs (~12 s)
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
