@@ -25,6 +25,9 @@ The calibrators work on arrays as estimators (``fit`` / ``predict``):
 :mod:`scoreband.conformal`.
 """
 
+import importlib
+import warnings
+
 from scoreband._version import __version__  # noqa: E402
 from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 
@@ -36,12 +39,8 @@ __all__ = ["Band", "Predictions", "Scale", "__version__", *_API]
 
 def __getattr__(name):
     if name in _API:  # PEP 562: the facade loads scoreband.api on first use
-        import importlib
-
         return getattr(importlib.import_module("scoreband.api"), name)
     if name == "Record":  # deprecated: nothing builds one; goes in the next release
-        import warnings
-
         from scoreband.datatypes import Record
 
         warnings.warn("scoreband.Record is deprecated (tables are the input); it goes in the "

@@ -26,8 +26,11 @@ True
 
 from __future__ import annotations
 
+import copy
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,8 +198,6 @@ def _frame(table):
 
 def example_table() -> Path:
     """Path of the bundled example predictions (2,000 rows, 3 ratings each)."""
-    from importlib import resources
-
     return Path(str(resources.files("scoreband") / "data" / "example_predictions.csv"))
 
 
@@ -350,8 +351,6 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | Non
     >>> bool((banded["band_lo"] <= banded["band_hi"]).all()), len(banded)
     (True, 1000)
     """
-    import warnings
-
     spec, cfg = _options("calibrate", columns, config, keywords)
     df = _frame(table)
     if cfg.map not in (None, "none"):
@@ -418,8 +417,6 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     otherwise, and may override ``median=`` / ``lo=`` / ``hi=``. Rows without a usable target
     are skipped and reported.
     """
-    import copy
-
     from scoreband.conformal.recalibrate import coverage_guarantee, min_labels  # lazy: loads scipy
 
     _check_keywords("recalibrate", keywords, RECALIBRATE_KEYS)
@@ -453,7 +450,6 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
                          f"needs at least {need}")
     if inputs.get("adjust_boundary"):
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
-    import warnings
 
     if uses_row_draws(cal):
         inp.pred.keys = frame_keys(df.iloc[inp.rows])

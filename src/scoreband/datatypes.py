@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -298,8 +298,6 @@ class Band:
 
     def take(self, idx) -> Band:
         """The bands of a subset of items (index array or boolean mask)."""
-        from dataclasses import replace
-
         def sel(v):
             return None if v is None else np.asarray(v)[idx]
 

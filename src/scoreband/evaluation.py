@@ -11,6 +11,7 @@ demo, the benchmarks), the studies run their own measurements inside :func:`resp
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -375,8 +376,6 @@ def level_labels(y01, scale) -> np.ndarray:
 
 def _level_key(name: str) -> float:
     """A level's label sorted by its (first) number."""
-    import re
-
     m = re.match(r"-?[0-9.]+(e-?[0-9]+)?", name)
     return float(m.group()) if m else float("inf")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -113,8 +114,6 @@ class JudgeStage(Stage):
         if self.concurrency == 1 or len(cells) == 1:
             return [self._one(c) for c in cells]
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="scoreband-judge")
         # each row in a copy of this thread's context (the output policy lives in one)
         futures = [self._pool.submit(contextvars.copy_context().run, self._one, c)

@@ -14,6 +14,8 @@ The per-method parameters of a calibrator (``calibrator.params``) are checked by
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -57,9 +59,6 @@ def columns_doc(source: type | None = None) -> type[BaseModel]:
     one definition; ``source``: another dataclass, for the test that a new field shows up):
     a scale field becomes a :class:`ScaleDoc`, a list of column names a ``list[str]``;
     defaults as the dataclass's (a tuple as a list)."""
-    import dataclasses
-    import typing
-
     from scoreband.columns import ColumnSpec
 
     source = source or ColumnSpec

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import math
 import os
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Annotated
 
@@ -91,8 +93,6 @@ def open_unit(value: float | None) -> float | None:
 
 def positive(value: float | None) -> float | None:
     """An option that must be a finite number above 0 (checked before any work)."""
-    import math
-
     if value is not None and not (math.isfinite(value) and value > 0):
         raise typer.BadParameter(f"{value:g} is not a finite number above 0")
     return value
@@ -155,8 +155,6 @@ def calibration_options(spec: type | None = None, config: type | None = None
     the test that a new field shows up), with the config's defaults (a column option
     defaults to None: not given). A field without an option declaration here is an error at
     import."""
-    from dataclasses import MISSING, fields
-
     from scoreband.api import CalibrationConfig
     from scoreband.columns import ColumnSpec, shared_option_fields
 

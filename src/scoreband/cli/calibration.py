@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -379,8 +380,6 @@ def apply(
     kw = {"calibrator": str(calibrator), "columns": cols, "scorer_id": scorer_id,
           "n_ratings": n_ratings}
     if check_engine(engine_opts):  # an actor reads the calibrator from its text, checked here
-        import json
-
         kw["calibrator_text"] = json.dumps(load_calibrator(calibrator, scorer_fingerprint=
                                                            scorer_id)[1])
     run, stage = run_stage(table, out, "scoreband.apply_stage:apply_stage", kw, engine_opts,

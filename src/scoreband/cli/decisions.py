@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -16,8 +18,6 @@ from scoreband.textsafe import plain
 
 
 def _nonnegative(value: float | None) -> float | None:
-    import math
-
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise typer.BadParameter(f"{value:g} is not a finite number >= 0")
     return value
@@ -209,8 +209,6 @@ def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
 def rule_kind(path: Path) -> str | None:
     """``"triage"`` or ``"pairwise"`` when ``path`` is a rule file (its ``format`` field), else
     None: how ``apply --calibrator`` tells a rule from a calibrator."""
-    import json
-
     from scoreband.decisions.triage import RULE_FORMAT
     from scoreband.pairwise.selective import PAIR_RULE_FORMAT
 

@@ -3,6 +3,7 @@ better than they score: compare two responses instead of scoring one)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -196,8 +197,6 @@ def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, del
 def is_pair_rule(path) -> bool:
     """Whether ``path`` is a JSON file written by `pairwise-triage --out` (its ``format``),
     so `triage --rule` and `apply --calibrator` can hand it to the pairwise apply."""
-    import json
-
     try:
         if not Path(path).is_file():  # a FIFO or a device is never opened here
             return False

@@ -4,6 +4,7 @@ a classifier's histogram over the target's classes."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -136,8 +137,6 @@ class CHR(LearnedCalibrator):
             self.coarse == "always"
             or (self.coarse == "auto" and len(y) < MIN_ITEMS_PER_CLASS * len(classes)))
         if use:
-            import warnings
-
             warnings.warn(f"CHR: {len(y)} training items for {len(classes)} classes, so the "
                           f"histogram is fitted on {len(edges) - 1} coarse cells and spread "
                           "over the classes (`coarse` never to fit every class)", stacklevel=2)

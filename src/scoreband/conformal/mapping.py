@@ -7,6 +7,8 @@ Without it a point metric on another scale has no meaningful residual: CLIPScore
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
@@ -46,8 +48,6 @@ class MonotoneMap:
             slope, intercept = np.polyfit(x, y, 1)
             self.params = {"slope": float(slope), "intercept": float(intercept)}
         else:
-            import warnings
-
             from sklearn.isotonic import IsotonicRegression
 
             with warnings.catch_warnings():  # "auto" direction on a weak metric: not news

@@ -34,6 +34,7 @@ position) into
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from collections.abc import Sequence
@@ -213,7 +214,6 @@ class TriageRule:
         """The embedded calibrator as ``(calibrator, document)`` (band-width uncertainty)."""
         if self.calibrator is None:
             return None
-        import json
 
         from scoreband.conformal import load_calibrator
 
@@ -565,8 +565,6 @@ def _calibrator_pair(calibrator):
     from scoreband.conformal import load_calibrator
 
     if hasattr(calibrator, "calibrator") and hasattr(calibrator, "inputs"):  # a Calibration
-        import json
-
         with tempfile.TemporaryDirectory() as d:  # its saved form: the rule embeds it
             f = calibrator.save(Path(d) / "calibrator.json")
             doc = json.loads(Path(f).read_text(encoding="utf-8"))
@@ -575,8 +573,6 @@ def _calibrator_pair(calibrator):
 
 
 def _subset(inp, keep):
-    from dataclasses import replace
-
     p = inp.pred
     pred = type(p)(median=p.median[keep],
                    features=None if p.features is None else p.features[keep],

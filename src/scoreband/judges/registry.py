@@ -3,6 +3,8 @@ their heavy dependencies when built)."""
 
 from __future__ import annotations
 
+import inspect
+
 from scoreband.registry import Registry
 
 __all__ = ["JUDGES"]
@@ -25,8 +27,6 @@ def _hf_judge(model, prompt, *, max_new_tokens=0, device="cpu", dtype="float32")
                  help="an OpenAI-compatible chat-completions endpoint with logprobs "
                       "(--base-url, key from $OPENAI_API_KEY)")
 def _openai_judge(model, prompt, **kw):
-    import inspect
-
     from scoreband.judges.endpoint import (
         OpenAIJudge,  # lazy: loads PIL, httpx, pandas, pyarrow, rich, scipy
     )

@@ -19,6 +19,7 @@ A pair whose responses are identical, or whose judge answered with no verdict to
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,8 +191,6 @@ class ModelPairRunner:
     def key(self, df: pd.DataFrame, i: int) -> str:
         """The row's journal key: the judge, the prompt, the image file's content, the
         instruction and both responses."""
-        import json
-
         from scoreband.engine.journal import row_key
         from scoreband.images import image_digest
 
