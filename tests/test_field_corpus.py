@@ -555,7 +555,8 @@ def test_train_alpha_reaches_the_calibrator(tmp_path):
 
 
 def test_benchmark_paths_stay_inside_and_images_are_keyed_by_content(tmp_path):
-    from scoreband.datasets import _save_images, load_benchmark
+    from scoreband.datasets import load_benchmark
+    from scoreband.datasets.common import save_images
     from scoreband.errors import InputError
 
     root = tmp_path / "composite"
@@ -579,8 +580,8 @@ def test_benchmark_paths_stay_inside_and_images_are_keyed_by_content(tmp_path):
         Image.new("RGB", (4, 4), colour).save(b, format="PNG")
         return b.getvalue()
 
-    first = _save_images([png("red")], tmp_path / "cache", "p")
-    second = _save_images([png("blue")], tmp_path / "cache", "p")  # same row, new source
+    first = save_images([png("red")], tmp_path / "cache", "p")
+    second = save_images([png("blue")], tmp_path / "cache", "p")  # same row, new source
     assert first != second
     assert np.asarray(Image.open(second[0]))[0, 0].tolist() == [0, 0, 255]
 

@@ -124,7 +124,7 @@ STAGES = [  # (module, class or attribute, ERROR_COLUMN key)
     ("scoreband.apply_stage", "ApplyStage", "apply"),
     ("scoreband.scorers.stages", "ScoreStage", "score"),
     ("scoreband.scorers.stages", "ClipSStage", "clip-s"),
-    ("scoreband.judges.extract", "JudgeStage", "judge"),
+    ("scoreband.judge_stage", "JudgeStage", "judge"),
     ("scoreband.roundtrip.metric", "RoundTripStage", "roundtrip"),
     ("scoreband.decisions.triage", "TriageStage", "triage"),
     ("scoreband.pairwise.extract", "PairJudgeStage", "pairwise"),

@@ -11,8 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from scoreband.errors import InputError
-from scoreband.files import atomic_write_text, model_source
+from scoreband.files import atomic_write_text
 from scoreband.http import check_base_url, post_json, redact
+from scoreband.model_sources import model_source
 
 KEY = "sk-test-SECRET-0123456789"
 
@@ -51,7 +52,7 @@ def test_judge_error_column_has_no_key(tmp_path, echo_server, monkeypatch):
     import pandas as pd
     from PIL import Image
 
-    from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+    from scoreband.judge_stage import JudgePrompt, extract_judge_table, make_judge
 
     Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
     df = pd.DataFrame({"image": [str(tmp_path / "a.png")], "instruction": ["x"],

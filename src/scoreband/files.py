@@ -33,6 +33,7 @@ import secrets
 import signal
 import stat
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -451,8 +452,8 @@ def check_readable(path, what: str = "file", *, folder_ok: bool = False) -> Path
     return p
 
 
-# moved: scoreband.json_io, scoreband.checksums, scoreband.model_sources; importers outside
-# H3's files still use these (a lazy lookup, not an import line: those modules import this one)
+#: names this module held before the split (house round 3): still found here for one release,
+#: with a DeprecationWarning naming their new module (a lazy lookup: those modules import this)
 _MOVED = {**dict.fromkeys(("write_json", "to_jsonable", "read_json", "json_depth",
                            "MAX_JSON_BYTES", "MAX_JSON_DEPTH"), "scoreband.json_io"),
           **dict.fromkeys(("file_sha256", "SUMS_FILE", "write_checksums", "verify_checksums"),
@@ -462,6 +463,8 @@ _MOVED = {**dict.fromkeys(("write_json", "to_jsonable", "read_json", "json_depth
 
 def __getattr__(name: str):
     if name in _MOVED:
+        warnings.warn(f"scoreband.files.{name} is deprecated: import it from {_MOVED[name]}; "
+                      "the old path goes in the next release", DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -267,7 +267,7 @@ def _a_folder_of_before_version_2_still_loads(out, meta, tables):
 
     from safetensors.torch import load_file, save_file
 
-    from scoreband.files import write_checksums
+    from scoreband.checksums import write_checksums
     from scoreband.scorers.scorer import Scorer
 
     old = out.parent / "legacy"

@@ -22,6 +22,7 @@ from rich.color import ColorSystem
 from rich.console import Console
 
 from scoreband.cli import _app, app
+from scoreband.cli.markdown import table_cells
 from scoreband.tables import NA_TEXT
 from scoreband.textsafe import fig, md, md_unescape, plain, term
 from tests.conftest import EXAMPLE, EXAMPLE_FLAGS, EXAMPLE_INTERVAL, runner
@@ -201,7 +202,7 @@ def test_judge_study_on_a_table_of_hostile_names(judge_run):
     md_text = (d / "js" / "results.md").read_text()
     rows = [line for line in md_text.splitlines() if line.startswith("| ")]
     for line in rows:  # every row has the cells of its table (9, 4 or 2 + tasks)
-        assert len(_app._cells(line)) in (9, 4, 5), line
+        assert len(table_cells(line)) in (9, 4, 5), line
     for t in [judge, *tasks]:
         assert md(t) in md_text, t
     assert "<b>" not in md_text and "<i>" not in md_text
@@ -235,7 +236,7 @@ def test_judge_results_with_generated_names_print_and_report(judge_run, terminal
     text = study_markdown(doc)
     for line in text.splitlines():
         if line.startswith("| "):
-            assert len(_app._cells(line)) in (9, 4, 5), line
+            assert len(table_cells(line)) in (9, 4, 5), line
     terminal.seek(0)
     terminal.truncate()
     _app.print_markdown(text)

@@ -185,8 +185,8 @@ def test_model_folder_checksums_are_sha256sum_compatible_and_catch_edits(tmp_pat
     import shutil
     import subprocess
 
+    from scoreband.checksums import verify_checksums, write_checksums
     from scoreband.errors import InputError
-    from scoreband.files import verify_checksums, write_checksums
 
     (tmp_path / "config.json").write_text('{"a": 1}')
     (tmp_path / "w.bin").write_bytes(b"\0" * 100)

@@ -5,7 +5,7 @@ import numpy as np
 from scoreband.decisions import accepted_share, fit_triage_arrays, triage_figure, triage_html
 from scoreband.decisions.report import triage_model, triage_section, write_triage_html
 from scoreband.decisions.uncertainty import Signals
-from scoreband.files import to_jsonable
+from scoreband.json_io import to_jsonable
 from scoreband.schemas import validate
 
 

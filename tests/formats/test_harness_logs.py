@@ -110,7 +110,7 @@ def test_batch_answers_give_what_scoreband_judge_gives(tmp_path):
     read from a file of answers: the same logp_<label> and judge_* columns."""
     from PIL import Image
 
-    from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+    from scoreband.judge_stage import JudgePrompt, extract_judge_table, make_judge
     from tests.judges.fake_openai import FakeOpenAI, image_url, user_text
 
     n = 12

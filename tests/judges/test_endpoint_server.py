@@ -22,7 +22,7 @@ from PIL import Image
 from scoreband.errors import InputError
 from scoreband.http import make_client, post_json
 from scoreband.images import decode_image
-from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+from scoreband.judge_stage import JudgePrompt, extract_judge_table, make_judge
 from tests.conftest import runner
 
 LABELS = [str(v) for v in range(1, 6)]
@@ -87,7 +87,7 @@ def test_concurrent_rows_are_journaled_and_resumed(tmp_path):
 
 
 def test_concurrency_refused_for_a_local_style_judge():
-    from scoreband.judges.extract import JudgeStage
+    from scoreband.judge_stage import JudgeStage
 
     class Serial:
         name, prompt = "hf:x", JudgePrompt(1, 5)

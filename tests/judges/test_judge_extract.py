@@ -15,7 +15,7 @@ from PIL import Image
 from scipy.special import logsumexp
 
 from scoreband.errors import InputError
-from scoreband.judges.extract import JudgePrompt, extract_judge_table, make_judge
+from scoreband.judge_stage import JudgePrompt, extract_judge_table, make_judge
 from scoreband.judges.tokens import (
     ambiguous_labels,
     find_score_position,

@@ -305,6 +305,3 @@ def print_markdown(text: str) -> None:
     for part in markdown_parts(text, console.width):
         console.print(part)
 
-
-# moved: scoreband.cli.markdown.table_cells; importers outside H3's files still use this
-from scoreband.cli.markdown import table_cells as _cells  # noqa: E402, F401

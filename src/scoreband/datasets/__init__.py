@@ -25,6 +25,3 @@ from scoreband.datasets.registry import BENCHMARKS, Benchmark, list_benchmarks, 
 
 __all__ = ["BENCHMARKS", "Benchmark", "load_benchmark", "list_benchmarks", "load_generic",
            "COLUMNS"]
-
-# moved: scoreband.datasets.common.save_images; importers outside H3's files still use this
-from scoreband.datasets.common import save_images as _save_images  # noqa: E402, F401
