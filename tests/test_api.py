@@ -6,11 +6,11 @@ import doctest
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 import scoreband.api as sb
 from scoreband.cli import app
 from scoreband.errors import InputError
+from tests.conftest import runner
 
 COLS = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
             pred_scale="0,1", groups="task")
@@ -28,7 +28,6 @@ def test_api_equals_cli(tmp_path):
     new_df.to_csv(tmp_path / "new.csv", index=False)
     fit = sb.calibrate(cal_df, COLS, {"method": "split"})
     fit.save(tmp_path / "api.json")
-    runner = CliRunner()
     r = runner.invoke(app, ["calibrate", str(tmp_path / "cal.csv"), "--ratings", "ratings",
                             "--scale", "1,5", "--median", "median", "--lo", "q05", "--hi",
                             "q95", "--pred-scale", "0,1", "--groups", "task",

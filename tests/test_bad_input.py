@@ -354,9 +354,8 @@ CASES = [
     # ---------------------------------------------------------------- stress
     _case("stress", ["--distortions", "fog", "--out", "{w}/st"], 2, "fog"),
     _case("stress", ["--levels", "huge", "--out", "{w}/st"], 2, "huge"),
-    # slow: stress checks --k only after its whole study (~25 s)
-    _case("stress", ["--n", "60", "--k", "1,200", "--out", "{w}/st"], 2, "larger than",
-          marks=pytest.mark.slow),
+    # --k is checked before any scoring
+    _case("stress", ["--n", "60", "--k", "1,200", "--out", "{w}/st"], 2, "larger than"),
     _case("stress", ["--k", "a,b", "--out", "{w}/st"], 2, "--k"),
     _case("stress", ["{w}/world/world.csv", "--target", "human", "--domain-col", "domain",
                      "--out", "{w}/st"], 2, "one value"),

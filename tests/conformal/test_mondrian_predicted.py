@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 import scoreband.api as sb
 from scoreband.cli import app
@@ -20,6 +19,7 @@ from scoreband.conformal import calibrator_from_state, make_calibrator
 from scoreband.conformal.mondrian import Mondrian, predicted_labels, predicted_thresholds
 from scoreband.datatypes import Predictions, Scale
 from scoreband.errors import InputError
+from tests.conftest import runner
 
 ALPHA = 0.1
 
@@ -144,7 +144,6 @@ def test_the_cli_offers_it_on_evaluate_and_calibrate(tmp_path):
     t = str(sb.example_table())
     args = ["--ratings", "ratings", "--scale", "1,5", "--median", "median", "--pred-scale",
             "0,1", "--mondrian-by", "predicted"]
-    runner = CliRunner()
     r = runner.invoke(app, ["evaluate", t, *args, "--seeds", "2", "--out",
                             str(tmp_path / "m.json")])
     assert r.exit_code == 0, r.output

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.datasets import list_benchmarks, load_benchmark, load_generic
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError
+from tests.conftest import runner
 
 
 def _png(colour=(200, 0, 0)) -> bytes:
@@ -144,10 +144,10 @@ def test_prepare_cli_then_score(tmp_path):
         ann.append(f"{i}.jpg\t{i}.jpg#0\t3\t4\t4")
     (root / "Flickr8k.token.txt").write_text("\n".join(lines))
     (root / "ExpertAnnotations.txt").write_text("\n".join(ann))
-    r = CliRunner().invoke(app, ["datasets", "prepare", "flickr8k-expert", str(root), "--out",
+    r = runner.invoke(app, ["datasets", "prepare", "flickr8k-expert", str(root), "--out",
                                  str(tmp_path / "f8k.csv")])
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(app, ["score", str(tmp_path / "f8k.csv"), "--out",
+    r = runner.invoke(app, ["score", str(tmp_path / "f8k.csv"), "--out",
                                  str(tmp_path / "s.csv")])
     assert r.exit_code == 0, r.output
     assert pd.read_csv(tmp_path / "s.csv")["band_median"].notna().all()

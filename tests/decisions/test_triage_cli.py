@@ -5,13 +5,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.decisions import Triage, fit_triage, load_rule
 from scoreband.errors import InputError, NotFittedError
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 def run(*args):

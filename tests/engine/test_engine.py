@@ -7,13 +7,12 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 import scoreband.api as sb
 from scoreband.cli import app
 from scoreband.engine import ChunkWriter, iter_chunks
+from tests.conftest import runner
 
-runner = CliRunner()
 COLS = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
             pred_scale="0,1", groups="task")
 
@@ -73,6 +72,7 @@ def test_chunk_writer_leaves_nothing_on_failure(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # a table large enough to measure the peak (~8 s)
 def test_streamed_apply_memory_is_bounded(fitted, tmp_path):
     """A 2.5-million-row Parquet table (about 340 MB as a DataFrame) applied in a child
     process: what the apply adds to the process's resident memory at its peak (VmHWM after

@@ -6,13 +6,12 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
+from tests.conftest import runner
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a local Ray cluster per module
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 """The read-only formats on files made by the tools themselves, offline: an Inspect eval run
 on its mock model (skipped without inspect_ai: ``pip install "scoreband[harness]"``), a
 promptfoo results file (checked in, and remade with ``npx promptfoo`` where it is installed),
-LM Evaluation Harness samples in its documented layout (a run of a real model is too heavy
-here), and answers shaped as a llama.cpp server's, compared with what ``scoreband judge``
+LM Evaluation Harness samples in its documented layout (a real harness run on a tiny model is
+tests/formats/test_lm_eval_real.py), and answers shaped as a llama.cpp server's, compared with what ``scoreband judge``
 makes of the same answers."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 from scoreband.errors import InputError
 from scoreband.formats import get_format, resolve
 from scoreband.tables import read_table, write_table
+from tests.conftest import runner
 from tests.formats.examples import HERE, chat_answer, lm_eval_lines
 
 LABELS5 = [str(v) for v in range(1, 6)]
@@ -31,11 +32,10 @@ def _sha(p):
 
 
 def _cli(*args):
-    from typer.testing import CliRunner
 
     from scoreband.cli import app
 
-    return CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
+    return runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
 
 
 # ------------------------------------------------------------------ Inspect

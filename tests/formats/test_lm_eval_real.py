@@ -28,6 +28,7 @@ import pytest
 
 from scoreband.formats import SNIFF_BYTES, get_format, resolve
 from scoreband.tables import read_table
+from tests.conftest import runner
 from tests.formats.examples import lm_eval_lines
 
 TASK_DIR = Path(__file__).parent / "lm_eval_task"
@@ -40,11 +41,10 @@ def _sha(p):
 
 
 def _cli(*args):
-    from typer.testing import CliRunner
 
     from scoreband.cli import app
 
-    return CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
+    return runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
 
 
 def tiny_gpt2(path: Path, seed: int = 0) -> Path:

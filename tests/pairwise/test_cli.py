@@ -1,8 +1,8 @@
 import numpy as np
 import pandas as pd
-from typer.testing import CliRunner
 
 from scoreband.cli import app
+from tests.conftest import runner
 
 from .sim import sample
 
@@ -15,13 +15,13 @@ def test_pairs_then_pairwise_triage(tmp_path):
              "human": q[i, j] + rng.normal(0, 0.3), "resp": f"{s}-{i}"}
             for i in range(n_items) for j, s in enumerate(systems)]
     pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
-    r = CliRunner().invoke(app, ["pairs", str(tmp_path / "scores.csv"), "--system-col",
+    r = runner.invoke(app, ["pairs", str(tmp_path / "scores.csv"), "--system-col",
                                  "system", "--item-col", "item", "--score", "metric",
                                  "--target", "human", "--tie-tol", "0.1", "--response-col",
                                  "resp", "--out", str(tmp_path / "pairs.csv")])
     assert r.exit_code == 0, r.output
     assert "900 pairs" in r.output
-    r = CliRunner().invoke(app, ["pairwise-triage", str(tmp_path / "pairs.csv"),
+    r = runner.invoke(app, ["pairwise-triage", str(tmp_path / "pairs.csv"),
                                  "--label-col", "human", "--feature", "metric_diff",
                                  "--risk", "0.2", "--out", str(tmp_path / "rule.json"),
                                  "--apply", str(tmp_path / "pairs.csv"), "--apply-out",
@@ -31,7 +31,7 @@ def test_pairs_then_pairwise_triage(tmp_path):
     assert {"verdict", "p_a", "pair_set", "decided"} <= set(v.columns)
     assert "decided" in r.output and "%" in r.output
     # the input is never overwritten
-    r = CliRunner().invoke(app, ["pairwise-triage", "--rule", str(tmp_path / "rule.json"),
+    r = runner.invoke(app, ["pairwise-triage", "--rule", str(tmp_path / "rule.json"),
                                  "--apply", str(tmp_path / "pairs.csv"), "--apply-out",
                                  str(tmp_path / "pairs.csv")])
     assert r.exit_code != 0
@@ -43,7 +43,7 @@ def test_bad_verdict_values_named(tmp_path):
     y = y.copy()
     y[5] = "maybe"
     pd.DataFrame({"d": x, "human": y}).to_csv(tmp_path / "p.csv", index=False)
-    r = CliRunner().invoke(app, ["pairwise-triage", str(tmp_path / "p.csv"), "--label-col",
+    r = runner.invoke(app, ["pairwise-triage", str(tmp_path / "p.csv"), "--label-col",
                                  "human", "--feature", "d", "--out",
                                  str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output
@@ -57,7 +57,7 @@ def test_world_end_to_end_judge_triage_systems(tmp_path):
 
     df = world_pairs(400, seed=4)
     df.to_csv(tmp_path / "w.csv", index=False)
-    run = CliRunner().invoke
+    run = runner.invoke
     r = run(app, ["judge-pairs", str(tmp_path / "w.csv"), "--judge", "sim-pair-strong",
                   "--out", str(tmp_path / "j.csv")])
     assert r.exit_code == 0, r.output

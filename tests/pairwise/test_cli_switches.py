@@ -6,14 +6,14 @@ import json
 
 import numpy as np
 import pandas as pd
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.world.pairwise import world_pairs
+from tests.conftest import runner
 
 
 def _run(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
+    return runner.invoke(app, [str(a) for a in args])
 
 
 def test_judge_triage_systems_pairwise_switches(tmp_path):

@@ -1,10 +1,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.pairwise.ranking import rank_arrays, rank_systems
+from tests.conftest import runner
 
 NAMES = np.array(["s0", "s1", "s2", "s3"])
 BETA = np.array([0.0, 0.25, 0.5, 1.0])
@@ -74,7 +74,7 @@ def test_cli_pairwise_systems(tmp_path):
                   "votes_a": np.where(np.isnan(y), np.nan, y * 3),
                   "votes_b": np.where(np.isnan(y), np.nan, (1 - y) * 3)}
                  ).to_csv(tmp_path / "j.csv", index=False)
-    r = CliRunner().invoke(app, ["pairwise-systems", str(tmp_path / "j.csv"), "--votes",
+    r = runner.invoke(app, ["pairwise-systems", str(tmp_path / "j.csv"), "--votes",
                                  "votes_a,votes_b", "--probs", "pair_p_a,pair_p_b", "--out",
                                  str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output

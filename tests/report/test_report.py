@@ -10,13 +10,11 @@ import subprocess
 import numpy as np
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.metrics import binomial_ci as clopper_pearson
 from scoreband.report.html import kind_of
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 def test_clopper_pearson_matches_the_exact_interval():
@@ -116,6 +114,7 @@ def test_the_evaluate_report_shows_the_evidence(results):
     assert all(len(v["ci"]) == 2 and v["n_items"] > 0 for v in by["target"].values())
 
 
+@pytest.mark.slow  # headless Chromium per report (7-10 s each)
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
 @pytest.mark.parametrize("name,least", [("st/report.html", 3), ("ev.html", 6)])
 def test_every_figure_of_a_report_is_visible(results, tmp_path, name, least):

@@ -13,13 +13,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from markupsafe import escape
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.errors import InputError
 from scoreband.report.html import write_report
+from tests.conftest import runner
 
-runner = CliRunner()
 FILES = {"evaluate": "ev.json", "judge-study": "js/results.json", "stress": "st/results.json"}
 
 
@@ -51,6 +50,7 @@ _DROP = object()
 EDITS = st.sampled_from([_DROP, "0.1", None, [], {}, True, -1, 1e308, "", [1, 2, 3]])
 
 
+@pytest.mark.slow  # 30 hypothesis examples through the report (~12 s)
 @given(data=st.data())
 @settings(max_examples=30, deadline=None, phases=(Phase.explicit, Phase.generate),
           suppress_health_check=[HealthCheck.function_scoped_fixture])

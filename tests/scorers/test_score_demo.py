@@ -6,15 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.scorers.calibrate import calibrate_model
 from scoreband.scorers.train import TrainConfig, train_scorer
 from scoreband.world import make_dataset
+from tests.conftest import runner
 
 pytestmark = pytest.mark.slow
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +145,6 @@ def test_captions_outside_the_models_vocabulary_are_flagged(tmp_path):
 def test_a_damaged_model_folder_is_a_clear_error(tmp_path, damage):
     import shutil
 
-    from typer.testing import CliRunner
-
     from scoreband.cli import app
     from scoreband.scorers.scorer import bundled_model_dir
     from scoreband.world import make_dataset
@@ -165,7 +162,7 @@ def test_a_damaged_model_folder_is_a_clear_error(tmp_path, damage):
         c.write_text("{}")
     df = make_dataset(2, 1).to_frame(tmp_path / "img")
     df.to_csv(tmp_path / "t.csv", index=False)
-    r = CliRunner().invoke(app, ["score", str(tmp_path / "t.csv"), "--model", str(m),
+    r = runner.invoke(app, ["score", str(tmp_path / "t.csv"), "--model", str(m),
                                  "--out", str(tmp_path / "o.csv")])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert ("safetensors" in r.output) if "header" in damage or damage == "truncated" \

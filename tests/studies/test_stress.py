@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from scoreband.cli import app
 from scoreband.errors import InputError
@@ -17,8 +16,7 @@ from scoreband.studies.stress import (
     distort,
     parse_distortions,
 )
-
-runner = CliRunner()
+from tests.conftest import runner
 
 
 @pytest.fixture(scope="module")

@@ -358,10 +358,15 @@ def _captions(band, test: _Items, scale) -> dict:
     return out
 
 
-def _k_sensitivity(pred, y, cal, test, ks, alpha, scale, seed) -> dict:
-    if max(ks) > len(cal):
-        raise InputError(f"`ks`: k = {max(ks)} is larger than the {len(cal)} calibration "
+def _check_ks(ks, n_cal: int) -> None:
+    """``ks`` must fit in the calibration share."""
+    if max(ks) > n_cal:
+        raise InputError(f"`ks`: k = {max(ks)} is larger than the {n_cal} calibration "
                          "items; give smaller k")
+
+
+def _k_sensitivity(pred, y, cal, test, ks, alpha, scale, seed) -> dict:
+    _check_ks(ks, len(cal))
     auto = choose_k(pred.take(cal).embedding, seed=seed).k
     out = {}
     for k in sorted(set(ks) | {auto}):
@@ -439,7 +444,6 @@ def run(scorer=None, *, items: _Items | None = None, in_domain: str | None = Non
     t0 = time.perf_counter()
     names, lvls = parse_distortions(distortions, levels)
     if [n_ for n_ in names if n_ != "contrast"]:  # before any work: the extra is there
-
         require("albumentations", "the stress study's distortions")
     if items is None:
         step(f"generating {n} photo and {n} painting items of the embedded world")
@@ -450,6 +454,7 @@ def run(scorer=None, *, items: _Items | None = None, in_domain: str | None = Non
     cal, test = perm[: len(perm) // 2], perm[len(perm) // 2:]
     if len(cal) < 20:
         raise InputError(f"{len(P)} in-domain items are too few; at least 40 are needed")
+    _check_ks(ks, len(cal))  # before the scoring, not after the whole study
     step("scoring the clean items")
     pred = _predict(scorer, items.images, items.captions)
     crc = _crc(alpha, scale).fit(pred.take(cal), items.y01[cal])
