@@ -9,6 +9,7 @@ from scoreband.conformal import CQR, R2CCP, Mondrian, conformal_quantile, covera
 from scoreband.datatypes import Predictions
 from scoreband.errors import InputError
 from scoreband.logprobs import expected_score
+from scoreband.studies import judge
 from scoreband.world import make_dataset
 from scoreband.world.judges import SIMULATED_JUDGES, judge_logprobs
 
@@ -113,8 +114,7 @@ def test_judge_study_small(tmp_path):
     rmap = doc["reliability_map"]["sim-overconfident"]
     widths = [v["mean_width"] for v in rmap.values()]
     assert widths == sorted(widths)
-    assert all(v["recommendation"] in ("use pairwise ranking", "absolute scores usable")
-               for v in rmap.values())
+    assert all(v["recommendation"] in (judge.COMPARE, judge.USABLE) for v in rmap.values())
     assert doc["simulated"] and "SIMULATED" in (tmp_path / "results.md").read_text()
     with Image.open(tmp_path / "reliability_map.png") as im:
         im.load()

@@ -163,10 +163,11 @@ def test_a_damaged_model_folder_is_a_clear_error(tmp_path, damage):
     df = make_dataset(2, 1).to_frame(tmp_path / "img")
     df.to_csv(tmp_path / "t.csv", index=False)
     r = runner.invoke(app, ["score", str(tmp_path / "t.csv"), "--model", str(m),
-                                 "--out", str(tmp_path / "o.csv")])
+                            "--out", str(tmp_path / "o.csv")])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert ("safetensors" in r.output) if "header" in damage or damage == "truncated" \
-        else ("config" in r.output)
+    said = "".join(r.output.split())  # the console folds a long path anywhere
+    assert ("safetensors" in said) if "header" in damage or damage == "truncated" \
+        else ("config" in said)
 
 
 def test_a_version_1_embedded_folder_loads_as_the_same_scorer(tmp_path):

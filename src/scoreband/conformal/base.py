@@ -175,6 +175,27 @@ def check_targets(y01, n: int) -> np.ndarray:
     return np.clip(y, 0.0, 1.0) if (lo < 0 or hi > 1) else y
 
 
+def check_unit_predictions(cal, pred) -> None:
+    """Refuse point predictions that are not on [0, 1] (the array API's scale) unless ``cal``
+    takes a raw metric (a monotone map in front): predictions on a native scale read as
+    [0, 1] would give bands that cover nothing, without a word. A regression's small
+    overshoot passes (the band is clipped to the scale); refused are a prediction more than
+    0.5 outside [0, 1], or half of them outside it. NaN (no point prediction) passes."""
+    if getattr(cal, "takes_raw_predictions", False) or pred.median is None:
+        return
+    m = np.asarray(pred.median, dtype=float)
+    m = m[np.isfinite(m)]
+    out = (m < 0) | (m > 1)
+    far = (m < -0.5) | (m > 1.5)
+    if far.any() or (len(m) and out.mean() > 0.5):
+        i = int(np.flatnonzero(far if far.any() else out)[0])
+        raise InputError(f"point prediction {i} is {m[i]:g}; {int(out.sum())} of {len(m)} "
+                         f"lie outside [0, 1]: {cal.method} reads predictions on [0, 1]; "
+                         "convert them with Scale.to01 (or SplitConformal(scale=..., "
+                         "native=True)), map a raw metric with Mapped / `map`, or use the "
+                         "table API with `pred_scale`")
+
+
 class Calibrator(ABC):
     """Base class: ``fit(pred, y01, groups=None) -> self``, ``predict(pred) -> Band``.
 
@@ -190,6 +211,9 @@ class Calibrator(ABC):
     needs: ClassVar[tuple[tuple[str, ...], ...]] = ((),)
     #: True when the method fits a model before the conformal step (CQR, R2CCP).
     learned: ClassVar[bool] = False
+    #: whether ``fit`` / ``predict`` take a raw metric as the point prediction (a monotone map
+    #: in front); every other calibrator reads point predictions on [0, 1]
+    takes_raw_predictions: ClassVar[bool] = False
     #: rank among ``auto``'s candidates (lower first on equal widths); None: not one
     auto_rank: ClassVar[int | None] = None
     #: constructor arguments ``auto`` gives it as a candidate
@@ -267,6 +291,7 @@ class Calibrator(ABC):
     # --- public API --------------------------------------------------------------------
     def fit(self, pred: Predictions, y01, groups=None) -> Calibrator:
         """Fit on calibration predictions and their normalised targets. Returns self."""
+        check_unit_predictions(self, pred)
         self.check_pred(pred)
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
@@ -317,6 +342,7 @@ class Calibrator(ABC):
     def predict(self, pred: Predictions, groups=None) -> Band:
         """Calibrated bands for ``pred``."""
         self._require_fitted()
+        check_unit_predictions(self, pred)
         self.check_pred(pred)
         lo, hi, full = self.apply_params(pred, self.params_)
         return self._band(pred, lo, hi, full)

@@ -190,6 +190,10 @@ class CHR(LearnedCalibrator):
         lo, hi = self._classes().band(lo_c, hi_c)
         return lo.astype(float), hi.astype(float), np.zeros(n, dtype=bool)
 
+    def band_median(self, pred) -> np.ndarray:
+        """The histogram's mean: the band's centre (and Mondrian by predicted level's score)."""
+        return row_matmul(self.probs(pred), self._classes().centers)
+
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
         self.check_pred(pred)

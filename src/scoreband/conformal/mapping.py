@@ -102,6 +102,7 @@ class Mapped(Calibrator):
 
     method = "mapped"
     learned = True
+    takes_raw_predictions = True  # the map reads the raw metric
 
     def __init__(self, base: Calibrator, *, kind: str = "isotonic", map_frac: float = 0.3,
                  seed: int = 0):

@@ -29,6 +29,7 @@ from scoreband.conformal.base import (
     _unjson,
     calibrator_from_state,
     check_targets,
+    check_unit_predictions,
     register,
 )
 from scoreband.conformal.core import min_calibration_size, split_at, whole_scale
@@ -202,6 +203,10 @@ class _Grouped(Calibrator):
         self.base = base
         self.group_frac = float(group_frac)
         self.seed = getattr(base, "seed", 0) if seed is None else seed
+
+    @property
+    def takes_raw_predictions(self) -> bool:  # as its base reads them
+        return getattr(self.base, "takes_raw_predictions", False)
 
     def check_pred(self, pred):
         self.base.check_pred(pred)
@@ -469,6 +474,7 @@ they are calibrated together as one pooled group of 10 items ...
         return np.asarray(DIFFICULTY_LABELS)[idx]
 
     def fit(self, pred: Predictions, y01, groups=None) -> Mondrian:
+        check_unit_predictions(self, pred)
         thresholds = info = None
         if self.by == "predicted":
             pred, y, _, share, info = self._prepare(
@@ -506,6 +512,7 @@ they are calibrated together as one pooled group of 10 items ...
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
+        check_unit_predictions(self, pred)
         self.check_pred(pred)
         labels = self.group_labels(pred, groups)
         lo, hi, full, fb, sets, group = self._apply_groups(pred, labels, self.params_)
@@ -608,6 +615,7 @@ class ClusterConservative(_Grouped):
         return int(k), labels, centers
 
     def fit(self, pred: Predictions, y01, groups=None) -> ClusterConservative:
+        check_unit_predictions(self, pred)
         centers, info, known = None, None, ()
         held_out = self.rule == "mondrian" and groups is None
         if held_out and pred.embedding is None:
@@ -650,6 +658,7 @@ class ClusterConservative(_Grouped):
 
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
+        check_unit_predictions(self, pred)
         self.check_pred(pred)
         p = self.params_
         if self.rule == "conservative":

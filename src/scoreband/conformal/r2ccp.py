@@ -177,6 +177,11 @@ class R2CCP(LearnedCalibrator):
             return [[(0.0, 1.0)] for _ in range(len(pred))]
         return density_sets(self.probs(pred), -q)[0]
 
+    def band_median(self, pred) -> np.ndarray:
+        """The class distribution's expected value: the band's centre (and Mondrian by
+        predicted level's score)."""
+        return row_matmul(self.probs(pred), (np.arange(self.bins) + 0.5) / self.bins)
+
     def predict(self, pred: Predictions, groups=None) -> Band:
         self._require_fitted()
         self.check_pred(pred)

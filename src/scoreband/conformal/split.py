@@ -95,10 +95,11 @@ class SplitConformal(Calibrator):
         returned on it (``band.lo``, ``band.hi``) and on [0, 1] (``band.lo01`` ...)
     native : whether :meth:`fit` and :meth:`predict` take targets and predictions on
         ``scale`` (True) or on [0, 1] (False). None (default): decided at fit - on the
-        native scale when ``scale`` is not [0, 1] and a target lies outside [0, 1] (then
-        the predictions are read on that scale too, as scikit-learn / MAPIE read them);
-        give it where the targets alone cannot tell (every target within [0, 1] on a
-        scale such as 0-10). Saved with the calibrator.
+        native scale when ``scale`` is not [0, 1] and a target or a point prediction lies
+        outside [0, 1] (both are then read on that scale, as scikit-learn / MAPIE read
+        them); give it where the data cannot tell (every value within [0, 1] on a scale
+        such as 0-10). On [0, 1], a prediction outside it is refused, never read as a
+        band. Saved with the calibrator.
 
     ``fit`` and ``predict`` take a :class:`~scoreband.datatypes.Predictions` or an array
     of point predictions.
@@ -154,14 +155,21 @@ class SplitConformal(Calibrator):
         self.native_ = bool(native)
 
     # --- targets and predictions on the native scale ----------------------------------
-    def _reads_native(self, y) -> bool:
-        """Whether ``fit``'s targets are on ``scale`` (see the class's ``native``)."""
+    def _reads_native(self, y, pred) -> bool:
+        """Whether ``fit``'s targets and predictions are on ``scale`` (see the class's
+        ``native``): a target or a point prediction outside [0, 1] says so."""
         if self.native is not None:
             return bool(self.native)
         sc = self.scale
         if (sc.lo, sc.hi) == (0.0, 1.0):
             return False
-        v = np.asarray(y, dtype=float)
+        parts = [np.asarray(y, dtype=float).ravel()]
+        if isinstance(pred, Predictions):
+            parts += [np.asarray(a, dtype=float).ravel() for a in (pred.median, pred.lo, pred.hi)
+                      if a is not None]
+        else:
+            parts.append(np.asarray(pred, dtype=float).ravel())
+        v = np.concatenate(parts)
         v = v[np.isfinite(v)]
         return bool(len(v)) and bool(((v < 0) | (v > 1)).any())
 
@@ -179,7 +187,7 @@ class SplitConformal(Calibrator):
     def fit(self, pred, y01, groups=None) -> SplitConformal:
         """Fit on calibration predictions and targets: on [0, 1], or on ``scale`` (see
         ``native``). Returns self."""
-        self.native_ = self._reads_native(y01)
+        self.native_ = self._reads_native(y01, pred)
         if self.native_:
             y = np.asarray(y01, dtype=float)
             sc = self.scale

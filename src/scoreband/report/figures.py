@@ -91,7 +91,7 @@ def reliability_figure(path, maps: dict[str, dict], k: int) -> Path:
         ax2.set_xlim(0.5, 1.0)
         ax2.set_xlabel("coverage (triangles)", fontsize=8)
     fig.suptitle("Reliability map (red: scores unreliable - compare instead: scoreband pairs, "
-                 "judge-pairs, pairwise-triage, pairwise-systems)", fontsize=9)
+                 "judge --pairwise, triage --pairwise, systems --pairwise)", fontsize=9)
     fig.tight_layout()
     return _save(fig, path)
 

@@ -47,14 +47,14 @@ def _make(method: str, alpha: float, scale: Scale, mondrian: bool, seed: int, ep
 USABLE = "absolute scores usable"
 #: where they are not: the sources' advice (judges rank better than they score), with the
 #: commands that do it
-COMPARE = ("compare instead: scoreband pairs, judge-pairs, pairwise-triage, "
-           "pairwise-systems")
+COMPARE = ("compare instead: scoreband pairs, judge --pairwise, triage --pairwise, "
+           "systems --pairwise")
 #: the same advice in a sentence, for captions and the markdown
 COMPARE_HOW = ("compare instead of scoring: `scoreband pairs` turns a score table into pairs "
-               "of systems on the same item, `scoreband judge-pairs` asks the judge which of "
-               "two responses is better (both orders, position bias measured), "
-               "`scoreband pairwise-triage` decides the pairs it can with a guaranteed error "
-               "rate, `scoreband pairwise-systems` ranks the systems with intervals")
+               "of systems on the same item, `scoreband judge --pairwise` asks the judge which "
+               "of two responses is better (both orders, position bias measured), "
+               "`scoreband triage --pairwise` decides the pairs it can with a guaranteed "
+               "error rate, `scoreband systems --pairwise` ranks the systems with intervals")
 
 
 def unreliable(recommendation: str) -> bool:
