@@ -31,8 +31,8 @@ import warnings
 from scoreband._version import __version__  # noqa: E402
 from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 
-_API = ("evaluate", "calibrate", "recalibrate", "apply", "systems", "propose_labels", "read_table",
-        "example_table", "CalibrationConfig", "Calibration")
+_API = ("evaluate", "calibrate", "calibration_curve", "recalibrate", "apply", "systems",
+        "propose_labels", "read_table", "example_table", "CalibrationConfig", "Calibration")
 
 __all__ = ["Band", "Predictions", "Scale", "__version__", *_API]
 
@@ -43,8 +43,10 @@ def __getattr__(name):
     if name == "Record":  # deprecated: nothing builds one; goes in the next release
         from scoreband.datatypes import Record
 
-        warnings.warn("scoreband.Record is deprecated (tables are the input); it goes in the "
-                      "next release", DeprecationWarning, stacklevel=2)
+        warnings.warn("scoreband.Record is deprecated (tables are the input; the class is "
+                      "scoreband.datatypes.Record until the next release)", DeprecationWarning,
+                      stacklevel=2)
+        globals()["Record"] = Record  # warned once: `from scoreband import Record` asks twice
         return Record
     raise AttributeError(f"module 'scoreband' has no attribute {name!r}")
 

@@ -250,7 +250,8 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None
 def _evaluation_inputs(df, spec: ColumnSpec, cfg: CalibrationConfig, n_ratings):
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
-    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    # the no-model band reads the targets alone
+    inp = load_inputs(df, spec, n_ratings=n_ratings, require_median=cfg.method != "marginal")
     inp.pred.keys = frame_keys(df.iloc[inp.rows])  # randomised tie-breaking by row identity
     return inp, cfg.factory(spec.scale, spec.groups is not None)
 
@@ -356,7 +357,7 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | Non
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
     spec = spec.resolved(df.columns)  # saved with the column names, not the patterns
-    inp = load_inputs(df, spec, n_ratings=n_ratings)
+    inp = load_inputs(df, spec, n_ratings=n_ratings, require_median=cfg.method != "marginal")
     if cfg.adjust_boundary:
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
     cal = cfg.factory(spec.scale, spec.groups is not None)()

@@ -177,7 +177,8 @@ class ApplyStage(Stage):
             check_scorer(self.doc, table_fingerprint(df), self.source or "the calibrator")
             self._checked = True
         inp = load_inputs(df, self._spec(df), require_target=False, row_offset=self.offset,
-                          allow_none=True)
+                          allow_none=True,  # the no-model band reads no prediction
+                          require_median=getattr(self.cal, "method", "") != "marginal")
         self.errors.extend(replace(e, position=e.position + self.offset) for e in inp.errors)
         if len(inp.rows) == 0:  # a chunk of bad rows only: their reasons, no band
             return band_columns(None, inp, len(df))

@@ -334,7 +334,7 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
         from scoreband.tables import read_table
 
         t = run.table if run.table is not None else read_table(out)
-        ok = t["pair_error"].fillna("").astype(str) == ""
+        ok = t["pair_error"].astype(object).fillna("").astype(str) == ""
         bias = (f"; mean position bias "
                 f"{float(pd.to_numeric(t.loc[ok, 'pair_position_bias']).mean()):+.3f}")
     console.print(f"judged {n_ok:,} of {run.rows:,} pairs with {plain(name)}"

@@ -43,7 +43,8 @@ from scoreband.conformal.base import (
     register,
 )
 from scoreband.conformal.boundary import adjust_band
-from scoreband.conformal.core import min_calibration_size, split_at
+from scoreband.conformal.core import min_calibration_size
+from scoreband.conformal.randomness import key_split
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
 
@@ -158,7 +159,8 @@ class Auto(Calibrator):
                 f"r2ccp) or an uncalibrated interval lo/hi (for crc), or use method {only!r}")
         return names
 
-    def _shares(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _shares(self, pred, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = len(pred)
         need = min_calibration_size(self.alpha)
         rest = 1 - self.train_frac - self.select_frac
         n_min = max(math.ceil(need / rest), math.ceil(need / self.select_frac),
@@ -167,10 +169,9 @@ class Auto(Calibrator):
             raise InputError(f"auto needs at least {n_min} calibration items for alpha="
                              f"{self.alpha} (a training, a selection and a conformal share); "
                              f"got {n}: use more rows or a fixed method")
-        perm = np.random.default_rng([self.seed, 7]).permutation(n)
         a = int(round(self.train_frac * n))
         b = a + int(round(self.select_frac * n))
-        return tuple(split_at(perm, a, b))
+        return tuple(key_split(pred, y, self.seed, 7, a, b))  # by the items' identity
 
     def _width(self, cal: Calibrator, pred: Predictions) -> float:
         band = cal.predict(pred)
@@ -182,13 +183,12 @@ class Auto(Calibrator):
         """Fit every candidate's model, choose the narrowest on the selection share; returns
         the conformal share's indices."""
         names = self._names(pred)
-        tr, sel, conf = self._shares(len(y))
+        tr, sel, conf = self._shares(pred, y)
         # SPEC section 9: each candidate is conformalized on one half of the selection share
         # and measured on the other, so a candidate is not measured on the items its
         # threshold was set on
         half = len(sel) // 2
-        sel_a, sel_b = (sel[i] for i in split_at(
-            np.random.default_rng([self.seed, 8]).permutation(len(sel)), half))
+        sel_a, sel_b = (sel[i] for i in key_split(pred.take(sel), y[sel], self.seed, 8, half))
         p_tr, p_a, p_b = pred.take(tr), pred.take(sel_a), pred.take(sel_b)
         widths, chosen, fitted = {}, {}, {}
         for name in names:

@@ -36,7 +36,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scoreband.conformal.core import check_alpha, split_at
+from scoreband.conformal.core import check_alpha
+from scoreband.conformal.randomness import key_split
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import CalibratorMismatch, InputError, NotFittedError
 from scoreband.json_io import to_jsonable as _jsonable
@@ -326,12 +327,13 @@ class Calibrator(ABC):
         """
         if not self.learned:
             return np.arange(len(y))
-        perm = np.random.default_rng(self.seed).permutation(len(y))
         cut = int(round(self.train_frac * len(y)))
         if cut < 2 or len(y) - cut < 1:
             raise InputError(f"{self.method} needs items both to train on and to calibrate on; "
                              f"got {len(y)}")
-        tr, cal = split_at(perm, cut)
+        # the training share by the items' identity (one randomness source): the same items,
+        # in one canonical order, however the rows are ordered
+        tr, cal = key_split(pred, y, self.seed, 31, cut)
         self.fit_model(pred.take(tr), y[tr])
         return cal
 

@@ -18,7 +18,8 @@ import warnings
 import numpy as np
 
 from scoreband.conformal.base import Calibrator, register
-from scoreband.conformal.core import conformal_rank, split_at
+from scoreband.conformal.core import conformal_rank
+from scoreband.conformal.randomness import key_split
 from scoreband.conformal.scores import crc_interval, crc_residuals
 from scoreband.conformal.split import warn_too_small
 from scoreband.datatypes import Predictions
@@ -264,9 +265,8 @@ class CRC(Calibrator):
             # item, exactly valid (a split would only spend half of them on nothing)
             selection = "fixed"
         if selection == "split" and fallback is None:
-            perm = np.random.default_rng(self.seed).permutation(len(y01))
             cut = int(round(self.select_frac * len(y01)))
-            select_idx, beta_idx = split_at(perm, cut)
+            select_idx, beta_idx = key_split(pred, y01, self.seed, 32, cut)  # by identity
         fit = crc_select(pred.median, pred.lo, pred.hi, y01, self.alpha, omegas,
                          select_idx, beta_idx)
         if math.isinf(fit["beta"]):

@@ -12,8 +12,7 @@ import warnings
 import numpy as np
 
 from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
-from scoreband.conformal.core import split_at
-from scoreband.conformal.randomness import keys_of
+from scoreband.conformal.randomness import key_split, keys_of
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
 
@@ -133,7 +132,6 @@ class Mapped(Calibrator):
         if not np.isfinite(pred.median).all():
             raise InputError("a monotone map needs a point prediction (median) on every item")
         n = len(y)
-        perm = np.random.default_rng([self.seed, 11]).permutation(n)
         cut = int(round(self.map_frac * n))
         if cut < MIN_MAP_ITEMS:
             raise InputError(
@@ -141,7 +139,7 @@ class Mapped(Calibrator):
                 f"(map_frac={self.map_frac:g} of the calibration items), got {cut} of {n}: "
                 f"use at least {int(np.ceil(MIN_MAP_ITEMS / self.map_frac))} calibration "
                 "items, or no map")
-        mp, rest = split_at(perm, cut)
+        mp, rest = key_split(pred, y, self.seed, 11, cut)  # by identity
         self.map.fit(pred.median[mp], y[mp])
         idx = self.base.fit_model_part(self.mapped(pred.take(rest)), y[rest])
         return rest[idx]

@@ -32,7 +32,8 @@ from scoreband.conformal.base import (
     check_unit_predictions,
     register,
 )
-from scoreband.conformal.core import min_calibration_size, split_at, whole_scale
+from scoreband.conformal.core import min_calibration_size, whole_scale
+from scoreband.conformal.randomness import key_split
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
 
@@ -60,7 +61,7 @@ POOLED = "pooled:"
 GROUP_FRAC = 0.2
 MIN_GROUP_SHARE = 3
 MAX_GROUP_SHARE = 2000
-_SHARE_STREAM = 17  # the held-out split draws from default_rng([seed, 17])
+_SHARE_STREAM = 17  # the held-out share: the items' uniforms of stream 17 (randomness.key_split)
 
 
 class SmallGroupWarning(UserWarning):
@@ -267,8 +268,8 @@ class _Grouped(Calibrator):
         when ``share_floor`` is given (groups built from the data), the predictions of the
         items to fit the groups on and a record of that share: the base's training share
         when it has one, else a held-out split of :func:`group_share_size` items drawn from
-        ``default_rng([seed, 17])`` (never by row position); the conformal step never sees
-        them.
+        the items' identities (``randomness.key_split``, stream 17: never by row position or
+        order); the conformal step never sees them.
         """
         self.check_pred(pred)
         y = check_targets(y01, len(pred))
@@ -279,11 +280,13 @@ class _Grouped(Calibrator):
         if share_floor is not None:
             if self.base.learned:
                 share = np.setdiff1d(np.arange(len(y)), idx)
+                # in the items' canonical order (k-means on it must not see row order)
+                share = share[key_split(pred.take(share), y[share], self.seed, 31)[0]]
                 info = {"from": "training", "n": int(len(share))}
             else:
                 s = group_share_size(len(idx), self.group_frac, share_floor)
-                perm = np.random.default_rng([self.seed, _SHARE_STREAM]).permutation(len(idx))
-                a, b = split_at(perm, s)
+                a, b = key_split(pred.take(idx), np.asarray(y)[idx], self.seed,
+                                 _SHARE_STREAM, s)  # by identity
                 share, idx = idx[a], idx[b]
                 info = {"from": "held-out", "n": int(s), "frac": self.group_frac,
                         "seed": self.seed}

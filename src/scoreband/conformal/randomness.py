@@ -152,3 +152,28 @@ def row_uniforms(keys, seed, stream: int) -> np.ndarray:
     s = _combine(s, np.uint64(int(stream) & 0xFFFFFFFFFFFFFFFF))
     x = _combine(keys ^ s, s)
     return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def fit_keys(pred, y) -> np.ndarray:
+    """Keys of calibration items by their values alone - the predictions and the target -
+    so the library on arrays and the commands on a table (whatever columns they read) key an
+    item alike; two items with equal keys are equal in everything a calibrator reads."""
+    return _combine(prediction_keys(pred), _float_bits(np.asarray(y, dtype=float).ravel()))
+
+
+def key_split(pred, y, seed, stream: int, *cuts: int) -> list[np.ndarray]:
+    """The calibration items split into shares of ``cuts`` (counts: ``cuts[0]`` items, then
+    up to ``cuts[1]`` ...) by their identity (:func:`fit_keys`) alone, in the order of
+    :func:`row_uniforms`: a share holds the same items, in the same order, however the
+    table's rows are ordered or chunked (a model fitted on a share sees one order).
+
+    >>> from scoreband.datatypes import Predictions
+    >>> p, y = Predictions(np.array([0.1, 0.5, 0.9, 0.3])), np.array([0.2, 0.4, 0.8, 0.1])
+    >>> r = np.array([3, 2, 1, 0])
+    >>> a, b = key_split(p, y, 0, 9, 2)[0], key_split(p.take(r), y[r], 0, 9, 2)[0]
+    >>> p.median[a].tolist() == p.median[r][b].tolist()
+    True
+    """
+    order = np.argsort(row_uniforms(fit_keys(pred, y), seed, stream), kind="stable")
+    bounds = [0, *cuts, len(order)]
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]

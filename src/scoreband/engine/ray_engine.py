@@ -111,7 +111,7 @@ def _run(ds, fn, args, out, *, actors: int, num_gpus: float, batch_rows: int, on
                                          batch_size=max(batch_rows, write_rows)):
             w.write(batch)
             if error_column in batch:
-                errs = batch[error_column].fillna("").astype(str).to_numpy()
+                errs = batch[error_column].astype(object).fillna("").astype(str).to_numpy()
                 failures.update((done + i, errs[i]) for i in errs.nonzero()[0])
             done += len(batch)
             if on_rows:

@@ -259,6 +259,12 @@ class PairJudgeStage(Stage):
         super().__init__(base_dir)
         self.runner = runner
         self.ra, self.rb = response_a, response_b
+        # the columns the judge reads, refused before any pair is asked when absent
+        self.inputs = {k: v for k, v in (("--a-col", response_a), ("--b-col", response_b))
+                       if v}
+        if runner.simulated:
+            self.inputs.update({"the simulated judge's true_a": runner.cols[0],
+                                "the simulated judge's true_b": runner.cols[1]})
         if not runner.simulated and getattr(runner, "root", None) is None:
             runner.root = base_dir  # image paths relative to the table's folder
         self.batch_size = 256 if runner.simulated else 1  # a model: journal every row

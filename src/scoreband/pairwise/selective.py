@@ -140,7 +140,7 @@ class PairRule:
         from scoreband.tables import read_table
 
         df = read_table(table) if isinstance(table, (str, Path)) else table
-        X, errs = _features(df, self.model.columns)
+        X, errs = _features(df, self.model.columns, probs=self.model.kind == "probs")
         g = None
         if self.groups_col is not None:
             if self.groups_col not in df.columns:
@@ -267,7 +267,15 @@ def is_label_free(kind: str, n_features: int, symmetric: bool = True) -> bool:
     return kind == "probs" or (kind == "logistic" and n_features == 1 and symmetric)
 
 
-def _features(df: pd.DataFrame, columns) -> tuple[np.ndarray, list[RowError]]:
+#: how far a pair's probabilities may sum from 1 (rounding in a written table)
+PROB_SUM_TOL = 0.02
+
+
+def _features(df: pd.DataFrame, columns, probs: bool = False) -> tuple[np.ndarray,
+                                                                    list[RowError]]:
+    """The feature (or probability) columns as floats; a row with a value that is not a
+    finite number - or, for ``probs``, a probability outside [0, 1] or probabilities not
+    summing to 1 - is a row error (the pair is not judged), never a verdict."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(f"column(s) {missing} not in the table (it has "
@@ -277,9 +285,27 @@ def _features(df: pd.DataFrame, columns) -> tuple[np.ndarray, list[RowError]]:
     errors = []
     for i in np.flatnonzero(~np.isfinite(X).all(axis=1))[:100000]:
         j = int(np.flatnonzero(~np.isfinite(X[i]))[0])
-        errors.append(RowError(str(i), columns[j], f"{df[columns[j]].iloc[i]!r} is not a "
-                                                   "finite number: the pair is not judged",
-                               int(i)))
+        cell = df[columns[j]].iloc[i]
+        what = "an empty cell" if pd.isna(cell) else repr(str(cell))
+        errors.append(RowError(str(i), columns[j], f"{what} is not a finite number: the pair "
+                                                   "is not judged", int(i)))
+    if probs:
+        seen = {e.position for e in errors}
+        fin = np.isfinite(X).all(axis=1)
+        off = fin & ((X < -1e-9) | (X > 1 + 1e-9)).any(axis=1)
+        tot = np.where(fin, X.sum(axis=1), 1.0)
+        unsummed = fin & ~off & (np.abs(tot - 1) > PROB_SUM_TOL)
+        for i in np.flatnonzero(off | unsummed)[:100000]:
+            if int(i) in seen:
+                continue
+            if off[i]:
+                j = int(np.flatnonzero((X[i] < -1e-9) | (X[i] > 1 + 1e-9))[0])
+                why = f"{X[i, j]:g} is not a probability (outside [0, 1])"
+            else:
+                j, why = 0, (f"the probabilities {', '.join(columns)} sum to {tot[i]:.3g}, not "
+                             "1: give p(A), p(B)[, p(tie)] of one verdict")
+            errors.append(RowError(str(i), columns[j], why + ": the pair is not judged",
+                                   int(i)))
     return X, errors
 
 
@@ -445,7 +471,7 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
                          "`probs` (columns of p(A), p(B)[, p(tie)]), not both or neither")
     cols = list(features if features is not None else probs)
     lab, _, errs = pair_labels(df, label_col=label_col, votes=votes)
-    X, ferrs = _features(df, cols)
+    X, ferrs = _features(df, cols, probs=probs is not None)
     bad = {e.position for e in ferrs}
     use = (lab != "") & np.array([i not in bad for i in range(len(df))])
     g = None
