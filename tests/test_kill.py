@@ -4,14 +4,14 @@ and ends with exactly the table an uninterrupted run writes (no row lost or dupl
 temp file left behind)."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.killing import kill_five_times
 
 N_ROWS = 3000
 JUDGE_ROWS = 1000
@@ -28,14 +28,6 @@ def _run(cmd, table, out):
                              "--out", str(out), *ARGS[cmd], *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-
-
-def _lines(journal) -> int:
-    try:
-        with open(journal, "rb") as f:
-            return f.read().count(b"\n")
-    except FileNotFoundError:
-        return 0
 
 
 @pytest.fixture(scope="module")
@@ -68,22 +60,8 @@ def test_killed_five_times_equals_an_uninterrupted_run(table, tmp_path, cmd, nam
     assert _run(cmd, table, ref).wait(timeout=600) == 0
     out = tmp_path / "out.csv"
     journal = tmp_path / "out.csv.partial.jsonl"
-    rng = np.random.default_rng(0)
-    sizes = []
-    for _ in range(5):
-        p = _run(cmd, table, out)
-        # kill at a random point of the work left: once the journal holds a random share
-        # (10-40 %) of the rows still to do, so that no run can finish first however fast
-        # this machine is
-        done = _lines(journal)
-        target = done + max(1, int((rows - done) * rng.uniform(0.1, 0.4)))
-        deadline = time.time() + 120
-        while time.time() < deadline and p.poll() is None and _lines(journal) < target:
-            time.sleep(0.01)
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-        sizes.append(journal.stat().st_size if journal.exists() else 0)
+    sizes, p = kill_five_times(lambda: _run(cmd, table, out), journal, rows,
+                               np.random.default_rng(0))
     assert p.returncode != 0 and not out.exists()  # the last run was really killed
     assert all(b > a for a, b in zip([0, *sizes], sizes, strict=False))  # each run added
     assert _run(cmd, table, out).wait(timeout=600) == 0

@@ -3,16 +3,15 @@ SIGKILL at five random points resumes from its journal and ends with exactly the
 uninterrupted run writes (no pair lost or duplicated, no temp file left behind)."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from scoreband.world.pairwise import world_pairs
+from tests.killing import kill_five_times
 
 pytestmark = pytest.mark.slow  # processes killed with SIGKILL and restarted
 
@@ -24,14 +23,6 @@ def _run(table, out):
                             start_new_session=True)
 
 
-def _lines(journal) -> int:
-    try:
-        with open(journal, "rb") as f:
-            return f.read().count(b"\n")
-    except FileNotFoundError:
-        return 0
-
-
 def test_killed_five_times_equals_an_uninterrupted_run(tmp_path):
     table = tmp_path / "pairs.csv"
     world_pairs(1000, seed=3).to_csv(table, index=False)
@@ -39,19 +30,8 @@ def test_killed_five_times_equals_an_uninterrupted_run(tmp_path):
     ref = tmp_path / "ref.csv"
     assert _run(table, ref).wait(timeout=600) == 0
     out, journal = tmp_path / "out.csv", tmp_path / "out.csv.partial.jsonl"
-    rng = np.random.default_rng(0)
-    sizes = []
-    for _ in range(5):
-        p = _run(table, out)
-        done = _lines(journal)  # kill once a random 10-40 % of the rows left are journaled
-        target = done + max(1, int((rows - done) * rng.uniform(0.1, 0.4)))
-        deadline = time.time() + 120
-        while time.time() < deadline and p.poll() is None and _lines(journal) < target:
-            time.sleep(0.01)
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-        sizes.append(journal.stat().st_size if journal.exists() else 0)
+    sizes, p = kill_five_times(lambda: _run(table, out), journal, rows,
+                               np.random.default_rng(0))
     assert p.returncode != 0 and not out.exists()  # the last run was really killed
     assert all(b > a for a, b in zip([0, *sizes], sizes, strict=False))  # each run added
     assert _run(table, out).wait(timeout=600) == 0

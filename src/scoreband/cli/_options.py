@@ -260,3 +260,12 @@ class LaterPath(os.PathLike):
 
 def later_path(value: str | None):
     return None if value is None else LaterPath(value)
+
+#: the human preference of a pair table (triage / systems --pairwise, pairwise-triage,
+#: pairwise-systems): a label column, or vote counts
+PairLabelOpt = Annotated[str | None, typer.Option(
+    "--label-col", help="(pairwise) Column of the human preference: A / B / tie (empty = "
+                        "unlabeled).")]
+PairVotesOpt = Annotated[str | None, typer.Option(
+    "--votes", help="(pairwise) Instead of --label-col: vote-count columns "
+                    "'A_COL,B_COL[,TIE_COL]'.")]

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import both_or_neither, need, only_with
-from scoreband.cli._options import HtmlOpt, IdOpt, later_path, open_unit
+from scoreband.cli._options import HtmlOpt, IdOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
@@ -93,11 +93,8 @@ def triage(
                            "command `pairwise-triage`): --label-col or --votes, --feature "
                            "or --probs, --risk, --delta, --out; a pairwise --rule is "
                            "recognised without it.")] = False,
-    label_col: Annotated[str | None, typer.Option(
-        "--label-col", help="--pairwise: column of the human preference A / B / tie.")] = None,
-    votes: Annotated[str | None, typer.Option(
-        "--votes", help="--pairwise: vote-count columns 'A_COL,B_COL[,TIE_COL]' instead of "
-                        "--label-col.")] = None,
+    label_col: PairLabelOpt = None,
+    votes: PairVotesOpt = None,
     feature: Annotated[list[str] | None, typer.Option(
         "--feature", help="--pairwise: antisymmetric feature column(s) (a score difference, "
                           "pair_pref); one feature orders the pairs by |x| without labels, "

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import both_or_neither, exactly_one, need
-from scoreband.cli._options import HtmlOpt, later_path, open_unit
+from scoreband.cli._options import HtmlOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
@@ -88,11 +88,8 @@ def pairwise_triage(
     labeled: Annotated[Path | None, typer.Argument(
         help="Labeled pair table (from `scoreband pairs` or your own). Omit with "
              "--rule.")] = None,
-    label_col: Annotated[str | None, typer.Option(
-        "--label-col", help="Column of the human preference: A / B / tie.")] = None,
-    votes: Annotated[str | None, typer.Option(
-        "--votes", help="Instead of --label-col: vote-count columns 'A_COL,B_COL[,TIE_COL]' "
-                        "(the majority is the label).")] = None,
+    label_col: PairLabelOpt = None,
+    votes: PairVotesOpt = None,
     feature: Annotated[list[str] | None, typer.Option(
         "--feature", help="Antisymmetric feature column(s) of the logistic verdict model: a "
                           "score difference ({score}_diff), a judge's preference "
@@ -357,12 +354,8 @@ def pairwise_systems(
     verdict: Annotated[str | None, typer.Option(
         "--verdict", help="Instead of --probs: a column of judge verdicts A / B / "
                           "tie.")] = None,
-    label_col: Annotated[str | None, typer.Option(
-        "--label-col", help="Column of the human preference (A / B / tie; empty = "
-                            "unlabeled).")] = None,
-    votes: Annotated[str | None, typer.Option(
-        "--votes", help="Instead of --label-col: vote-count columns "
-                        "'A_COL,B_COL[,TIE_COL]' (vote shares used).")] = None,
+    label_col: PairLabelOpt = None,
+    votes: PairVotesOpt = None,
     alpha: Annotated[float, typer.Option("--alpha", callback=open_unit)] = 0.1,
     method: Annotated[str, typer.Option("--method", help="ppi++ | ppi | classical "
                                                          "(labels alone).")] = "ppi++",

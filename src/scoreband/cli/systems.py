@@ -14,6 +14,8 @@ from scoreband.cli._app import app, console, guard, report_rows, warn
 from scoreband.cli._checks import need, only_with
 from scoreband.cli._options import (
     HtmlOpt,
+    PairLabelOpt,
+    PairVotesOpt,
     Table_,
     check_scale,
     open_unit,
@@ -89,11 +91,8 @@ def systems(
                            "`pairwise-systems`): win rates and Bradley-Terry strengths by "
                            "PPI from --label-col or --votes and the judge's --probs or "
                            "--verdict.")] = False,
-    label_col: Annotated[str | None, typer.Option(
-        "--label-col", help="--pairwise: column of the human preference A / B / tie (empty "
-                            "= unlabeled).")] = None,
-    votes: Annotated[str | None, typer.Option(
-        "--votes", help="--pairwise: vote-count columns 'A_COL,B_COL[,TIE_COL]'.")] = None,
+    label_col: PairLabelOpt = None,
+    votes: PairVotesOpt = None,
     probs: Annotated[str | None, typer.Option(
         "--probs", help="--pairwise: columns of the judge's p(A), p(B)[, p(tie)] (default "
                         "pair_p_a,pair_p_b,pair_p_tie).")] = None,
