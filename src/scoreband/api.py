@@ -129,6 +129,12 @@ class CalibrationConfig:
                                  f"{', '.join(MONDRIAN_BY)}")
             if self.mondrian_by == "given" and not has_groups:
                 raise InputError("`mondrian_by` 'given' needs a `groups` column")
+            if self.mondrian_by != "given" and has_groups:
+                warnings.warn(f"`groups` is not what the bands are calibrated by: with "
+                              f"`mondrian_by` {self.mondrian_by!r} the Mondrian groups are "
+                              f"the {self.mondrian_by} levels (`groups` only labels the "
+                              "per-group coverage report); use `mondrian_by` 'given' to "
+                              "calibrate per group", UserWarning, stacklevel=2)
             return self.mondrian_by
         if not self.mondrian:
             return None

@@ -264,8 +264,8 @@ def later_path(value: str | None):
 #: the human preference of a pair table (triage / systems --pairwise, pairwise-triage,
 #: pairwise-systems): a label column, or vote counts
 PairLabelOpt = Annotated[str | None, typer.Option(
-    "--label-col", help="(pairwise) Column of the human preference: A / B / tie (empty = "
-                        "unlabeled).")]
+    "--label-col", help="(pairwise) Column of the human preference: A / B / tie, or 1 / 2 / "
+                        "0 (empty = unlabeled).")]
 PairVotesOpt = Annotated[str | None, typer.Option(
     "--votes", help="(pairwise) Instead of --label-col: vote-count columns "
                     "'A_COL,B_COL[,TIE_COL]'.")]

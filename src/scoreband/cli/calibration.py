@@ -372,6 +372,8 @@ def apply(
     if rule_kind(calibrator) is not None:
         given = [o for o, v in (("--groups", groups), ("--scorer-id", scorer_id),
                                 ("--n-ratings", n_ratings)) if v is not None]
+        given += ["--" + k.replace("_", "-") for k in PREDICTION_OVERRIDES
+                  if engine_opts.get(k) is not None]
         if given:
             fail(f"{', '.join(given)}: not used with a rule file ({plain(calibrator)} is a "
                  "triage rule, which keeps the columns it was fitted with); leave them out")

@@ -128,6 +128,19 @@ def judge(
     asking (--stop-after). Then calibrate, e.g.: scoreband evaluate OUT --target human
     --scale 1,5 --median judge_expected --features 'logp_*' --method r2ccp
     """
+    given = {"--scale": scale != "1,5", "--response-col": response_col != "response",
+             "--delimiter": delimiter != "Score:", "--max-new-tokens": max_new_tokens != 0,
+             "--a-col": a_col != "response_a", "--b-col": b_col != "response_b",
+             "--no-tie": no_tie}
+    other = (("--scale", "--response-col", "--delimiter", "--max-new-tokens") if pairwise
+             else ("--a-col", "--b-col", "--no-tie"))
+    wrong = [o for o in other if given[o]]
+    if wrong:
+        fail(f"{', '.join(wrong)}: not used {'with' if pairwise else 'without'} --pairwise "
+             "(a pairwise judge reads --a-col and --b-col and answers A / B / tie; a score "
+             "judge reads --response-col on --scale); leave them out")
+    if pairwise and a_col == b_col:
+        fail(f"--a-col and --b-col both name {a_col!r}: give the two responses' columns")
     if pairwise:
         return _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col,
                                b_col, no_tie, base_url, top_logprobs, max_tokens, timeout,

@@ -18,6 +18,7 @@ preference ``human`` (``A``, ``B`` or ``tie`` when the two human scores are with
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,6 +170,13 @@ def parse_labels(values, column: str = "label") -> tuple[np.ndarray, list[RowErr
                                    i))
             continue
         out[i] = lab
+    raw = {str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
+           for v in s.to_numpy(dtype=object)
+           if v is not None and not (isinstance(v, float) and np.isnan(v))}
+    if raw and raw <= {"0", "1"} and "1" in raw:
+        warnings.warn(f"{column}: only 0 and 1 in the verdicts, read as tie (0) and A (1) - "
+                      "the 1 / 2 / 0 spelling of A / B / tie; if 1 means 'A better' and 0 "
+                      "'B better', write A and B instead", UserWarning, stacklevel=2)
     return out, errors
 
 
