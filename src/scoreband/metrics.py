@@ -23,6 +23,7 @@ __all__ = [
     "pearson",
     "spearman",
     "ranking_scoring_gap",
+    "band_usefulness",
     "exact_agreement",
     "overconfidence_rate",
     "binomial_ci",
@@ -174,6 +175,25 @@ def spearman(x, y) -> float:
     # scipy.stats.spearmanr's own arithmetic (corrcoef of the ranks as columns, its [1, 0])
     ranks = np.column_stack([pd.Series(x).rank().to_numpy(), pd.Series(y).rank().to_numpy()])
     return float(np.corrcoef(ranks, rowvar=False)[1, 0])
+
+
+def band_usefulness(width: float, lo: float, hi: float) -> tuple[float, str]:
+    """What a band of mean ``width`` (native units) can tell on the scale ``lo``-``hi``: its
+    share of the scale and a verdict in words (the console and the report say the same).
+
+    >>> band_usefulness(2.4, 1, 5)[0]
+    0.6
+    """
+    share = width / (hi - lo)
+    if share <= 0.25:
+        what = "narrow enough to tell neighbouring levels apart for most items"
+    elif share <= 0.5:
+        what = ("enough to tell a low score from a high one, not neighbouring levels: use "
+                "the scores to sort or screen, not as exact values")
+    else:
+        what = ("most of the scale: a band says little about a single item; use the scores "
+                "for ranking, or a better scorer")
+    return share, what
 
 
 def ranking_scoring_gap(rho: float, mean_width: float, k: int) -> float:

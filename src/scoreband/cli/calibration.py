@@ -45,6 +45,7 @@ from scoreband.columns import needed_columns
 from scoreband.conformal import load_calibrator
 from scoreband.errors import ERROR_COLUMN, RowError
 from scoreband.json_io import write_json
+from scoreband.metrics import band_usefulness
 from scoreband.progress import step_status
 from scoreband.provenance import provenance
 from scoreband.textsafe import plain
@@ -110,19 +111,9 @@ def print_metrics_table(res: dict, title: str) -> None:
 
 def usefulness(width: float, scale: dict) -> str:
     """One sentence on what a band of this mean width can tell on the scale."""
-    span = scale["hi"] - scale["lo"]
-    share = width / span
-    unit = f"{scale['lo']:g}-{scale['hi']:g}"
-    if share <= 0.25:
-        what = "narrow enough to tell neighbouring levels apart for most items"
-    elif share <= 0.5:
-        what = ("it can tell a low score from a high one, not neighbouring levels: use the "
-                "scores to sort or screen, not as exact values")
-    else:
-        what = ("it covers most of the scale: it says little about a single item (use the "
-                "scores for ranking, or a better scorer)")
-    return (f"mean band {width:.2f} points wide on {unit} ({share:.0%} of the scale): "
-            f"{what}.")
+    share, what = band_usefulness(width, scale["lo"], scale["hi"])
+    return (f"mean band {width:.2f} points wide on {scale['lo']:g}-{scale['hi']:g} "
+            f"({share:.0%} of the scale): {what}.")
 
 
 def _print_levels(res: dict) -> None:

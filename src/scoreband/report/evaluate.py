@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoreband.metrics import binomial_ci
+from scoreband.metrics import band_usefulness, binomial_ci
 from scoreband.report.blocks import (
     fig_block,
     fmt,
@@ -185,16 +185,7 @@ def _group_map_figure(rows: list, widths: dict, target: float, span: float,
 
 def _usefulness(width: float, sc: dict) -> str:
     """What a band of this mean width can tell on its scale (one sentence)."""
-    span = sc["hi"] - sc["lo"]
-    share = width / span
-    if share <= 0.25:
-        what = "narrow enough to tell neighbouring levels apart for most items"
-    elif share <= 0.5:
-        what = ("enough to tell a low score from a high one, not neighbouring levels: use "
-                "the scores to sort or screen, not as exact values")
-    else:
-        what = ("most of the scale: a band says little about a single item; use the scores "
-                "for ranking, or a better scorer")
+    share, what = band_usefulness(width, sc["lo"], sc["hi"])
     return (f"Is it useful? The mean band is {width:.2f} points wide on "
             f"{sc['lo']:g}-{sc['hi']:g}, {share:.0%} of the scale: {what}.")
 
