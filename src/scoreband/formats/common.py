@@ -99,6 +99,15 @@ def _object_frame(recs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(cols, index=pd.RangeIndex(len(recs)), columns=names)
 
 
+def count_lines(p: Path, max_bytes: int = 2 << 30) -> int | None:
+    """The non-blank lines of a one-record-a-line file (a JSON Lines table, a harness's
+    samples, a batch of answers), for progress; None above ``max_bytes``."""
+    if p.stat().st_size > max_bytes:
+        return None
+    with open(p, encoding="utf-8-sig", newline="") as f:
+        return sum(1 for line in f if line.strip())
+
+
 def read_jsonl(p: Path, *, text: bool = False) -> pd.DataFrame:
     with open(p, encoding="utf-8-sig") as f:  # a byte order mark is not the first row's
         return jsonl_records(f, p, text=text)

@@ -12,7 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from scoreband.formats.base import Sink, TableFormat
-from scoreband.formats.common import _write_json_records, jsonl_records, read_jsonl
+from scoreband.formats.common import (
+    _write_json_records,
+    count_lines,
+    jsonl_records,
+    read_jsonl,
+)
 
 __all__ = ["JSONL", "JsonLines"]
 
@@ -47,10 +52,7 @@ class JsonLines(TableFormat):
                     yield df
 
     def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
-        if path.stat().st_size > max_bytes:
-            return None
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return sum(1 for line in f if line.strip())
+        return count_lines(path, max_bytes)
 
     def write(self, df: pd.DataFrame, path: Path) -> None:
         _write_json_records(df, path, lines=True)

@@ -42,7 +42,7 @@ import pandas as pd
 
 from scoreband.formats._answers import parse_scale
 from scoreband.formats.base import ReadOnlyFormat
-from scoreband.formats.common import jsonl_records
+from scoreband.formats.common import count_lines, jsonl_records
 from scoreband.formats.openai_batch import first_json_line
 
 __all__ = ["LM_EVAL", "LMEval", "task_of", "results_file"]
@@ -95,10 +95,7 @@ class LMEval(ReadOnlyFormat):
             "filtered_resps" in rec or "resps" in rec or task_of(path) is not None)
 
     def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
-        if path.stat().st_size > max_bytes:
-            return None
-        with open(path, encoding="utf-8-sig") as f:
-            return sum(1 for line in f if line.strip())
+        return count_lines(path, max_bytes)
 
     def read(self, path: Path, columns=None, *, text: bool = False) -> pd.DataFrame:
         with open(path, encoding="utf-8-sig") as f:  # a torn line is reported and skipped

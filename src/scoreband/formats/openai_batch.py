@@ -15,6 +15,7 @@ import pandas as pd
 
 from scoreband.formats._answers import DEFAULT_SCALE, answer_features, has_logprobs, parse_scale
 from scoreband.formats.base import ReadOnlyFormat
+from scoreband.formats.common import count_lines
 
 __all__ = ["OPENAI_BATCH", "OpenAIBatch", "first_json_line"]
 
@@ -48,10 +49,7 @@ class OpenAIBatch(ReadOnlyFormat):
             or (isinstance(rec.get("response"), dict) and "body" in rec["response"]))
 
     def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
-        if path.stat().st_size > max_bytes:
-            return None
-        with open(path, encoding="utf-8-sig") as f:
-            return sum(1 for line in f if line.strip())
+        return count_lines(path, max_bytes)
 
     def read(self, path: Path, columns=None, *, text: bool = False) -> pd.DataFrame:
         rows, answers = [], []
