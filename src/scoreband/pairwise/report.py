@@ -245,6 +245,7 @@ def report_schema():
     from pydantic import Field, model_validator
 
     from scoreband.report.schema import NonEmpty, Pair, StrictModel
+    from scoreband.report.systems import ranked_systems_known
 
     class Classical(StrictModel):
         ci: Pair | None = None
@@ -292,10 +293,7 @@ def report_schema():
 
         @model_validator(mode="after")
         def _known(self):
-            for r in self.ranking:
-                if r.system not in self.systems:
-                    raise ValueError(f"ranking names system {r.system!r}, not in 'systems'")
-            return self
+            return ranked_systems_known(self)
 
     return PairwiseDoc
 

@@ -150,6 +150,15 @@ class Plan(StrictModel):
     systems: dict[str, PlanSystem]
 
 
+def ranked_systems_known(doc):
+    """A ranking document's check (systems and pairwise-systems alike): every ranked system
+    is one of its ``systems``. Returns the document (a pydantic after-validator)."""
+    for r in doc.ranking:
+        if r.system not in doc.systems:
+            raise ValueError(f"ranking names system {r.system!r}, not in 'systems'")
+    return doc
+
+
 class SystemsDoc(StrictModel):
     alpha: float
     method: str
@@ -163,10 +172,7 @@ class SystemsDoc(StrictModel):
 
     @model_validator(mode="after")
     def _known(self):
-        for r in self.ranking:
-            if r.system not in self.systems:
-                raise ValueError(f"ranking names system {r.system!r}, not in 'systems'")
-        return self
+        return ranked_systems_known(self)
 
 
 
