@@ -548,23 +548,17 @@ def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, sc
             fd = (F[a] - F[b])[both].to_numpy()
             e, cl, degenerate, _ = _weighted(yd, fd, pj, lab[both].to_numpy(), st, alpha,
                                              lam, f"pair {a!r} - {b!r}", [])
-            if degenerate is not None:
-                paired = False
-                why = (f"{n_both} items labeled for both systems, but their label "
-                       "differences are all equal or predicted exactly by the score (no "
-                       "spread): compared unpaired instead")
-                notes.append(f"pair {a!r} - {b!r}: {why}")
         elif paired:
             yd = (Y[a] - Y[b])[lab].to_numpy()
             fd = (F[a] - F[b])[lab].to_numpy()
             fu = (F[a] - F[b])[both & ~lab].to_numpy()
             e, cl, degenerate = _estimate(yd, fd, fu, alpha, lam, f"pair {a!r} - {b!r}", [])
-            if degenerate is not None:
-                paired = False
-                why = (f"{n_both} items labeled for both systems, but their label "
-                       "differences are all equal or predicted exactly by the score (no "
-                       "spread): compared unpaired instead")
-                notes.append(f"pair {a!r} - {b!r}: {why}")
+        if paired and degenerate is not None:  # either paired estimate, no spread
+            paired = False
+            why = (f"{n_both} items labeled for both systems, but their label differences "
+                   "are all equal or predicted exactly by the score (no spread): compared "
+                   "unpaired instead")
+            notes.append(f"pair {a!r} - {b!r}: {why}")
         if not paired:
             e = difference(est01[a], est01[b], alpha)
             cl = difference(cl01[a], cl01[b], alpha)
