@@ -45,7 +45,7 @@ from scoreband.conformal.mondrian import MONDRIAN_BY  # what ``mondrian_by`` may
 from scoreband.conformal.randomness import frame_keys
 from scoreband.domain import check_mostly_inside, fit_domain
 from scoreband.engine.rows import run_file, run_rows
-from scoreband.errors import ERROR_COLUMN, InputError, RowError
+from scoreband.errors import ERROR_COLUMN, InputError, RowError, check_known_keys
 from scoreband.tables import read_table
 
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
@@ -114,11 +114,7 @@ class CalibrationConfig:
         d = ({f.name: getattr(value, f.name) for f in fields(cls)} if isinstance(value, cls)
              else dict(value or {}))
         d.update(keywords)
-        known = config_fields(cls)
-        bad = sorted(set(d) - set(known))
-        if bad:
-            raise InputError(f"unknown calibration option(s) {', '.join(bad)}; known: "
-                             f"{', '.join(sorted(known))}")
+        check_known_keys(d, config_fields(cls), "calibration option")
         return cls(**d)
 
     def mondrian_groups(self, has_groups: bool) -> str | None:

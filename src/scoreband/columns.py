@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scoreband.datatypes import Predictions, Scale
-from scoreband.errors import InputError, RowError
+from scoreband.errors import InputError, RowError, check_known_keys
 from scoreband.grid import snap_to_grid
 from scoreband.tables import NA_TEXT, table_columns
 
@@ -125,11 +125,7 @@ class ColumnSpec:
             return value
         d = value.to_dict() if isinstance(value, cls) else dict(value or {})
         d.update(keywords)
-        known = column_fields(cls)
-        bad = sorted(set(d) - set(known))
-        if bad:
-            raise InputError(f"unknown column key(s) {', '.join(bad)}; known: "
-                             f"{', '.join(sorted(known))}")
+        check_known_keys(d, column_fields(cls), "column key")
         if d.get("scale") is None:
             raise InputError("give the target's `scale`, e.g. '1,5' or (1, 5)")
         for name in scale_fields(cls):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["ScorebandError", "InputError", "NotFittedError", "CalibratorMismatch", "RowError",
-           "ERROR_COLUMN", "error_column"]
+           "ERROR_COLUMN", "error_column", "check_known_keys"]
 
 #: The one registry of the columns where a row's failure is written. Every command that
 #: writes a table adds its columns under one prefix and the reason a row failed in
@@ -62,3 +62,15 @@ class RowError:
 
     def __str__(self) -> str:
         return f"row {self.row}, column {self.column!r}: {self.reason}"
+
+
+def check_known_keys(keys, known, what: str) -> None:
+    """Refuse keys outside ``known``, naming them and every known one (``what``: "column
+    key", "calibration option" ...).
+
+    >>> check_known_keys({"median"}, ["median", "lo"], "column key")
+    """
+    bad = sorted(set(keys) - set(known))
+    if bad:
+        raise InputError(f"unknown {what}(s) {', '.join(bad)}; known: "
+                         f"{', '.join(sorted(known))}")
