@@ -134,9 +134,9 @@ def triage(
     Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
     --apply-out triaged.csv
     """
-    from scoreband.cli.pairwise import is_pair_rule, run_pairwise_triage
+    from scoreband.cli.pairwise import run_pairwise_triage
 
-    if pairwise or (rule is not None and is_pair_rule(rule)):
+    if pairwise or (rule is not None and rule_kind(rule) == "pairwise"):
         only_with("without --pairwise", target=target, scale=scale, score=score,
                   tolerance=tolerance, features=features, uncertainty=uncertainty,
                   calibrator=calibrator, id_col=id_col, html=html)

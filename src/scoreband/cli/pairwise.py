@@ -3,7 +3,6 @@ better than they score: compare two responses instead of scoring one)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,8 +14,6 @@ from scoreband.cli._checks import both_or_neither, exactly_one, need
 from scoreband.cli._options import HtmlOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
-
-PAIR_RULE_FORMAT = "scoreband-pairwise-rule"  # = scoreband.pairwise.selective's (no import)
 
 
 def _cols(values: list[str] | None) -> list[str]:
@@ -189,19 +186,6 @@ def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, del
         fitted = load_pair_rule(rule)
     if apply_table is not None:
         apply_pair_rule(fitted, apply_table, apply_out.path)
-
-
-def is_pair_rule(path) -> bool:
-    """Whether ``path`` is a JSON file written by `pairwise-triage --out` (its ``format``),
-    so `triage --rule` and `apply --calibrator` can hand it to the pairwise apply."""
-    try:
-        if not Path(path).is_file():  # a FIFO or a device is never opened here
-            return False
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)
-        return json.loads(head).get("format") == PAIR_RULE_FORMAT
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return False  # the command's own reader says what is wrong
 
 
 def apply_pair_rule(rule, table: Path, out: Path) -> None:
