@@ -108,7 +108,9 @@ def triage(
     sets: Annotated[str, typer.Option("--sets", help="--pairwise: lac | aps.")] = "lac",
     start: Annotated[str, typer.Option(
         "--start", help="--pairwise: first | likely (where the fixed sequence "
-                        "starts).")] = "first",
+                        "starts: first = where a test can reject, at the most confident "
+                        "fifth on the label-free path; likely = read from a training "
+                        "share).")] = "first",
     asymmetric: Annotated[bool, typer.Option(
         "--asymmetric", help="--pairwise: let the verdict model learn an order "
                              "effect.")] = False,

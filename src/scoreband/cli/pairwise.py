@@ -110,7 +110,8 @@ def pairwise_triage(
         "--groups", help="Column of tasks: prediction sets per task (Mondrian).")] = None,
     start: Annotated[str, typer.Option(
         "--start", help="Where the fixed sequence starts: first (where enough pairs are "
-                        "decided for a test to reject) | likely.")] = "first",
+                        "decided for a test to reject; label-free: at the most confident "
+                        "fifth) | likely (read from a training share).")] = "first",
     train_frac: Annotated[float, typer.Option("--train-frac", callback=open_unit,
                                               help="Share fitting the verdict model.")] = 0.5,
     asymmetric: Annotated[bool, typer.Option(
