@@ -58,7 +58,9 @@ def judge(
         "--rubric", help="Rubric text, or @FILE to read it from a file.")] = None,
     template: Annotated[str | None, typer.Option(
         "--template", help="Prompt template (or @FILE) with {instruction} {response} {rubric} "
-                           "{delimiter} {lo} {hi}.")] = None,
+                           "{delimiter} {lo} {hi}; --pairwise: {instruction} {response} "
+                           "(shown first) {response_b} {rubric} {delimiter} "
+                           "{tie_clause}.")] = None,
     delimiter: Annotated[str, typer.Option(
         "--delimiter", help="Text after which the judge writes its score, searched from the "
                             "end of the answer (e.g. 'Score:' or '\"score\":').")] = "Score:",
@@ -113,6 +115,9 @@ def judge(
                                                        "B.")] = "response_b",
     no_tie: Annotated[bool, typer.Option("--no-tie", help="--pairwise: verdicts A or B "
                                                           "only (no tie token).")] = False,
+    tie_token: Annotated[str, typer.Option(
+        "--tie-token", help="--pairwise: the tie verdict's token (one token of the judge's "
+                            "vocabulary, e.g. C).")] = "tie",
     **engine_opts,
 ):
     """Score-token log-probs of a VLM judge for every row of a table.
@@ -131,9 +136,9 @@ def judge(
     given = {"--scale": scale != "1,5", "--response-col": response_col != "response",
              "--delimiter": delimiter != "Score:", "--max-new-tokens": max_new_tokens != 0,
              "--a-col": a_col != "response_a", "--b-col": b_col != "response_b",
-             "--no-tie": no_tie}
+             "--no-tie": no_tie, "--tie-token": tie_token != "tie"}
     other = (("--scale", "--response-col", "--delimiter", "--max-new-tokens") if pairwise
-             else ("--a-col", "--b-col", "--no-tie"))
+             else ("--a-col", "--b-col", "--no-tie", "--tie-token"))
     wrong = [o for o in other if given[o]]
     if wrong:
         fail(f"{', '.join(wrong)}: not used {'with' if pairwise else 'without'} --pairwise "
@@ -142,9 +147,12 @@ def judge(
     if pairwise and a_col == b_col:
         fail(f"--a-col and --b-col both name {a_col!r}: give the two responses' columns")
     if pairwise:
+        if no_tie and tie_token != "tie":
+            fail("--no-tie and --tie-token: give one (A / B only, or the tie's token)")
         return _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col,
-                               b_col, no_tie, base_url, top_logprobs, max_tokens, timeout,
-                               retries, cache, rubric, template, engine_opts)
+                               b_col, no_tie, tie_token, base_url, top_logprobs, max_tokens,
+                               timeout, retries, cache, rubric, template, allow_blind, device,
+                               dtype, engine_opts)
     from scoreband.judge_stage import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
@@ -196,25 +204,27 @@ def judge(
 
 
 def _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col, b_col,
-                    no_tie, base_url, top_logprobs, max_tokens, timeout, retries, cache,
-                    rubric, template, engine_opts) -> None:
+                    no_tie, tie_token, base_url, top_logprobs, max_tokens, timeout, retries,
+                    cache, rubric, template, allow_blind, device, dtype, engine_opts) -> None:
     """judge --pairwise: the same code as `judge-pairs`."""
-    from scoreband.cli._checks import only_with
     from scoreband.cli.pairwise import run_judge_pairs
 
-    only_with("without --pairwise (a pairwise prompt has its own rubric)", rubric=rubric,
-              template=template)
+    if judge_spec.startswith("openai:"):
+        options = {"timeout": timeout, "retries": retries, "allow_blind": allow_blind,
+                   "cache_dir": cache if cache is not None else Path(str(out) + ".cache")}
+    elif judge_spec.startswith("hf:"):
+        options = {"device": device, "dtype": dtype}
+    else:
+        options = None
     run_judge_pairs(table, judge=judge_spec, out=out, response_a=a_col, response_b=b_col,
                     image_col=image_col, root=None,
                     instruction_col=instruction_col,
                     instruction="Which response describes the image better?",
-                    tie=None if no_tie else "tie", base_url=base_url,
+                    tie=None if no_tie else tie_token, base_url=base_url,
                     top_logprobs=top_logprobs, max_tokens=max_tokens,
-                    engine_opts=engine_opts,
-                    judge_options={"timeout": timeout, "retries": retries,
-                                   "cache_dir": cache if cache is not None
-                                   else Path(str(out) + ".cache")}
-                    if judge_spec.startswith("openai:") else None)
+                    engine_opts=engine_opts, judge_options=options,
+                    rubric=text_or_file(rubric) if rubric is not None else None,
+                    template=text_or_file(template) if template is not None else None)
 
 
 # ------------------------------------------------------------------ judge-study

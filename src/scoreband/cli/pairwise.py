@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, fail, guard, report_rows, warn
+from scoreband.cli._app import app, console, fail, guard, report_rows, text_or_file, warn
 from scoreband.cli._checks import both_or_neither, exactly_one, need
 from scoreband.cli._options import HtmlOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
 from scoreband.errors import ERROR_COLUMN
@@ -251,6 +251,11 @@ def judge_pairs_cmd(
     no_tie: Annotated[bool, typer.Option("--no-tie", help="Verdicts A or B only (no tie "
                                                           "token).")] = False,
     tie_token: Annotated[str, typer.Option("--tie-token", help="The tie token.")] = "tie",
+    rubric: Annotated[str | None, typer.Option(
+        "--rubric", help="Rubric text, or @FILE to read it from a file.")] = None,
+    template: Annotated[str | None, typer.Option(
+        "--template", help="Prompt template (or @FILE) with {instruction} {response} (shown "
+                           "first) {response_b} {rubric} {delimiter} {tie_clause}.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="openai: the endpoint's "
                                                                     "base URL.")] = None,
     top_logprobs: Annotated[int, typer.Option("--top-logprobs", min=1)] = 20,
@@ -275,14 +280,17 @@ def judge_pairs_cmd(
                     response_b=response_b, image_col=image_col, root=root,
                     instruction_col=instruction_col, instruction=instruction,
                     tie=None if no_tie else tie_token, base_url=base_url,
-                    top_logprobs=top_logprobs, max_tokens=max_tokens, seed=seed)
+                    top_logprobs=top_logprobs, max_tokens=max_tokens, seed=seed,
+                    rubric=text_or_file(rubric) if rubric is not None else None,
+                    template=text_or_file(template) if template is not None else None)
 
 
 def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, response_b: str,
                     image_col: str, root, instruction_col, instruction: str, tie,
                     base_url=None, top_logprobs: int = 20, max_tokens: int = 256,
                     seed: int = 0, engine_opts: dict | None = None,
-                    judge_options: dict | None = None) -> None:
+                    judge_options: dict | None = None, rubric: str | None = None,
+                    template: str | None = None) -> None:
     """`judge-pairs` and `judge --pairwise` (one implementation): the pairwise judge stage
     on the row engine, journaled (OUT.partial.jsonl) and resumed when run again."""
     from scoreband.cli._rows import run_stage
@@ -296,7 +304,8 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
     run, stage = run_stage(table, out, "scoreband.pairwise.extract:pair_judge_stage", dict(
         judge_spec=judge, tie=tie, judge_options=options, response_a=response_a,
         response_b=response_b, image_col=image_col, instruction_col=instruction_col,
-        instruction=instruction, root=None if root is None else str(root), seed=seed),
+        instruction=instruction, root=None if root is None else str(root), seed=seed,
+        **{k: v for k, v in (("rubric", rubric), ("template", template)) if v is not None}),
         engine_opts, error_column=ERROR_COLUMN["pairwise"])
     errors = sorted(run.failures.items())
     for i, why in errors[:20]:

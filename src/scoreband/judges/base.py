@@ -44,6 +44,11 @@ class JudgeStop(JudgeError):
     stops asking, every remaining row gets this reason."""
 
 
+#: the fix a score scale's multi-token labels call for
+SCORE_LABEL_FIX = ("use a scale whose labels are single tokens (e.g. 1-9 or 0-9 instead of "
+                   "1-10) and map it back afterwards")
+
+
 @dataclass(frozen=True)
 class JudgePrompt:
     """The judge's instruction. ``template`` may use {instruction}, {response}, {rubric},
@@ -57,6 +62,9 @@ class JudgePrompt:
     #: an endpoint answer without the delimiter is read at its first token when that token
     #: is a label ("4"); a pairwise prompt turns this off ("A careful look ..." is no verdict)
     first_token_fallback: bool = True
+    #: how the labels are named in messages, and the fix for a label that is not one token
+    label_kind = "score"
+    label_fix = SCORE_LABEL_FIX
 
     def __post_init__(self) -> None:
         fields = "{instruction}, {response}, {rubric}, {delimiter}, {lo}, {hi}"

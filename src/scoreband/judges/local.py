@@ -63,7 +63,8 @@ class LocalVLMJudge:
         # one batched (Rust-side, for fast tokenizers) decode of the whole vocabulary
         decoded = tok.batch_decode([[i] for i in range(len(tok))])
         self.label_ids = label_token_ids(list(zip(vocab, decoded, strict=True)), prompt.labels,
-                                         split=lambda lab: tok.tokenize(lab))
+                                         split=lambda lab: tok.tokenize(lab),
+                                         kind=prompt.label_kind, fix=prompt.label_fix)
         _check_prefix_labels(tok, prompt.labels)
         self._fingerprint = weights_fingerprint(model)
 

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from scoreband.errors import InputError
+from scoreband.judges.base import SCORE_LABEL_FIX
 
 __all__ = [
     "canonical_token",
@@ -67,13 +68,15 @@ def ambiguous_labels(labels: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def label_token_ids(tokens: Sequence[str], labels: Sequence[str], *,
-                    split=None) -> dict[str, list[int]]:
+                    split=None, kind: str = "score",
+                    fix: str = SCORE_LABEL_FIX) -> dict[str, list[int]]:
     """Map every label to the ids of all vocabulary tokens that spell it.
 
     ``tokens[i]`` is token id i's string, or a tuple of its spellings (e.g. from
     ``convert_ids_to_tokens`` and a per-id decode);
-    ``split(label)`` (optional) returns how the tokenizer spells a label, for the error.
-    Raises InputError when a label has no single-token spelling.
+    ``split(label)`` (optional) returns how the tokenizer spells a label, for the error;
+    ``kind`` (score, verdict) and ``fix`` word it. Raises InputError when a label has no
+    single-token spelling.
     """
     want = set(labels)
     ids: dict[str, list[int]] = {lab: [] for lab in labels}
@@ -89,10 +92,9 @@ def label_token_ids(tokens: Sequence[str], labels: Sequence[str], *,
             how = "; the tokenizer spells " + ", ".join(
                 f"{lab!r} as {list(split(lab))}" for lab in missing[:3])
         raise InputError(
-            f"score label(s) {missing} are not single tokens of this model's vocabulary{how}. "
-            "scoreband reads the score from one next-token distribution, so every label must "
-            "be one token. Fix: use a scale whose labels are single tokens (e.g. 1-9 or 0-9 "
-            "instead of 1-10) and map it back afterwards")
+            f"{kind} label(s) {missing} are not single tokens of this model's vocabulary{how}. "
+            f"scoreband reads the {kind} from one next-token distribution, so every label must "
+            f"be one token. Fix: {fix}")
     return ids
 
 

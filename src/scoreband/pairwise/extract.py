@@ -28,10 +28,11 @@ import pandas as pd
 
 from scoreband.engine.rows import Stage
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
-from scoreband.judges.base import JudgeError, JudgePrompt
+from scoreband.judges.base import MAX_UNSEEN_SHARE, JudgeError, JudgePrompt
 
 __all__ = ["PairPrompt", "PAIR_TEMPLATE", "PAIR_RUBRIC", "PAIR_COLUMNS", "judge_pairs",
-           "make_pair_judge", "order_average", "PairJudgeStage", "pair_judge_stage"]
+           "make_pair_judge", "order_average", "PairJudgeStage", "pair_judge_stage",
+           "short_list_refusal"]
 
 PAIR_TEMPLATE = (
     "You are an impartial judge comparing two responses about an image.\n"
@@ -62,6 +63,9 @@ class PairPrompt(JudgePrompt):
     delimiter: str = "Verdict:"
     tie: str | None = "tie"
     first_token_fallback: bool = False  # "A careful look ..." is not a verdict
+    label_kind = "verdict"
+    label_fix = ("give a tie token this tokenizer keeps whole (`--tie-token`, e.g. C or "
+                 "equal), or ask for A or B only (`--no-tie`)")
 
     def render(self, instruction: str, response: str, response_b: str = "r") -> str:
         try:
@@ -109,6 +113,31 @@ def _normalise(logp) -> np.ndarray | None:
     p = np.where(np.isfinite(lp), p, 0.0)
     p = p / p.sum()
     return np.pad(p, (0, 3 - len(p)))
+
+
+def short_list_refusal(res, labels, k) -> str:
+    """Why a verdict read from a short top-k list is refused ("" when it is not): the
+    verdicts missing from the list may hold more than
+    :data:`~scoreband.judges.base.MAX_UNSEEN_SHARE` of the verdict probability
+    (``res.unseen_share``, :func:`scoreband.judges.tokens.unseen_label_share`), so
+    renormalising over the listed ones would read as a certain judge (a top-1 list gives
+    p(A) = 1). The rule of the score judge (:func:`scoreband.judges.answers.judge_row`).
+
+    >>> from scoreband.judges.base import JudgeResult
+    >>> r = JudgeResult(np.array([-0.9, -np.inf, -np.inf]), 0.59, "generated",
+    ...                 unseen_share=0.85)
+    >>> short_list_refusal(r, ["A", "B", "tie"], 1)[:44]
+    "only the verdict(s) ['A'] are in the judge's"
+    """
+    share = float(getattr(res, "unseen_share", 0.0) or 0.0)
+    if share <= MAX_UNSEEN_SHARE:
+        return ""
+    seen = [lab for lab, x in zip(labels, res.logp, strict=True) if np.isfinite(x)]
+    return (f"only the verdict(s) {seen} are in the judge's top-{k} list; the others may "
+            f"hold up to {share:.0%} of the verdict probability (the list leaves out "
+            f"{res.missing_mass:.2f} of the mass), so renormalising over the listed ones "
+            "would read as a certain judge. Not judged: ask for more top log-probs "
+            f"(`--top-logprobs`, at least {2 * len(labels)})")
 
 
 class SimulatedPairRunner:
@@ -220,6 +249,11 @@ class ModelPairRunner:
                                       f"({', '.join(self.prompt.labels)}) at the verdict "
                                       "position")
                     break
+                short = short_list_refusal(res, self.prompt.labels,
+                                           getattr(self.judge, "top_logprobs", None))
+                if short:
+                    errors[int(i)] = short
+                    break
                 out[k] = p
         self.row_errors = errors
         return ab, ba
@@ -315,14 +349,20 @@ def pair_judge_stage(judge_spec: str, *, tie: str | None = "tie", judge_options=
                      response_a: str = "response_a", response_b: str = "response_b",
                      image_col: str = "image", instruction_col: str | None = None,
                      instruction: str = "Which response describes the image better?",
-                     root=None, seed: int = 0, base_dir=None) -> PairJudgeStage:
-    """A :class:`PairJudgeStage` from plain values (what the CLI and a Ray actor build)."""
+                     root=None, seed: int = 0, base_dir=None, rubric: str | None = None,
+                     template: str | None = None) -> PairJudgeStage:
+    """A :class:`PairJudgeStage` from plain values (what the CLI and a Ray actor build);
+    ``rubric`` / ``template``: the pairwise prompt's (:class:`PairPrompt`; checked here)."""
+    prompt = PairPrompt(tie=tie, **{k: v for k, v in (("rubric", rubric),
+                                                      ("template", template))
+                                    if v is not None})
+    prompt.render("i", "a", "b")  # an unknown field in the template: said before any work
     kw: dict = {"seed": seed}
     if not judge_spec.startswith("sim"):
         kw.update(image_col=image_col, response_a=response_a, response_b=response_b,
                   instruction_col=instruction_col, instruction=instruction,
                   root=None if root is None else Path(root), **(judge_options or {}))
-    runner = make_pair_judge(judge_spec, prompt=PairPrompt(tie=tie), **kw)
+    runner = make_pair_judge(judge_spec, prompt=prompt, **kw)
     return PairJudgeStage(runner, response_a=response_a, response_b=response_b,
                           base_dir=base_dir)
 
