@@ -12,73 +12,27 @@ from __future__ import annotations
 
 import json
 import math
-import socket
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from judges.llama_fixture import HOW
 from PIL import Image
 
 from tests.conftest import runner
 
-HOW = ("needs llama-cpp-python[server] and gguf: CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install "
-       "'llama-cpp-python[server]' gguf, then pytest -m server")
 pytest.importorskip("llama_cpp", reason=HOW)
 pytest.importorskip("llama_cpp.server.app", reason=HOW)   # fastapi, uvicorn ...
 pytest.importorskip("gguf", reason=HOW)
 
-from judges.tiny_gguf import write_tiny_llama  # noqa: E402
+from judges import llama_fixture  # noqa: E402
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
+llama_server = llama_fixture.llama_server   # the module's server (one per module)
 
 LABELS = [str(v) for v in range(1, 6)]
 TEMPLATE = ("Instruction: {instruction}\nResponse: {response}\nRubric: {rubric}\n"
             "End with '{delimiter} N', N from {lo} to {hi}. ")
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    import httpx
-
-    folder = tmp_path_factory.mktemp("llama")
-    model = write_tiny_llama(folder / "tiny.gguf")
-    port = _free_port()
-    log = open(folder / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-                             "--n_threads", "1"], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the llama.cpp server did not start: "
-                                   + (folder / "server.log").read_text()[-2000:])
-            time.sleep(0.3)
-        yield url, model
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _table(tmp_path, words, fmt="PNG"):
@@ -123,7 +77,7 @@ def _hand(resp: dict) -> tuple[np.ndarray, float]:
 
 
 def test_logprobs_equal_a_hand_computation_from_the_raw_answer(llama_server, tmp_path):
-    url, model = llama_server
+    url, model = llama_server.url, llama_server.model
     table = _table(tmp_path, ["JUDGE"] * 4)
     out = tmp_path / "sub" / "judged.csv"
     r = _judge(table, out, url, "--template", TEMPLATE + "JUDGE", "--allow-blind",
@@ -152,7 +106,7 @@ def test_logprobs_equal_a_hand_computation_from_the_raw_answer(llama_server, tmp
 
 
 def test_a_text_only_model_stops_the_run(llama_server, tmp_path):
-    url, _ = llama_server
+    url = llama_server.url
     table = _table(tmp_path, ["JUDGE"] * 5, fmt="WEBP")
     r = _judge(table, tmp_path / "o.csv", url, "--template", TEMPLATE + "JUDGE")
     assert r.exit_code == 1
@@ -160,7 +114,7 @@ def test_a_text_only_model_stops_the_run(llama_server, tmp_path):
 
 
 def test_empty_and_cut_answers_are_said(llama_server, tmp_path):
-    url, _ = llama_server
+    url = llama_server.url
     table = _table(tmp_path, ["x"])
     r = _judge(table, tmp_path / "silent.csv", url, "--template", TEMPLATE + "SILENT",
                "--allow-blind")

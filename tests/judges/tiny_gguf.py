@@ -7,6 +7,10 @@ decided by the last one: the output matrix is solved so that, after
 * ``▁JUDGE``  it writes ``Score``, then ``:``, then a score: " 4" most likely, with "4",
   " 3", " 5", "2", " 1" after it (both spellings of 4, so a reader must add them), then
   ends its answer;
+* ``▁PAIR`` it writes the one token ``Verdict:`` (the pairwise prompt's delimiter,
+  :class:`scoreband.pairwise.extract.PairPrompt`), then a verdict: " A" most likely, with
+  "A", " B", "B", " tie" after it (both spellings of A and B), then ends its answer; it
+  always prefers the response shown first, whichever it is (a pure position bias);
 * ``▁SILENT`` it ends its answer at once (an empty answer);
 * ``▁RAMBLE`` it writes ``▁la`` until ``max_tokens`` (an answer cut by its length).
 
@@ -20,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["write_tiny_llama", "CHAT_TEMPLATE", "SCORE_LOGITS"]
+__all__ = ["write_tiny_llama", "CHAT_TEMPLATE", "SCORE_LOGITS", "VERDICT_LOGITS"]
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}{% if message['content'] is string %}"
@@ -32,7 +36,10 @@ CHAT_TEMPLATE = (
 SCORE_LOGITS = {"\u25814": 6.0, "4": 5.2, "\u25813": 4.8, "\u25815": 4.0, "2": 3.0,
                 "\u25811": 2.5}
 
-_WORDS = ["JUDGE", "SILENT", "RAMBLE"]
+#: the logits after "Verdict:" (every other token 0)
+VERDICT_LOGITS = {"\u2581A": 6.0, "A": 5.0, "\u2581B": 4.2, "B": 3.5, "\u2581tie": 3.0}
+
+_WORDS = ["JUDGE", "SILENT", "RAMBLE", "PAIR"]
 
 
 def _vocab() -> tuple[list[str], list[int]]:
@@ -43,6 +50,7 @@ def _vocab() -> tuple[list[str], list[int]]:
         [gguf.TokenType.BYTE] * 256
     normal = ["Score", ":", "\u2581la", "\u2581l"]
     normal += [f"\u2581{d}" for d in range(10)] + [str(d) for d in range(10)]
+    normal += ["Verdict:"] + list(VERDICT_LOGITS)
     for w in _WORDS:  # the merge chain SentencePiece needs: ▁J, ▁JU, ..., ▁JUDGE
         normal += ["\u2581" + w[:i] for i in range(1, len(w) + 1)]
     normal = list(dict.fromkeys(normal))
@@ -67,8 +75,10 @@ def write_tiny_llama(path, *, seed: int = 0, n_embd: int = 64, n_layer: int = 2)
         ":": {ids[t]: x for t, x in SCORE_LOGITS.items()},
         "\u2581SILENT": {eos: 12.0}, "\u2581RAMBLE": {ids["\u2581la"]: 12.0},
         "\u2581la": {ids["\u2581la"]: 12.0},
+        "\u2581PAIR": {ids["Verdict:"]: 12.0},
+        "Verdict:": {ids[t]: x for t, x in VERDICT_LOGITS.items()},
     }
-    for t in list(SCORE_LOGITS):
+    for t in list(SCORE_LOGITS) + list(VERDICT_LOGITS):
         targets[t] = {eos: 12.0}
     ctx = list(targets)
     # the final RMS norm (weight 1) of each context token's embedding: the residual stream
