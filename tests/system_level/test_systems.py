@@ -13,7 +13,13 @@ import pandas as pd
 import pytest
 
 from scoreband.cli import app
-from scoreband.system_level.ppi import classical_mean, holm, ppi_mean, rank_sets
+from scoreband.system_level.ppi import (
+    classical_mean,
+    holm,
+    ppi_mean,
+    rank_sets,
+    unlabeled_variance,
+)
 from scoreband.system_level.study import systems_study
 from tests.conftest import runner
 
@@ -109,8 +115,10 @@ def test_agrees_with_ppi_py_where_the_formulas_match():
     fitted), which under ppi_py's own coverage at few labels (tests/system_level/
     test_coverage.py). So: at a fixed weight the point estimates agree exactly and ppi_py's
     standard error is ours with ddof = 0; with many labels the intervals, tuned or not,
-    agree to 2 % of their width, and the tuned weights to 0.01 (ppi_py pools the
-    variances of the labeled and unlabeled predictions; scoreband keeps them apart)."""
+    agree to 2 % of their width, and the tuned weights to 0.01. Both pool the labeled and
+    unlabeled predictions' variance for the weight; scoreband also uses the pooled variance
+    for the unlabeled mean's share of the standard error (ppi_py the unlabeled ones' alone,
+    which is 0 when a few unlabeled verdicts agree: tests/system_level/test_coverage.py)."""
     import ppi_py
 
     rng = np.random.default_rng(3)
@@ -126,8 +134,9 @@ def test_agrees_with_ppi_py_where_the_formulas_match():
         r = y - lam * f
         assert ref_se ** 2 == pytest.approx(lam ** 2 * fu.var(ddof=0) / N
                                             + r.var(ddof=0) / n, rel=1e-12)
-        assert ours.se ** 2 == pytest.approx(lam ** 2 * fu.var(ddof=1) / N
+        assert ours.se ** 2 == pytest.approx(lam ** 2 * unlabeled_variance(f, fu) / N
                                              + r.var(ddof=1) / n, rel=1e-12)
+        assert ours.se == pytest.approx(ref_se, rel=0.02)
         assert ours.df == n - 1
     # many labels: t -> z, ddof irrelevant, the weights converge
     y = rng.normal(size=20_000)

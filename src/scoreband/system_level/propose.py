@@ -45,7 +45,7 @@ from scoreband.system_level.active import (
     systematic_draw,
     uninformative_cost,
 )
-from scoreband.system_level.ppi import labels_for_width, ppi_mean
+from scoreband.system_level.ppi import labels_for_width, ppi_mean, unlabeled_variance
 from scoreband.system_level.study import ACTIVE_PAYS, _rows, cross_fit
 
 __all__ = ["propose_labels", "Proposal", "OUT_COLUMNS", "MIN_BURN_IN"]
@@ -331,7 +331,7 @@ def _plan(width, alpha, scale, names, y01, labeled, ok, X, items, u01, cand, rat
             rec.update(labels_for_width(
                 width / w, alpha, float(np.var(yl, ddof=1)),
                 float(np.var(yl - e.lam * fl, ddof=1)), e.lam,
-                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu)))
+                float(unlabeled_variance(fl, fu)), len(fu)))
             rec["from"] = f"{int((m & labeled).sum())} labels"
         elif band_alpha is not None:
             z = float(stats.norm.ppf(1 - band_alpha / 2))

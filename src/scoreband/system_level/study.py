@@ -46,6 +46,7 @@ from scoreband.system_level.ppi import (
     p_value,
     ppi_mean,
     rank_sets,
+    unlabeled_variance,
     worst_case_mean,
 )
 
@@ -455,7 +456,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
             per[s]["plan"] = labels_for_width(
                 plan / w, alpha, float(np.var(yl, ddof=1)),
                 float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
-                float(np.var(fu, ddof=1)) if len(fu) > 1 else 0.0, len(fu),
+                float(unlabeled_variance(fl, fu)), len(fu),
                 tuned=lam is None)
             if inclusion_prob is not None:
                 ratio = _active_plan(y0[m], f01[m], pi_use[m], labeled[m], lam_s)
