@@ -15,6 +15,7 @@ among decided test pairs was <= alpha, and the sets' coverage and size.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -233,6 +234,88 @@ def run_pascal_shaped(resplits: int) -> None:
 SECTIONS["pascal-shaped"] = run_pascal_shaped
 
 
+def mllm_judge_pairs(path: Path) -> pd.DataFrame:
+    """MLLM-as-a-Judge's Pair setting (Chen et al. 2024; repository Dongping-Chen/MLLM-Judge,
+    ``MLLM-as-a-Judge-HQ/Pair.jsonl``, copied to /work/data, never committed): per pair the
+    two answering models, the human verdict (A / B / C = tie) and GPT-4V's verdict. Returns
+    a pair table in scoreband's shape (``system_a``, ``system_b``, ``human``, ``judge``,
+    ``task``)."""
+    rows = []
+    tie = {"A": "A", "B": "B", "C": "tie"}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        rows.append({"pair_id": str(r.get("pair_id")), "image": str(r.get("image_path")),
+                     "task": str(r.get("original_dataset")),
+                     "system_a": r["answer1"]["name"], "system_b": r["answer2"]["name"],
+                     "human": tie.get(str(r.get("human_answer", "")).strip(), ""),
+                     "judge": tie.get(str((r.get("result") or {}).get("judge", "")).strip(),
+                                      "")})
+    return pd.DataFrame(rows)
+
+
+def run_mllm_judge(path: Path, resplits: int) -> None:
+    """Real pairwise data: GPT-4V's verdicts rectified by a few human verdicts
+    (``rank_systems``: prediction-powered win rates), their coverage of the win rates all
+    the table's human verdicts give, over resplits of which pairs are labeled; the
+    agreement of the judge with the humans; the bad input the table holds."""
+    from scoreband.pairwise.ranking import rank_systems
+
+    df = mllm_judge_pairs(path)
+    ok = (df.human != "") & (df.judge != "")
+    same = df.system_a == df.system_b
+    print(f"\nMLLM-as-a-Judge Pair (HQ subset, {len(df)} pairs, {df.task.nunique()} source "
+          f"datasets; {int(same.sum())} pairs compare a model with itself, "
+          f"{int((~ok).sum())} lack a verdict)")
+    t = df[ok & ~same].reset_index(drop=True)
+    agree = (t.human == t.judge).mean()
+    nt = (t.human != "tie") & (t.judge != "tie")
+    print(f"  GPT-4V agrees with the human verdict on {agree:.3f} of {len(t)} pairs "
+          f"(A / B / tie; {(t.human[nt] == t.judge[nt]).mean():.3f} where neither says tie); "
+          f"human ties {(t.human == 'tie').mean():.3f}, judge ties {(t.judge == 'tie').mean():.3f}")
+    value = {"A": 1.0, "B": 0.0, "tie": 0.5}
+    y_all = t.human.map(value).to_numpy(float)
+    names = sorted(set(t.system_a) | set(t.system_b))
+    truth = {}
+    for s in names:
+        m = (t.system_a == s) | (t.system_b == s)
+        truth[s] = float(np.where(t.system_a[m] == s, y_all[m], 1 - y_all[m]).mean())
+    f_all = t.judge.map(value).to_numpy(float)
+    judge_only = {}
+    for s in names:
+        m = ((t.system_a == s) | (t.system_b == s)).to_numpy()
+        judge_only[s] = float(np.where(t.system_a[m] == s, f_all[m], 1 - f_all[m]).mean())
+    print("  win rates (all human verdicts / GPT-4V alone): " + ", ".join(
+        f"{s} {truth[s]:.3f} / {judge_only[s]:.3f}" for s in names))
+    for n_lab in (60, 120, 240):
+        if n_lab >= len(t):
+            continue
+        cover, all_cover, width, cwidth = [], [], [], []
+        for b in range(resplits):
+            lab = np.zeros(len(t), bool)
+            lab[np.random.default_rng(b).choice(len(t), n_lab, replace=False)] = True
+            d = t.assign(human=np.where(lab, t.human, ""))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                doc, _ = rank_systems(d, label_col="human", verdict="judge", alpha=0.1)
+            hits = []
+            for s in names:
+                rec = doc["systems"][s]
+                if rec.get("ci") is None:
+                    continue
+                lo, hi = rec["ci"]
+                hits.append(lo <= truth[s] <= hi)
+                width.append(hi - lo)
+                cwidth.append(rec["classical"]["ci"][1] - rec["classical"]["ci"][0])
+            cover.extend(hits)
+            all_cover.append(all(hits))
+        print(f"  {n_lab:3d} human-labeled pairs, 90 % intervals: win-rate coverage "
+              f"{np.mean(cover):.3f} per system, {np.mean(all_cover):.3f} all at once; "
+              f"width {np.mean(width):.3f} (human labels alone {np.mean(cwidth):.3f})",
+              flush=True)
+
+
 def run_simulated(resplits: int) -> None:
     """The embedded world: position bias of the simulated judges, selective verdicts and
     sets from judge-pairs' probabilities, rank-set coverage."""
@@ -294,6 +377,8 @@ SECTIONS["simulated"] = run_simulated
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--thumb", type=Path, default=Path("/work/data/thumb"))
+    ap.add_argument("--mllm-judge", type=Path,
+                    default=Path("/work/data/mllm_judge/HQ_Pair.jsonl"))
     ap.add_argument("--resplits", type=int, default=100)
     ap.add_argument("--skip", nargs="*", default=[])
     a = ap.parse_args()
@@ -301,6 +386,8 @@ def main() -> None:
         run_thumb(a.thumb, a.resplits)
     if "population" not in a.skip and a.thumb.exists():
         run_population(a.thumb, a.resplits)
+    if "mllm" not in a.skip and a.mllm_judge.exists():
+        run_mllm_judge(a.mllm_judge, a.resplits)
     for name, fn in SECTIONS.items():
         if name not in a.skip:
             fn(a.resplits)
