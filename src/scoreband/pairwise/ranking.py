@@ -67,32 +67,46 @@ def judge_preference(df: pd.DataFrame, *, probs=None, verdict: str | None = None
 
 def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1) -> dict:
     """Prediction-powered Bradley-Terry strengths (the last system's fixed at 0) with
-    normal intervals from the sandwich covariance; ``a``, ``b``: system indices per pair."""
+    normal intervals from the sandwich covariance; ``a``, ``b``: system indices per pair.
+
+    The estimating equation is ``mean_all x (f - s(x b)) + mean_L x (y - f) = 0``: the
+    judge's term over *every* pair (labeled ones too), the humans' rectifier over the
+    labeled ones. Its variance counts both terms and their covariance on the labeled
+    pairs: ``Cov_all(g) / (n + N) + Cov_L(r) / n + 2 sym Cov_L(g, r) / (n + N)``. (The
+    judge's term over the unlabeled pairs alone, as first written, was fitted on a handful
+    of pairs when nearly all were labeled: strengths' 90 % intervals covered 0.78 with 8
+    unlabeled of 400; tests/pairwise/test_ranking.py.)"""
     k = len(names)
     n_rows = len(a)
     X = np.zeros((n_rows, k))
     X[np.arange(n_rows), a] += 1
     X[np.arange(n_rows), b] -= 1
     X = X[:, :-1]
-    U, L = ~labeled, labeled
-    XU, fU = X[U], f[U]
+    L = np.asarray(labeled, bool)
     XL, yL, fL = X[L], y[L], f[L]
+    nL, n_all = max(int(L.sum()), 1), len(f)
     beta = np.zeros(k - 1)
-    rect = XL.T @ (yL - fL) / max(len(yL), 1)
+    rect = XL.T @ (yL - fL) / nL
     for _ in range(100):
-        s = 1 / (1 + np.exp(-(XU @ beta)))
-        g = XU.T @ (fU - s) / len(fU) + rect
-        H = (XU * (s * (1 - s))[:, None]).T @ XU / len(fU) + 1e-9 * np.eye(k - 1)
+        s = 1 / (1 + np.exp(-(X @ beta)))
+        g = X.T @ (f - s) / n_all + rect
+        H = (X * (s * (1 - s))[:, None]).T @ X / n_all + 1e-9 * np.eye(k - 1)
         step = np.linalg.solve(H, g)
         beta += step
         if np.max(np.abs(step)) < 1e-10:
             break
-    s = 1 / (1 + np.exp(-(XU @ beta)))
-    H = (XU * (s * (1 - s))[:, None]).T @ XU / len(fU)
-    gu = XU * (fU - s)[:, None]
-    gl = XL * (yL - fL)[:, None]
-    M = np.cov(gu, rowvar=False, ddof=1).reshape(k - 1, k - 1) / len(fU) + \
-        np.cov(gl, rowvar=False, ddof=1).reshape(k - 1, k - 1) / max(len(yL), 1)
+    s = 1 / (1 + np.exp(-(X @ beta)))
+    H = (X * (s * (1 - s))[:, None]).T @ X / n_all
+    g_all = X * (f - s)[:, None]
+    r_l = XL * (yL - fL)[:, None]
+
+    def cov(u, v):
+        if len(u) < 2:
+            return np.zeros((k - 1, k - 1))
+        return (u - u.mean(0)).T @ (v - v.mean(0)) / (len(u) - 1)
+
+    cross = cov(g_all[L], r_l)
+    M = cov(g_all, g_all) / n_all + cov(r_l, r_l) / nL + (cross + cross.T) / n_all
     Hi = np.linalg.pinv(H)
     V = Hi @ M @ Hi
     full = np.append(beta, 0.0)
