@@ -52,7 +52,42 @@ from scoreband.judges.base import (  # noqa: F401  (re-exported)
 from scoreband.judges.registry import JUDGES
 
 __all__ = ["JudgePrompt", "JudgeResult", "Judge", "JudgeError", "make_judge",
-           "extract_judge_table", "JudgeStage", "judge_stage", "DEFAULT_TEMPLATE", "JUDGES"]
+           "extract_judge_table", "JudgeStage", "judge_stage", "DEFAULT_TEMPLATE", "JUDGES",
+           "RowPool"]
+
+
+class RowPool:
+    """Rows judged ``concurrency`` at a time (one judge call at a time for 1): the one
+    mechanism of the score and the pairwise judge stages. A judge that may not be called
+    from several threads (a local model) is refused more than one; each row runs in a copy
+    of the caller's context (the output policy lives in one); results come back in row
+    order; ``fn`` must not raise (it returns the row's record, an error in it)."""
+
+    def __init__(self, judge, concurrency: int, what: str = "judge"):
+        self.concurrency = int(concurrency)
+        if self.concurrency < 1:
+            raise InputError(f"`concurrency` {concurrency}: give 1 or more")
+        if self.concurrency > 1 and not getattr(judge, "concurrent", False):
+            raise InputError(f"`concurrency` {concurrency}: {judge.name} judges one row at a "
+                             "time (a local model); several requests at once are for "
+                             "endpoint judges (openai:)")
+        self._pool = None
+        self._what = what
+
+    @property
+    def batch_size(self) -> int:
+        """Rows per engine batch: 1 (each row journaled at once) or 8 per thread."""
+        return 1 if self.concurrency == 1 else 8 * self.concurrency
+
+    def map(self, fn, items) -> list:
+        items = list(items)
+        if self.concurrency == 1 or len(items) <= 1:
+            return [fn(x) for x in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.concurrency,
+                                            thread_name_prefix=f"scoreband-{self._what}")
+        futures = [self._pool.submit(contextvars.copy_context().run, fn, x) for x in items]
+        return [f.result() for f in futures]
 
 def make_judge(spec: str, prompt: JudgePrompt, *, offered: dict | None = None, **kw) -> Judge:
     """``hf:DIR_OR_ID`` or ``openai:MODEL`` (see ``JUDGES``) with its options ``kw`` (an
@@ -81,16 +116,10 @@ class JudgeStage(Stage):
                        "response_col": response_col}
         self.label = f"judging with {judge.name}"
         self._setup = json.dumps(judge.describe(), sort_keys=True)
-        self.concurrency = int(concurrency)
-        if self.concurrency < 1:
-            raise InputError(f"`concurrency` {concurrency}: give 1 or more")
-        if self.concurrency > 1 and not getattr(judge, "concurrent", False):
-            raise InputError(f"`concurrency` {concurrency}: {judge.name} judges one row at a "
-                             "time (a local model); several requests at once are for "
-                             "endpoint judges (openai:)")
-        self.batch_size = 1 if self.concurrency == 1 else 8 * self.concurrency
+        self.pool = RowPool(judge, concurrency)
+        self.concurrency = self.pool.concurrency
+        self.batch_size = self.pool.batch_size
         self.breaker = _Breaker(stop_after)
-        self._pool = None
 
     def _cells(self, df, i):
         img, ins, resp = (cell_text(df, c, i) for c in self.cols)
@@ -110,15 +139,7 @@ class JudgeStage(Stage):
             return {"error": f"unexpected {type(e).__name__}: {msg}"}
 
     def process(self, df, positions):
-        cells = [self._cells(df, i) for i in positions]
-        if self.concurrency == 1 or len(cells) == 1:
-            return [self._one(c) for c in cells]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="scoreband-judge")
-        # each row in a copy of this thread's context (the output policy lives in one)
-        futures = [self._pool.submit(contextvars.copy_context().run, self._one, c)
-                   for c in cells]
-        return [f.result() for f in futures]
+        return self.pool.map(self._one, [self._cells(df, i) for i in positions])
 
     def columns(self, records):
         labels = self.judge.prompt.labels

@@ -251,7 +251,7 @@ def test_a_top_list_too_short_for_the_labels_is_flagged_not_certain(tmp_path):
         assert bad == 2
         row = res.iloc[0]
         assert "only the labels ['3'] are in the judge's top-1 list; the others may hold up " \
-               "to 72% of the label probability" in row["judge_error"]
+               "to 72% of the score probability" in row["judge_error"]
         assert np.isnan(row["judge_expected"]) and np.isnan(row["logp_3"])   # not p = 1
         np.testing.assert_allclose(row["judge_missing_mass"], 0.72)
         np.testing.assert_allclose(row["judge_unseen_mass"], 0.72)

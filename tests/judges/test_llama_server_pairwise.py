@@ -128,7 +128,7 @@ def test_an_answer_without_a_verdict_is_said_per_row_and_no_row_dropped(llama_se
     table = _table(tmp_path, ["PAIR", "JUDGE", "PAIR", "JUDGE"], same=(2,))
     out = tmp_path / "judged.csv"
     r = _judge(table, out, llama_server.url, "--template", TEMPLATE + "{instruction}")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output    # more than half the pairs could not be judged
     assert r.exception is None or isinstance(r.exception, SystemExit)
     res = pd.read_csv(out, keep_default_na=False)
     src = pd.read_csv(table, keep_default_na=False)
@@ -140,8 +140,11 @@ def test_an_answer_without_a_verdict_is_said_per_row_and_no_row_dropped(llama_se
         assert res.loc[i, "pair_p_a"] == "" and res.loc[i, "pair_position_bias"] == ""
     assert "identical" in err[2]
     said = " ".join(r.output.split())
-    assert "row 1: no 'Verdict:'" in said and "row 3: no 'Verdict:'" in said
-    assert "judged 1 of 4 pairs" in said
+    # numbered from 1, as in every report
+    assert "row 2: no 'Verdict:'" in said and "row 4: no 'Verdict:'" in said
+    assert "does not start with a verdict" in said
+    assert "1 of 4 pairs judged" in said and "3 of 4 pairs could not be judged: exit status 1" \
+        in said
 
 
 def test_a_top_1_list_is_not_read_as_a_certain_verdict(llama_server, tmp_path):
@@ -155,9 +158,9 @@ def test_a_top_1_list_is_not_read_as_a_certain_verdict(llama_server, tmp_path):
     assert len(res) == 2
     assert (res["pair_ab_p_a"] == "").all(), res["pair_ab_p_a"].tolist()   # never p(A) = 1
     for e in res["pair_error"]:
-        assert "only the verdict(s) ['A'] are in the judge's top-1 list" in e, e
+        assert "only the labels ['A'] are in the judge's top-1 list" in e, e
         assert "at least 6" in e
-    assert r.exit_code == 2 and "no pair of" in said    # the run fails: nothing judged
+    assert r.exit_code == 1 and "2 of 2 rows could not be judged" in said   # nothing judged
     # a list that holds every verdict's spellings is read
     r = _judge(table, tmp_path / "k6.csv", llama_server.url, "--template", TEMPLATE + "PAIR",
                "--top-logprobs", "6")
@@ -188,3 +191,31 @@ def test_a_second_run_asks_nothing_and_writes_the_same_table(llama_server, tmp_p
         assert llama_server.requests() == before, journal
         assert len(list(cache.glob("*.json"))) == 6
         assert out.read_bytes() == first, journal
+
+
+def test_concurrent_requests_and_the_breaker(llama_server, tmp_path):
+    """`--concurrency 3` asks the server several pairs at once and writes the same table as
+    one at a time; `--stop-after 2` stops asking after two pairs in a row fail at the
+    judge, each later pair saying why, and the run exits 1 (the score judge's mechanisms)."""
+    table = _table(tmp_path, ["Which caption fits?"] * 6)
+    one, three = tmp_path / "one.csv", tmp_path / "three.csv"
+    r = _judge(table, one, llama_server.url, "--template", TEMPLATE + "PAIR")
+    assert r.exit_code == 0, r.output
+    r = _judge(table, three, llama_server.url, "--template", TEMPLATE + "PAIR",
+               "--concurrency", "3", "--cache", str(tmp_path / "c3"))
+    assert r.exit_code == 0, r.output
+    a = pd.read_csv(one, keep_default_na=False)
+    b = pd.read_csv(three, keep_default_na=False)
+    cols = ["pair_ab_p_a", "pair_ba_p_a", "pair_p_tie", "pair_error"]
+    assert a[cols].equals(b[cols])
+    prov = json.loads((tmp_path / "three.csv.provenance.json").read_text())
+    assert prov["components"]["pair_judge"]["concurrency"] == 3
+    bad = _table(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path,
+                 ["JUDGE"] * 5)
+    r = _judge(bad, tmp_path / "stopped.csv", llama_server.url, "--template",
+               TEMPLATE + "{instruction}", "--stop-after", "2")
+    said = " ".join(r.output.split())
+    assert r.exit_code == 1 and "stopped: 2 rows in a row failed at the judge" in said, said
+    err = pd.read_csv(tmp_path / "stopped.csv", keep_default_na=False)["pair_error"].tolist()
+    assert all("no 'Verdict:'" in e for e in err[:2])
+    assert all(e.startswith("not asked: the run stopped") for e in err[2:]), err

@@ -81,7 +81,7 @@ def test_endpoint_both_orders_spellings_merged_and_no_verdict_reported(tmp_path,
     assert out.loc[0, "pair_ba_p_a"] == pytest.approx(0.9 - 0.2)
     assert out.loc[0, "pair_position_bias"] == pytest.approx((0.7 - 0.7) / 2)
     assert [e.row for e in errors] == ["1"]
-    assert "neither verdict token" in out.loc[1, "pair_error"]
+    assert "none of the verdict labels" in out.loc[1, "pair_error"]
 
 
 def test_cli_judge_pairs_simulated(tmp_path):

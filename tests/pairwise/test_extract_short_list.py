@@ -53,7 +53,7 @@ TOP = [(" A", math.log(0.41)), ("A", math.log(0.15)), (" B", math.log(0.07)),
 def test_a_top_1_list_is_refused_not_read_as_p_a_1(tmp_path, monkeypatch):
     out, errors = _run(tmp_path, monkeypatch, 1, TOP)
     assert math.isnan(out.loc[0, "pair_ab_p_a"]) and math.isnan(out.loc[0, "pair_p_a"])
-    assert "only the verdict(s) ['A'] are in the judge's top-1 list" in out.loc[0, "pair_error"]
+    assert "only the labels ['A'] are in the judge's top-1 list" in out.loc[0, "pair_error"]
     assert [e.row for e in errors] == ["0"]
 
 

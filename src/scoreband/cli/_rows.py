@@ -72,3 +72,39 @@ def _ray(table, out, factory, kw, engine_opts, error_column, components,
     write_provenance(out, {**(components or {}), "engine": {
         "name": "ray", "actors": engine_opts["actors"], "num_gpus": engine_opts["num_gpus"]}})
     return RowRun(None, n, failures)
+
+
+def end_judge_run(run: RowRun, judge, spec: str, out: Path, *, noun: str = "rows",
+                  extra: str = "") -> None:
+    """The end of a judge run, score or pairwise (one report): the model the server says it
+    ran where it differs from the one asked for, a warning when the model does not see the
+    images (``--allow-blind``), why the run stopped asking, the failed rows (numbered from
+    1) and the summary; exit status 1 when the run stopped or more than half the rows could
+    not be judged (the table is written either way)."""
+    import typer
+    from rich.markup import escape
+
+    from scoreband.cli._app import as_flags, finish_rows
+
+    name = spec if judge is None else judge.name
+    info = judge.run_info() if hasattr(judge, "run_info") else {}
+    asked = [name.split(":", 1)[1]] if ":" in name else [name]
+    if info.get("model_served") and info["model_served"] != asked:
+        name += f" (the server reports {', '.join(info['model_served'])})"
+    elif len(info.get("endpoint_models") or []) == 1 and info["endpoint_models"] != asked:
+        name += f" (the server runs {info['endpoint_models'][0]})"
+    summary = run.summary or {}
+    if summary.get("blind") and summary.get("blind") != summary.get("stopped"):
+        err.print(f"[yellow]warning (--allow-blind): {escape(as_flags(summary['blind']))}[/]",
+                  markup=True, highlight=False)
+    if summary.get("stopped"):
+        err.print(f"[red]stopped: {escape(as_flags(summary['stopped']))}[/]", markup=True,
+                  highlight=False)
+    finish_rows(run.failures, run.rows, "could not be judged",
+                f"wrote {out}: {run.rows - len(run.failures):,} of {run.rows:,} {noun} judged "
+                f"by {name}{extra}"
+                + (f" ({run.reused:,} resumed from the journal)" if run.reused else ""))
+    if summary.get("stopped") or 2 * len(run.failures) > run.rows:
+        err.print(f"[red]{len(run.failures)} of {run.rows} {noun} could not be judged: exit "
+                  "status 1[/]", markup=True, highlight=False)
+        raise typer.Exit(1)

@@ -9,9 +9,7 @@ import typer
 
 from scoreband.cli._app import (
     app,
-    err,
     fail,
-    finish_rows,
     guard,
     report_rows,
     run_study,
@@ -31,7 +29,7 @@ from scoreband.cli._options import (
     positive,
     with_options,
 )
-from scoreband.cli._rows import run_stage
+from scoreband.cli._rows import end_judge_run, run_stage
 from scoreband.datatypes import Scale
 from scoreband.errors import ERROR_COLUMN
 from scoreband.judges.registry import JUDGES
@@ -152,7 +150,7 @@ def judge(
         return _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col,
                                b_col, no_tie, tie_token, base_url, top_logprobs, max_tokens,
                                timeout, retries, cache, rubric, template, allow_blind, device,
-                               dtype, engine_opts)
+                               dtype, concurrency, stop_after, engine_opts)
     from scoreband.judge_stage import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
@@ -176,44 +174,23 @@ def judge(
         concurrency=concurrency, stop_after=stop_after,
         image_col=image_col, instruction_col=instruction_col, response_col=response_col),
         engine_opts, error_column=ERROR_COLUMN["judge"], components=prov)
-    name = judge_spec if stage is None else stage.judge.name
-    info = stage.judge.run_info() if hasattr(getattr(stage, "judge", None), "run_info") else {}
-    asked = [name.split(":", 1)[1]]
-    if info.get("model_served") and info["model_served"] != asked:
-        name += f" (the server reports {', '.join(info['model_served'])})"
-    elif len(info.get("endpoint_models") or []) == 1 and info["endpoint_models"] != asked:
-        name += f" (the server runs {info['endpoint_models'][0]})"
-    summary = run.summary or {}
-    from rich.markup import escape
-
-    from scoreband.cli._app import as_flags
-
-    if summary.get("blind") and summary.get("blind") != summary.get("stopped"):
-        err.print(f"[yellow]warning (--allow-blind): {escape(as_flags(summary['blind']))}[/]",
-                  markup=True, highlight=False)
-    if summary.get("stopped"):
-        err.print(f"[red]stopped: {escape(as_flags(summary['stopped']))}[/]", markup=True,
-                  highlight=False)
-    finish_rows(run.failures, run.rows, "could not be judged",
-                f"wrote {out}: {run.rows - len(run.failures)} of {run.rows} rows judged by "
-                f"{name}" + (f" ({run.reused} resumed from the journal)" if run.reused else ""))
-    if summary.get("stopped") or 2 * len(run.failures) > run.rows:
-        err.print(f"[red]{len(run.failures)} of {run.rows} rows could not be judged: exit "
-                  "status 1[/]", markup=True, highlight=False)
-        raise typer.Exit(1)
+    end_judge_run(run, None if stage is None else stage.judge, judge_spec, out)
 
 
 def _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col, b_col,
                     no_tie, tie_token, base_url, top_logprobs, max_tokens, timeout, retries,
-                    cache, rubric, template, allow_blind, device, dtype, engine_opts) -> None:
+                    cache, rubric, template, allow_blind, device, dtype, concurrency,
+                    stop_after, engine_opts) -> None:
     """judge --pairwise: the same code as `judge-pairs`."""
     from scoreband.cli.pairwise import run_judge_pairs
 
     if judge_spec.startswith("openai:"):
         options = {"timeout": timeout, "retries": retries, "allow_blind": allow_blind,
-                   "cache_dir": cache if cache is not None else Path(str(out) + ".cache")}
+                   "cache_dir": cache if cache is not None else Path(str(out) + ".cache"),
+                   "concurrency": concurrency, "stop_after": stop_after}
     elif judge_spec.startswith("hf:"):
-        options = {"device": device, "dtype": dtype}
+        options = {"device": device, "dtype": dtype, "concurrency": concurrency,
+                   "stop_after": stop_after}
     else:
         options = None
     run_judge_pairs(table, judge=judge_spec, out=out, response_a=a_col, response_b=b_col,

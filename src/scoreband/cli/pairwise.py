@@ -293,7 +293,7 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
                     template: str | None = None) -> None:
     """`judge-pairs` and `judge --pairwise` (one implementation): the pairwise judge stage
     on the row engine, journaled (OUT.partial.jsonl) and resumed when run again."""
-    from scoreband.cli._rows import run_stage
+    from scoreband.cli._rows import end_judge_run, run_stage
 
     options = dict(judge_options or {})
     if judge.startswith("openai:"):
@@ -307,19 +307,9 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
         instruction=instruction, root=None if root is None else str(root), seed=seed,
         **{k: v for k, v in (("rubric", rubric), ("template", template)) if v is not None}),
         engine_opts, error_column=ERROR_COLUMN["pairwise"])
-    errors = sorted(run.failures.items())
-    for i, why in errors[:20]:
-        warn(f"row {i}: {why}; the pair is skipped")
-    if len(errors) > 20:
-        warn(f"... and {len(errors) - 20:,} more pairs skipped (column pair_error of "
-             f"{plain(out)})")
-    n_ok = run.rows - len(errors)
-    if n_ok == 0:
-        fail(f"no pair of {str(table)!r} could be judged (see the reasons above)")
-    name = judge if stage is None else stage.runner.name
-    sim = stage is not None and stage.runner.simulated
+    runner = None if stage is None else stage.runner
     bias = ""
-    if stage is not None:
+    if runner is not None and len(run.failures) < run.rows:
         import pandas as pd  # lazy: start-up
 
         from scoreband.tables import read_table
@@ -328,10 +318,10 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
         ok = t["pair_error"].astype(object).fillna("").astype(str) == ""
         bias = (f"; mean position bias "
                 f"{float(pd.to_numeric(t.loc[ok, 'pair_position_bias']).mean()):+.3f}")
-    console.print(f"judged {n_ok:,} of {run.rows:,} pairs with {plain(name)}"
-                  + (" (SIMULATED)" if sim else "") + bias
-                  + (f" ({run.reused:,} resumed from the journal)" if run.reused else "")
-                  + f" -> {plain(out)}")
+    end_judge_run(run, getattr(runner, "judge", None), judge if runner is None
+                  else runner.name, out, noun="pairs",
+                  extra=(" (SIMULATED)" if runner is not None and runner.simulated else "")
+                  + bias)
 
 
 @app.command("pairwise-systems")

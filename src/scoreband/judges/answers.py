@@ -28,7 +28,7 @@ from scoreband.judges.tokens import (
 )
 from scoreband.logprobs import entropy, expected_score, max_prob
 
-__all__ = ["Breaker", "judge_row", "feature_columns", "parse_chat_answer"]
+__all__ = ["Breaker", "checked_answer", "judge_row", "feature_columns", "parse_chat_answer"]
 
 
 class Breaker:
@@ -56,8 +56,43 @@ class Breaker:
                 self.cause = f"{self.short}; the last: {error}"
 
 
+def checked_answer(judge: Judge, img_file, text: str, breaker: Breaker | None = None
+                   ) -> JudgeResult:
+    """Ask ``judge`` one prompt and check its answer: the one rule for every judged answer,
+    a score or a verdict (``judge.prompt.label_kind``). Raises :class:`JudgeStop` when
+    ``breaker`` is open (not asked), :class:`JudgeError` when no label is among the
+    judge's tokens at the label position, or when the top-k list is too short to show the
+    labels it leaves out (they may hold more than ``MAX_UNSEEN_SHARE`` of the label
+    probability: renormalising over the listed ones would read as a certain judge, e.g.
+    p(A) = 1 from a top-1 list)."""
+    if breaker is not None and breaker.cause is not None:
+        raise JudgeStop(f"not asked: the run stopped ({breaker.short})")
+    res = judge.judge(img_file, text)
+    prompt = judge.prompt
+    kind = getattr(prompt, "label_kind", "score")
+    why = None
+    if not np.isfinite(res.logp).any():
+        why = (f"none of the {kind} labels {prompt.labels} is among the judge's tokens at "
+               f"the {kind} position")
+    elif res.unseen_share > MAX_UNSEEN_SHARE:
+        seen = [lab for lab, x in zip(prompt.labels, res.logp, strict=True)
+                if np.isfinite(x)]
+        k = getattr(judge, "top_logprobs", None)
+        why = (
+            f"only the labels {seen} are in the judge's top-{k} list; the others may hold "
+            f"up to {res.unseen_share:.0%} of the {kind} probability (the list leaves out "
+            f"{res.missing_mass:.2f} of the mass), so renormalising over the listed ones "
+            "would read as a confident judge. Not judged: ask for more top log-probs "
+            f"(`--top-logprobs`, at least {2 * len(prompt.labels)})")
+    if why is not None:
+        err = JudgeError(why)
+        err.result = res  # what was read, for the record (the masses)
+        raise err
+    return res
+
+
 def judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: Breaker | None = None
-               ) -> dict:
+              ) -> dict:
     """Judge one row; the journal record (``error`` says why a row failed)."""
     image_col, instruction_col, response_col = cols
     rec = {"logp": None, "judge_missing_mass": None, "judge_unseen_mass": None,
@@ -68,26 +103,11 @@ def judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: Breaker | N
                 raise JudgeInputError(f"{col}: empty cell")
         if img is None:
             raise JudgeInputError(f"{image_col}: no image path (empty cell)")
-        if breaker is not None and breaker.cause is not None:
-            raise JudgeStop(f"not asked: the run stopped ({breaker.short})")
         try:
-            res = judge.judge(img_file, judge.prompt.render(ins, resp))
+            res = checked_answer(judge, img_file, judge.prompt.render(ins, resp), breaker)
         except JudgeInputError as e:
             raise JudgeInputError(f"{image_col}: {e}") from None
         rec.update(judge_missing_mass=res.missing_mass, judge_unseen_mass=res.unseen_share)
-        if not np.isfinite(res.logp).any():
-            raise JudgeError(f"none of the score labels {judge.prompt.labels} is among the "
-                             "judge's tokens at the score position")
-        if res.unseen_share > MAX_UNSEEN_SHARE:
-            seen = [lab for lab, x in zip(judge.prompt.labels, res.logp, strict=True)
-                    if np.isfinite(x)]
-            k = getattr(judge, "top_logprobs", None)
-            raise JudgeError(
-                f"only the labels {seen} are in the judge's top-{k} list; the others may "
-                f"hold up to {res.unseen_share:.0%} of the label probability (the list "
-                f"leaves out {res.missing_mass:.2f} of the mass), so renormalising over the "
-                "listed ones would read as a confident judge. Not scored: ask for more "
-                f"top log-probs (at least {2 * len(judge.prompt.labels)})")
         rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
                    judge_position=res.position)
     except JudgeStop as e:
@@ -98,6 +118,10 @@ def judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: Breaker | N
         rec["error"] = str(e)  # the row's own input: says nothing about the judge
     except JudgeError as e:
         rec["error"] = str(e)
+        read = getattr(e, "result", None)
+        if read is not None:
+            rec.update(judge_missing_mass=read.missing_mass,
+                       judge_unseen_mass=read.unseen_share)
         if breaker is not None:
             breaker.record(str(e))
     else:
@@ -169,6 +193,7 @@ def _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model) -> JudgeRe
         raise JudgeError(f"malformed logprobs.content (expected a list of token objects, "
                          f"got {type(content).__name__}): {str(content)[:120]}")
     texts = [str(c.get("token", "")) for c in content]
+    kind = getattr(prompt, "label_kind", "score")  # a score or a verdict
     cut = (f" (finish_reason 'length': the answer was cut at `max_tokens` "
            f"{max_tokens}; raise it)") if finish == "length" else ""
     pos = find_score_position(texts, prompt.delimiter)
@@ -178,10 +203,10 @@ def _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model) -> JudgeRe
         if (first is None or canonical_token(texts[first]) not in labels
                 or not prompt.first_token_fallback):
             raise JudgeError(f"no {prompt.delimiter!r} in the answer and it does not "
-                             f"start with a score{cut}: {''.join(texts)[-120:]!r}")
+                             f"start with a {kind}{cut}: {''.join(texts)[-120:]!r}")
         pos, where = first, "first-token"
     if pos >= len(content):
-        raise JudgeError("the answer ends at the score delimiter, with no score after "
+        raise JudgeError(f"the answer ends at the {kind} delimiter, with no {kind} after "
                          "it" + (cut or f" (finish_reason {finish!r})"))
     nxt = texts[pos + 1] if pos + 1 < len(texts) else ""
     if nxt[:1].isdigit() and canonical_token(texts[pos])[-1:].isdigit():
@@ -191,7 +216,7 @@ def _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model) -> JudgeRe
     top = content[pos].get("top_logprobs")
     if not isinstance(top, list) or not top or not all(isinstance(t, dict) for t in top):
         # the chosen token's own log-prob alone would read as a certain judge
-        raise JudgeError(f"the endpoint returned no top_logprobs list at the score "
+        raise JudgeError(f"the endpoint returned no top_logprobs list at the {kind} "
                          f"position (asked for {top_logprobs}); one token's "
                          "log-prob is not a distribution over the labels")
     entries = [(t.get("token"), t.get("logprob")) for t in top]
@@ -199,7 +224,7 @@ def _parse_chat_answer(resp, prompt, top_logprobs, max_tokens, model) -> JudgeRe
         lp, missing = fold_top_logprobs(entries, labels)
         share, _ = unseen_label_share(entries, labels, top_logprobs)
     except (ValueError, TypeError, AttributeError) as e:
-        raise JudgeError(f"bad top_logprobs at the score position: {e}") from None
+        raise JudgeError(f"bad top_logprobs at the {kind} position: {e}") from None
     return JudgeResult(lp, missing, where, "".join(texts[:pos]),
                        extra={"finish_reason": finish, "model": resp.get("model")},
                        unseen_share=share)

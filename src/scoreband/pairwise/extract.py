@@ -28,11 +28,11 @@ import pandas as pd
 
 from scoreband.engine.rows import Stage
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
-from scoreband.judges.base import MAX_UNSEEN_SHARE, JudgeError, JudgePrompt
+from scoreband.judges.answers import Breaker, checked_answer
+from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeStop
 
 __all__ = ["PairPrompt", "PAIR_TEMPLATE", "PAIR_RUBRIC", "PAIR_COLUMNS", "judge_pairs",
-           "make_pair_judge", "order_average", "PairJudgeStage", "pair_judge_stage",
-           "short_list_refusal"]
+           "make_pair_judge", "order_average", "PairJudgeStage", "pair_judge_stage"]
 
 PAIR_TEMPLATE = (
     "You are an impartial judge comparing two responses about an image.\n"
@@ -115,31 +115,6 @@ def _normalise(logp) -> np.ndarray | None:
     return np.pad(p, (0, 3 - len(p)))
 
 
-def short_list_refusal(res, labels, k) -> str:
-    """Why a verdict read from a short top-k list is refused ("" when it is not): the
-    verdicts missing from the list may hold more than
-    :data:`~scoreband.judges.base.MAX_UNSEEN_SHARE` of the verdict probability
-    (``res.unseen_share``, :func:`scoreband.judges.tokens.unseen_label_share`), so
-    renormalising over the listed ones would read as a certain judge (a top-1 list gives
-    p(A) = 1). The rule of the score judge (:func:`scoreband.judges.answers.judge_row`).
-
-    >>> from scoreband.judges.base import JudgeResult
-    >>> r = JudgeResult(np.array([-0.9, -np.inf, -np.inf]), 0.59, "generated",
-    ...                 unseen_share=0.85)
-    >>> short_list_refusal(r, ["A", "B", "tie"], 1)[:44]
-    "only the verdict(s) ['A'] are in the judge's"
-    """
-    share = float(getattr(res, "unseen_share", 0.0) or 0.0)
-    if share <= MAX_UNSEEN_SHARE:
-        return ""
-    seen = [lab for lab, x in zip(labels, res.logp, strict=True) if np.isfinite(x)]
-    return (f"only the verdict(s) {seen} are in the judge's top-{k} list; the others may "
-            f"hold up to {share:.0%} of the verdict probability (the list leaves out "
-            f"{res.missing_mass:.2f} of the mass), so renormalising over the listed ones "
-            "would read as a certain judge. Not judged: ask for more top log-probs "
-            f"(`--top-logprobs`, at least {2 * len(labels)})")
-
-
 class SimulatedPairRunner:
     """The embedded world's simulated pairwise judge on a pair table with each response's
     true quality (``true_a`` / ``true_b`` columns). SIMULATED: no model runs."""
@@ -188,19 +163,28 @@ class ModelPairRunner:
     """A model judge (``openai:MODEL`` endpoint or ``hf:MODEL`` local) asked each order
     through its public ``judge(image_path, text)``: the prompt's labels are the verdicts,
     so the judge folds every spelling of "A", "B" and the tie token at the verdict
-    position."""
+    position. Each answer passes the score judge's checks
+    (:func:`scoreband.judges.answers.checked_answer`: no verdict token, a top-k list too
+    short to show the verdicts it leaves out); ``concurrency`` pairs in flight for an
+    endpoint and the run stopped after ``stop_after`` pairs in a row fail at the judge -
+    the score judge's mechanisms (:class:`scoreband.judge_stage.RowPool`,
+    :class:`scoreband.judges.answers.Breaker`)."""
 
     simulated = False
 
     def __init__(self, judge, prompt: PairPrompt, *, image_col: str, response_a: str,
                  response_b: str, instruction_col: str | None = None,
                  instruction: str = "Which response describes the image better?",
-                 root=None):
+                 root=None, concurrency: int = 1, stop_after: int = 10):
+        from scoreband.judge_stage import RowPool  # the row engine's side: not at import
+
         self.judge, self.prompt = judge, prompt
         self.name = judge.name
         self.image_col, self.ra, self.rb = image_col, response_a, response_b
         self.instruction_col, self.instruction = instruction_col, instruction
         self.root = root
+        self.pool = RowPool(judge, concurrency, "pairs")
+        self.breaker = Breaker(stop_after)
 
     def describe(self) -> dict:
         return self.judge.describe()
@@ -229,32 +213,40 @@ class ModelPairRunner:
                        p.rubric, p.delimiter, p.tie, image_digest(self._image(df, i)), ins,
                        df[self.ra].iloc[i], df[self.rb].iloc[i])
 
+    def _one(self, cells) -> tuple:
+        """Both orders of one pair: ``(p_ab, p_ba as answered, error)``."""
+        img, ins, a, b = cells
+        try:
+            out = []
+            for x, y in ((a, b), (b, a)):
+                res = checked_answer(self.judge, img, self.prompt.render(ins, x, y),
+                                     self.breaker)
+                out.append(_normalise(res.logp))
+        except JudgeStop as e:
+            self.breaker.record(str(e), stop=True)
+            return None, None, str(e)
+        except JudgeInputError as e:
+            return None, None, f"{self.image_col}: {e}"  # the row's own input
+        except JudgeError as e:
+            self.breaker.record(str(e))
+            return None, None, str(e)
+        except Exception as e:  # noqa: BLE001 - as the engine does: one row never ends a run
+            return None, None, f"unexpected {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        self.breaker.record("")
+        return out[0], out[1], ""
+
     def run(self, df: pd.DataFrame, rows: np.ndarray):
+        cells = [(self._image(df, i), self._instruction(df, i), str(df[self.ra].iloc[i]),
+                  str(df[self.rb].iloc[i])) for i in rows]
         ab = np.full((len(rows), 3), np.nan)
         ba = np.full((len(rows), 3), np.nan)
         errors: dict[int, str] = {}
-        for k, i in enumerate(rows):
-            img = self._image(df, i)
-            ins = self._instruction(df, i)
-            a, b = str(df[self.ra].iloc[i]), str(df[self.rb].iloc[i])
-            for out, (x, y) in ((ab, (a, b)), (ba, (b, a))):
-                try:
-                    res = self.judge.judge(img, self.prompt.render(ins, x, y))
-                except JudgeError as e:
-                    errors[int(i)] = str(e)
-                    break
-                p = _normalise(res.logp)
-                if p is None:
-                    errors[int(i)] = (f"the judge answered with neither verdict token "
-                                      f"({', '.join(self.prompt.labels)}) at the verdict "
-                                      "position")
-                    break
-                short = short_list_refusal(res, self.prompt.labels,
-                                           getattr(self.judge, "top_logprobs", None))
-                if short:
-                    errors[int(i)] = short
-                    break
-                out[k] = p
+        for k, (i, (pab, pba, err)) in enumerate(zip(rows, self.pool.map(self._one, cells),
+                                                     strict=True)):
+            if err:
+                errors[int(i)] = err
+            else:
+                ab[k], ba[k] = pab, pba
         self.row_errors = errors
         return ab, ba
 
@@ -271,7 +263,8 @@ def make_pair_judge(spec: str, *, prompt: PairPrompt | None = None, **kw):
 
     prompt = prompt or PairPrompt()
     runner_kw = {k: kw.pop(k) for k in ("image_col", "response_a", "response_b",
-                                        "instruction_col", "instruction", "root")
+                                        "instruction_col", "instruction", "root",
+                                        "concurrency", "stop_after")
                  if k in kw}
     for k in ("true_a", "true_b", "seed"):
         kw.pop(k, None)
@@ -301,7 +294,8 @@ class PairJudgeStage(Stage):
                                 "the simulated judge's true_b": runner.cols[1]})
         if not runner.simulated and getattr(runner, "root", None) is None:
             runner.root = base_dir  # image paths relative to the table's folder
-        self.batch_size = 256 if runner.simulated else 1  # a model: journal every row
+        # a model: every row journaled at once, or 8 per thread in flight
+        self.batch_size = 256 if runner.simulated else runner.pool.batch_size
         self.label = f"judging pairs with {runner.name}"
 
     def key(self, df, i):
@@ -342,7 +336,23 @@ class PairJudgeStage(Stage):
         return {}
 
     def components(self):
-        return {"pair_judge": self.runner.describe()}
+        judge = getattr(self.runner, "judge", None)
+        info = judge.run_info() if hasattr(judge, "run_info") else {}
+        extra = {"concurrency": self.runner.pool.concurrency} if hasattr(self.runner, "pool") \
+            else {}
+        return {"pair_judge": {**self.runner.describe(), **info, **extra}}
+
+    def summary(self):
+        """What the run's report must say: it stopped asking (the breaker), or the model
+        does not see the images (``--allow-blind``)."""
+        out = {}
+        breaker = getattr(self.runner, "breaker", None)
+        if breaker is not None and breaker.cause is not None:
+            out["stopped"] = breaker.cause
+        check = getattr(getattr(self.runner, "judge", None), "image_check", None)
+        if check and check.get("image_seen") is False:
+            out["blind"] = check.get("message", "the model does not see the images")
+        return out
 
 
 def pair_judge_stage(judge_spec: str, *, tie: str | None = "tie", judge_options=None,
