@@ -71,6 +71,8 @@ register_kind("systems", "scoreband.report.systems", "systems")
 register_kind("pairwise-systems", "scoreband.pairwise.report", "pairwise-systems")
 register_kind("triage", "scoreband.decisions.report", "a triage rule",
               marker={"format": "scoreband-triage-rule"})
+register_kind("pairwise-rule", "scoreband.pairwise.rule_report", "a pairwise rule",
+              marker={"format": "scoreband-pairwise-rule"})
 
 
 def section_of(kind: str) -> ReportSection:
