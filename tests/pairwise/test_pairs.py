@@ -59,7 +59,8 @@ def test_missing_column_and_no_pairs_are_clear():
 def test_labels_bad_values_reported_not_crashing():
     lab, errors = parse_labels(["A", "b", "maybe", None, 2.0], "verdict")
     assert lab.tolist() == ["A", "B", "", "", "B"]
-    assert len(errors) == 1 and errors[0].row == "2" and errors[0].column == "verdict"
+    # rows named as every command names them (scoreband.columns.RowIds: 1-based)
+    assert len(errors) == 1 and errors[0].row == "3" and errors[0].column == "verdict"
 
 
 def test_vote_counts_majority_and_shares():
@@ -67,4 +68,4 @@ def test_vote_counts_majority_and_shares():
     lab, share, errors = pair_labels(df, votes=("va", "vb"))
     assert lab.tolist() == ["A", "B", "tie", ""]
     assert share[0, 0] == pytest.approx(30 / 48)
-    assert len(errors) == 1 and errors[0].row == "3"
+    assert len(errors) == 1 and errors[0].row == "4"

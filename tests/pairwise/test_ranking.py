@@ -62,9 +62,11 @@ def test_system_without_labels_and_self_pairs_reported():
                        "human": np.where(np.isnan(y), "", np.where(y == 1, "A", "B"))})
     df.loc[0, "system_b"] = df.loc[0, "system_a"]
     doc, errors = rank_systems(df, label_col="human", probs=["p_a", "p_b"])
-    assert any("compared with itself" in e.reason and e.row == "0" for e in errors)
-    assert any("system 's0'" in w and "human-labeled" in w for w in doc["warnings"])
-    assert doc["systems"]["s0"]["ci"] is None
+    assert any("compared with itself" in e.reason and e.row == "1" for e in errors)
+    # a system with no human-labeled pair is skipped, named, with the reason
+    assert any("system 's0' skipped" in w and "human preference" in w
+               for w in doc["warnings"])
+    assert "s0" not in doc["systems"] and "s0" in doc["skipped_systems"]
 
 
 def test_cli_pairwise_systems(tmp_path):

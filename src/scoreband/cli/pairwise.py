@@ -57,10 +57,13 @@ def pairs(
     scoreband pairs scores.csv --system-col system --item-col image --score clip_score
     --target human --tie-tol 0.25 --out pairs.csv
     """
+    from scoreband.engine.stream import as_text
     from scoreband.pairwise.pairs import make_pairs
     from scoreband.tables import read_table, write_table
 
-    df = read_table(table)
+    # cells as written: item ids, --keep columns, responses and system names are copied
+    # byte for byte into a text output (0007 stays 0007; systems 01 and 1 are two)
+    df = read_table(table, text=as_text(out))
     res = make_pairs(df, system_col=system_col, item_col=item_col, scores=_cols(score),
                      target=target, tie_tol=tie_tol, response_col=response_col,
                      keep=_cols(keep))
@@ -324,6 +327,15 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
                   + bias)
 
 
+#: `pairwise-systems` and `systems --pairwise` run one code with one default --alpha (the
+#: one of `systems`): every interval at 1 - alpha, the Holm decisions and the simultaneous
+#: rank sets at family-wise level alpha
+ALPHA_DEFAULT = 0.05
+ALPHA_HELP = ("1 - confidence of every interval (win rates, head-to-head, Bradley-Terry "
+              "strengths); the Holm-adjusted decisions and the simultaneous rank sets hold "
+              "all at once with probability >= 1 - alpha.")
+
+
 @app.command("pairwise-systems")
 @guard
 def pairwise_systems(
@@ -340,7 +352,8 @@ def pairwise_systems(
                           "tie.")] = None,
     label_col: PairLabelOpt = None,
     votes: PairVotesOpt = None,
-    alpha: Annotated[float, typer.Option("--alpha", callback=open_unit)] = 0.1,
+    alpha: Annotated[float, typer.Option("--alpha", callback=open_unit,
+                                         help=ALPHA_HELP)] = ALPHA_DEFAULT,
     method: Annotated[str, typer.Option("--method", help="ppi++ | ppi | classical "
                                                          "(labels alone).")] = "ppi++",
     by: Annotated[str, typer.Option(
@@ -353,7 +366,9 @@ def pairwise_systems(
     """Rank systems from many judge verdicts and a few human preferences: win rates and
     Bradley-Terry strengths by prediction-powered inference (the human-labeled pairs
     rectify the judge), Holm-adjusted pairwise decisions and simultaneous rank sets at
-    1 - --alpha. Where the table has the judge's pair_position_bias (judge-pairs writes it),
+    1 - --alpha (default 0.05, as `systems --pairwise`: one code). A system none of whose
+    pairs has a human preference is reported and skipped (its pairs leave every estimate;
+    the JSON lists it under skipped_systems). Where the table has the judge's pair_position_bias (judge-pairs writes it),
     the ranking records it per task (column task, where there is one). --html: the report
     section (win matrix with intervals, win rates and Bradley-Terry strengths as a forest
     plot, position bias by task).
@@ -377,7 +392,8 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
     exactly_one("the human preference", label_col=label_col, votes=votes)
     if probs is not None and verdict is not None:
         fail("give --probs or --verdict, not both")
-    df = read_table(table)
+    # system names as written: 01 and 1 are two systems
+    df = read_table(table, text=True)
     pcols = _cols([probs]) if probs else (None if verdict else
                                           [c for c in ("pair_p_a", "pair_p_b", "pair_p_tie")
                                            if c in df.columns])

@@ -53,7 +53,10 @@ def systems(
         "--item-col", help="Column of the item (prompt, image) each row answers: pairs of "
                            "systems are compared on the items they share.")] = None,
     alpha: Annotated[float, typer.Option("--alpha", callback=open_unit,
-                                         help="1 - confidence of every interval.")] = 0.05,
+                                         help="1 - confidence of every interval; the "
+                                              "Holm decisions and the rank sets hold all "
+                                              "at once with probability >= 1 - alpha "
+                                              "(with --pairwise too).")] = 0.05,
     method: Annotated[str, typer.Option(
         "--method", help="ppi++ (power-tuned) | ppi | classical (the labels alone).")] = "ppi++",
     plan: Annotated[float | None, typer.Option(

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from scoreband.errors import InputError, RowError
+from scoreband.tables import NA_TEXT
 
 __all__ = ["LABELS", "PairTable", "make_pairs", "pair_labels", "parse_labels", "preference"]
 
@@ -75,6 +76,8 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
         The responses: a pair whose two responses are identical is reported and skipped.
     keep : columns of the item copied to the pair (e.g. the task, the image).
     """
+    from scoreband.columns import row_ids
+
     scores = [scores] if isinstance(scores, str) else list(scores)
     need = [system_col, item_col, *scores] + ([target] if target else []) + \
         ([response_col] if response_col else []) + list(keep)
@@ -86,28 +89,35 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
         raise InputError(f"`tie_tol` must be a number >= 0, got {tie_tol!r}")
     errors: list[RowError] = []
     d = df.reset_index(drop=True)
+    ids = row_ids(d, None)
     nums = {}
     for c in scores + ([target] if target else []):
         v = pd.to_numeric(d[c], errors="coerce")
-        bad = v.isna() & d[c].notna()
-        for i in np.flatnonzero(bad.to_numpy())[:1000]:
-            errors.append(RowError(str(i), c, f"{d[c].iloc[i]!r} is not a number; the row's "
+        text = _texts(d[c])
+        bad = v.isna().to_numpy() & ~np.isin(np.char.strip(text), list(NA_TEXT))
+        for i in np.flatnonzero(bad)[:1000]:
+            errors.append(RowError(ids[i], c, f"{text[i][:40]!r} is not a number; the row's "
                                               "pairs leave it empty", int(i)))
         nums[c] = v.to_numpy(float)
-    sys_ = d[system_col].astype(str).to_numpy()
-    item = d[item_col].astype(str).to_numpy()
+    sys_ = _texts(d[system_col])
+    item = _texts(d[item_col])
+    empty = (np.char.strip(sys_) == "") | (np.char.strip(item) == "")
+    for i in np.flatnonzero(empty):
+        col = system_col if not sys_[i].strip() else item_col
+        errors.append(RowError(ids[i], col, "the cell is empty: the row is in no pair", int(i)))
     # a system twice on an item: which row is it? every row of it there is skipped (the
     # same whatever the order of the table)
-    dup = pd.Series(list(zip(item, sys_, strict=True))).duplicated(keep=False).to_numpy()
+    dup = pd.Series(list(zip(item, sys_, strict=True))).duplicated(keep=False).to_numpy() \
+        & ~empty
     for i in np.flatnonzero(dup):
-        errors.append(RowError(str(i), system_col,
+        errors.append(RowError(ids[i], system_col,
                                f"system {sys_[i]!r} appears more than once on item "
                                f"{item[i]!r}: a system is not compared with itself; its rows "
                                "on this item are skipped", int(i)))
     rows = []
-    resp = d[response_col].astype(str).to_numpy() if response_col else None
+    resp = _texts(d[response_col]) if response_col else None
     order = np.lexsort((sys_, item))
-    order = order[~dup[order]]
+    order = order[~(dup | empty)[order]]
     bounds = np.flatnonzero(np.r_[True, item[order][1:] != item[order][:-1], True])
     for s, e in zip(bounds[:-1], bounds[1:], strict=False):
         idx = order[s:e]
@@ -115,22 +125,30 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
             for y in range(x + 1, len(idx)):
                 i, j = idx[x], idx[y]
                 if resp is not None and resp[i].strip() == resp[j].strip():
-                    errors.append(RowError(f"{i}/{j}", response_col,
+                    errors.append(RowError(f"{ids[i]}/{ids[j]}", response_col,
                                            f"systems {sys_[i]!r} and {sys_[j]!r} gave the "
                                            f"same response on item {item[i]!r}: nothing to "
                                            "prefer; the pair is skipped", int(j)))
                     continue
                 rows.append((i, j))
     if not rows:
+        why = ""
+        if dup.any():
+            why = (f" ({int(dup.sum())} row(s) skipped: a system more than once on an "
+                   "item)")
         raise InputError("no pair of systems on a shared item: the table needs several "
-                         f"systems ({system_col!r}) scored on the same items ({item_col!r})")
+                         f"systems ({system_col!r}) scored on the same items ({item_col!r})"
+                         + why)
     ia = np.array([r[0] for r in rows])
     ib = np.array([r[1] for r in rows])
+    # cells as written: the item, the kept columns and the responses are copied, never
+    # parsed (read the table as text, as `scoreband pairs` does, to keep 0007 so)
     out = {item_col: d[item_col].to_numpy()[ia], "system_a": sys_[ia], "system_b": sys_[ib]}
     for c in keep:
         out[c] = d[c].to_numpy()[ia]
     if resp is not None:
-        out[f"{response_col}_a"], out[f"{response_col}_b"] = resp[ia], resp[ib]
+        cells = d[response_col].to_numpy()
+        out[f"{response_col}_a"], out[f"{response_col}_b"] = cells[ia], cells[ib]
     for c in scores:
         out[f"{c}_a"], out[f"{c}_b"] = nums[c][ia], nums[c][ib]
         out[f"{c}_diff"] = nums[c][ia] - nums[c][ib]
@@ -145,52 +163,120 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
     return PairTable(pd.DataFrame(out), errors, warnings)
 
 
-def parse_labels(values, column: str = "label") -> tuple[np.ndarray, list[RowError]]:
-    """Verdict cells as ``A`` / ``B`` / ``tie`` (case-insensitive; ``1`` / ``2`` / ``0``,
-    ``draw``, ``equal`` too); empty where missing; anything else reported and left empty.
+def _texts(col: pd.Series) -> np.ndarray:
+    """A column's cells as written (a JSON number's literal; empty for None / NaN): names
+    and ids are compared as text, so ``01`` and ``1`` stay two."""
+    return np.array(["" if _is_missing(v) else (getattr(v, "text", None) or str(v))
+                     for v in col.to_numpy(dtype=object)], dtype=object).astype(str)
 
-    >>> parse_labels(["a", "B", "Tie", "", "C"])[0].tolist()
+
+def _note_spellings(spellings: dict, column: str) -> None:
+    """One warning per distinct spelling read as a verdict it is not written as."""
+    for raw, (lab, n) in list(spellings.items())[:20]:
+        warnings.warn(f"{column}: {raw!r} read as {lab} ({n} cell{'s' if n > 1 else ''})",
+                      UserWarning, stacklevel=3)
+    if len(spellings) > 20:
+        warnings.warn(f"{column}: {len(spellings) - 20} more spellings read as A / B / tie",
+                      UserWarning, stacklevel=3)
+
+
+def _is_missing(v) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
+
+
+def parse_labels(values, column: str = "label", *, ids=None
+                 ) -> tuple[np.ndarray, list[RowError]]:
+    """Verdict cells as ``A`` / ``B`` / ``tie`` (case-insensitive, spaces around ignored;
+    ``1`` / ``2`` / ``0``, ``draw``, ``equal`` too); empty where missing; anything else
+    reported and left empty. A cell not written exactly ``A``, ``B`` or ``tie`` is said
+    once per distinct spelling (a warning: ``'a' read as A (3 cells)``). ``ids``: the
+    rows' names (default 1-based numbers, :class:`scoreband.columns.RowIds`).
+
+    >>> parse_labels(["A", "B", "tie", "", "C"])[0].tolist()
     ['A', 'B', 'tie', '', '']
     """
     s = pd.Series(values)
+    ids = [str(i + 1) for i in range(len(s))] if ids is None else ids
     out = np.full(len(s), "", dtype=object)
     errors = []
+    spellings: dict[str, list] = {}
+    raw = set()
     for i, v in enumerate(s.to_numpy(dtype=object)):
-        if v is None or (isinstance(v, float) and np.isnan(v)):
+        if _is_missing(v):
             continue
-        t = str(v).strip()
+        written = getattr(v, "text", None) or str(v)
+        t = written.strip()
         if isinstance(v, float) and v.is_integer():
             t = str(int(v))
-        if t.lower() in ("", "nan", "na", "none"):
+        if t in NA_TEXT or t.lower() in ("nan", "na", "none"):
             continue
+        raw.add(t)
         lab = _SPELLINGS.get(t.lower())
         if lab is None:
-            errors.append(RowError(str(i), column, f"{t[:40]!r} is not a verdict: use A, B "
-                                                   "or tie; the row is treated as unlabeled",
-                                   i))
+            errors.append(RowError(ids[i], column, f"{written[:40]!r} is not a verdict: use "
+                                                   "A, B or tie; the pair is treated as "
+                                                   "unlabeled", i))
             continue
         out[i] = lab
-    raw = {str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
-           for v in s.to_numpy(dtype=object)
-           if v is not None and not (isinstance(v, float) and np.isnan(v))}
+        if written != lab:
+            spellings.setdefault(written, [lab, 0])[1] += 1
     if raw and raw <= {"0", "1"} and "1" in raw:
         warnings.warn(f"{column}: only 0 and 1 in the verdicts, read as tie (0) and A (1) - "
                       "the 1 / 2 / 0 spelling of A / B / tie; if 1 means 'A better' and 0 "
                       "'B better', write A and B instead", UserWarning, stacklevel=2)
+    else:
+        _note_spellings(spellings, column)
     return out, errors
 
 
+def _vote_counts(df: pd.DataFrame, cols: list[str], ids) -> tuple[np.ndarray, list[RowError]]:
+    """Vote-count cells as floats: a whole number >= 0, or empty (the pair unlabeled); any
+    other cell (``2.5``, ``x``, ``-1``) is a row error quoting the cell as written, and the
+    row's counts are NaN."""
+    n = len(df)
+    V = np.full((n, len(cols)), np.nan)
+    errors = []
+    bad_rows = set()
+    for j, c in enumerate(cols):
+        vals = df[c].to_numpy(dtype=object)
+        num = pd.to_numeric(df[c], errors="coerce").to_numpy(float)
+        for i in range(n):
+            v = vals[i]
+            written = "" if _is_missing(v) else (getattr(v, "text", None) or str(v))
+            if written.strip() in NA_TEXT:
+                continue
+            x = num[i]
+            if not (np.isfinite(x) and x >= 0 and float(x).is_integer()):
+                if i not in bad_rows and len(errors) < 100000:
+                    errors.append(RowError(ids[i], c, f"{written[:40]!r} is not a vote count "
+                                                      "(a whole number >= 0); the pair is "
+                                                      "unlabeled", i))
+                bad_rows.add(i)
+                continue
+            V[i, j] = x
+    for i in bad_rows:
+        V[i] = np.nan
+    return V, errors
+
+
 def pair_labels(df: pd.DataFrame, *, label_col: str | None = None,
-                votes: tuple | None = None) -> tuple[np.ndarray, np.ndarray, list[RowError]]:
+                votes: tuple | None = None, ids=None
+                ) -> tuple[np.ndarray, np.ndarray, list[RowError]]:
     """The human preference of each pair: ``(label, share)``. ``label`` is ``A`` / ``B`` /
     ``tie`` or empty (unlabeled); ``share`` (n, 3) is the share of votes for A, B, tie (the
     one-hot label when only a label is given; NaN unlabeled).
 
     ``votes``: ``(col_a, col_b)`` or ``(col_a, col_b, col_tie)`` vote counts (PASCAL-50S:
     48 votes a pair): the label is the majority (``tie`` when A and B have as many votes,
-    or the tie column the most) and the shares are kept, so win rates use every vote.
+    or the tie column the most) and the shares are kept, so win rates use every vote. A
+    count that is not a whole number >= 0 is a row error quoting the cell; a row whose
+    counts are all empty is unlabeled. ``ids``: the rows' names (default
+    :func:`scoreband.columns.row_ids`).
     """
+    from scoreband.columns import row_ids
+
     n = len(df)
+    ids = row_ids(df.reset_index(drop=True), None) if ids is None else ids
     share = np.full((n, 3), np.nan)
     if votes:
         cols = list(votes)
@@ -200,22 +286,26 @@ def pair_labels(df: pd.DataFrame, *, label_col: str | None = None,
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise InputError(f"vote column(s) {missing} not in the table")
-        errors = []
-        V = np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(float)
-                             for c in cols] + ([np.zeros(n)] if len(cols) == 2 else []))
-        bad = ~np.isfinite(V).all(axis=1) | (V < 0).any(axis=1)
-        tot = V.sum(axis=1)
-        for i in np.flatnonzero(bad | (tot <= 0)):
-            if not np.isnan(V[i]).all():
-                errors.append(RowError(str(i), cols[0], f"vote counts {V[i].tolist()} are not "
-                                                        "counts >= 0 with at least one vote; "
-                                                        "the pair is unlabeled", int(i)))
-        ok = ~bad & (tot > 0)
+        V, errors = _vote_counts(df, cols, ids)
+        if len(cols) == 2:
+            V = np.column_stack([V, np.where(np.isnan(V).all(axis=1), np.nan, 0.0)])
+        some = ~np.isnan(V).all(axis=1)
+        part = some & np.isnan(V).any(axis=1)
+        tot = np.nansum(V, axis=1)
+        seen = {e.position for e in errors}
+        for i in np.flatnonzero((part | (some & (tot <= 0))) & ~np.isin(
+                np.arange(n), list(seen))):
+            errors.append(RowError(ids[i], cols[0], "vote counts "
+                                   f"{[('' if np.isnan(v) else int(v)) for v in V[i, :len(cols)]]} need "
+                                   "every column and at least one vote; the pair is "
+                                   "unlabeled", int(i)))
+        ok = ~np.isnan(V).any(axis=1) & (tot > 0)
         share[ok] = V[ok] / tot[ok, None]
         lab = np.full(n, "", dtype=object)
         a, b, t = V[:, 0], V[:, 1], V[:, 2]
-        lab[ok] = np.where((t >= np.maximum(a, b)) | (a == b), "tie",
-                           np.where(a > b, "A", "B"))[ok]
+        with np.errstate(invalid="ignore"):
+            lab[ok] = np.where((t >= np.maximum(a, b)) | (a == b), "tie",
+                               np.where(a > b, "A", "B"))[ok]
         return lab, share, errors
     if label_col is None:
         raise InputError("give the human preference: a label column (A / B / tie) or vote "
@@ -223,7 +313,7 @@ def pair_labels(df: pd.DataFrame, *, label_col: str | None = None,
     if label_col not in df.columns:
         raise InputError(f"label column {label_col!r} not in the table (it has "
                          f"{list(df.columns)[:20]})")
-    lab, errors = parse_labels(df[label_col], label_col)
+    lab, errors = parse_labels(df[label_col], label_col, ids=ids)
     for j, name in enumerate(LABELS):
         share[lab != "", j] = (lab[lab != ""] == name).astype(float)
     return lab, share, errors

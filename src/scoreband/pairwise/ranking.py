@@ -4,8 +4,24 @@ preferences (prediction-powered ranking, Chatzi et al. 2024; SPEC sections 10 an
 Each pair (row) compares ``system_a`` with ``system_b``; ``f`` is the judge's preference for
 A on [0, 1] (``p(A) + p(tie) / 2``, or a verdict 1 / 0 / 0.5), ``y`` the human one where the
 pair is labeled (the majority label as 1 / 0 / 0.5, or the share of votes). Assumed: the
-labeled pairs are a random sample of the pairs of their two systems (labeling does not look
-at the preference).
+labeled pairs are a random sample of all pairs (labeling does not look at the preference or
+at which systems a pair compares).
+
+* **A system with no human-labeled pair is skipped** (reported, listed under
+  ``skipped_systems`` with the reason): none of its pairs being labeled shows the labels
+  are not a random sample of the pairs, and its pairs, which no label rectifies, would
+  carry the judge's bias on that system into every other system's win rate, head-to-head
+  and strength (with one such system favoured by the judge, the others' 90 % strength
+  intervals covered 0.37-0.68). Its pairs leave every estimate, the win rates are over the
+  ranked systems' pairs, and it is never the Bradley-Terry reference. Label a random
+  sample of its pairs and rank again.
+* **A system with 1 to MIN_LABELS - 1 labeled pairs is kept** (see :func:`rank_arrays`):
+  under the assumption its few labels are what chance gives a system with few pairs, and
+  its pairs are then as representative as anyone's, so the other systems' estimates stay
+  valid with them; its own win rate (and strength) is the judge's alone, without an
+  interval (``judge_only``), it is placed by no decision and it is not the Bradley-Terry
+  reference. Where its labeled share is far below the table's (a binomial tail < 1 %), a
+  warning says the labels look not random for it.
 
 * **Head-to-head**: for systems a, b, ``theta_ab = E[y] - 1/2`` over their pairs, by PPI++
   (:func:`scoreband.system_level.ppi.ppi_mean`: labeled pairs rectify the judge on all pairs);
@@ -13,10 +29,12 @@ at the preference).
   sets (:func:`scoreband.system_level.ppi.rank_sets`).
 * **Win rate** of a system: its mean preference over every pair it is in, PPI++ likewise.
 * **Bradley-Terry strengths** ``beta`` (``P(a beats b) = sigmoid(beta_a - beta_b)``, the
-  last system 0): the prediction-powered M-estimator ``mean_U x (f - s(x b)) + mean_L
+  reference system 0: the last by name of those with at least MIN_LABELS labeled pairs): the prediction-powered M-estimator ``mean_U x (f - s(x b)) + mean_L
   x (y - f) = 0`` with its sandwich covariance.
 
-The JSON has the keys of ``scoreband systems`` (``systems``, ``pairs``, ``ranking``).
+The JSON has the keys of ``scoreband systems`` (``systems``, ``pairs``, ``ranking``), and
+``skipped_systems``. Rows are named as every command names them
+(:class:`scoreband.columns.RowIds`: 1-based, the ``id`` column beside the number).
 """
 
 from __future__ import annotations
@@ -38,14 +56,30 @@ __all__ = ["rank_systems", "rank_arrays", "bradley_terry_ppi", "judge_preference
 _VALUE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 
 
-def judge_preference(df: pd.DataFrame, *, probs=None, verdict: str | None = None
-                     ) -> tuple[np.ndarray, list[RowError]]:
+def _cell(v) -> str:
+    """A cell as written: a JSON number's literal, text as it is."""
+    return getattr(v, "text", None) or str(v)
+
+
+def judge_preference(df: pd.DataFrame, *, probs=None, verdict: str | None = None,
+                     ids=None) -> tuple[np.ndarray, list[RowError]]:
     """The judge's preference for A per row: ``p(A) + p(tie) / 2`` from probability columns
-    (``probs``: p(A), p(B)[, p(tie)], renormalised), or 1 / 0 / 0.5 from a verdict column."""
+    (``probs``: p(A), p(B)[, p(tie)]), or 1 / 0 / 0.5 from a verdict column.
+
+    Probabilities follow the pairwise rule of :mod:`scoreband.pairwise.selective`: a row
+    with a cell that is not a number, a probability outside [0, 1], or probabilities not
+    summing to 1 within :data:`~scoreband.pairwise.selective.PROB_SUM_TOL` is a row error
+    and counts as unjudged (NaN) - never renormalised into a verdict. Sums within the
+    tolerance (rounding in a written table) are renormalised. ``ids``: the rows' names
+    (default :func:`scoreband.columns.row_ids`)."""
+    from scoreband.columns import row_ids
+    from scoreband.pairwise.selective import PROB_SUM_TOL
+
+    ids = row_ids(df, None) if ids is None else ids
     if verdict is not None:
         if verdict not in df.columns:
             raise InputError(f"verdict column {verdict!r} not in the table")
-        lab, errors = parse_labels(df[verdict], verdict)
+        lab, errors = parse_labels(df[verdict], verdict, ids=ids)
         return np.array([_VALUE.get(v, np.nan) for v in lab]), errors
     if not probs:
         raise InputError("give the judge's verdicts: probability columns or a verdict column")
@@ -54,20 +88,39 @@ def judge_preference(df: pd.DataFrame, *, probs=None, verdict: str | None = None
         raise InputError(f"column(s) {missing} not in the table")
     P = np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(float)
                          for c in probs])
+    fin = np.isfinite(P).all(axis=1)
+    off = fin & ((P < -1e-9) | (P > 1 + 1e-9)).any(axis=1)
+    tot = np.where(fin, P.sum(axis=1), 1.0)
+    unsummed = fin & ~off & (np.abs(tot - 1) > PROB_SUM_TOL)
+    errors = []
+    for i in np.flatnonzero(~fin | off | unsummed)[:100000]:
+        if not fin[i]:
+            j = int(np.flatnonzero(~np.isfinite(P[i]))[0])
+            cell = df[probs[j]].iloc[i]
+            text = "" if cell is None or (isinstance(cell, float) and np.isnan(cell)) \
+                else _cell(cell)
+            why = "an empty cell" if not text.strip() else f"{text[:40]!r} is not a number"
+        elif off[i]:
+            j = int(np.flatnonzero((P[i] < -1e-9) | (P[i] > 1 + 1e-9))[0])
+            why = f"{_cell(df[probs[j]].iloc[i])[:40]!r} is not a probability (outside [0, 1])"
+        else:
+            j = 0
+            why = (f"the probabilities {', '.join(probs)} sum to {tot[i]:.3g}, not 1 (within "
+                   f"{PROB_SUM_TOL:g}): give p(A), p(B)[, p(tie)] of one verdict")
+        errors.append(RowError(ids[i], probs[j], why + "; the pair counts as unjudged",
+                               int(i)))
+    ok = fin & ~off & ~unsummed
     if P.shape[1] == 2:
         P = np.column_stack([P, np.zeros(len(P))])
-    tot = P.sum(axis=1)
-    ok = np.isfinite(P).all(axis=1) & (tot > 0) & (P >= 0).all(axis=1)
     f = np.where(ok, (P[:, 0] + 0.5 * P[:, 2]) / np.where(ok, tot, 1), np.nan)
-    errors = [RowError(str(i), probs[0], "the judge's probabilities are missing or not "
-                                         "numbers >= 0: the pair counts as unjudged", int(i))
-              for i in np.flatnonzero(~ok & np.isfinite(P).any(axis=1))]
     return f, errors
 
 
-def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1) -> dict:
-    """Prediction-powered Bradley-Terry strengths (the last system's fixed at 0) with
-    normal intervals from the sandwich covariance; ``a``, ``b``: system indices per pair.
+def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1,
+                      reference: str | None = None) -> dict:
+    """Prediction-powered Bradley-Terry strengths (``reference``'s fixed at 0, default the
+    last system) with normal intervals from the sandwich covariance; ``a``, ``b``: system
+    indices per pair (into ``names``).
 
     The estimating equation is ``mean_all x (f - s(x b)) + mean_L x (y - f) = 0``: the
     judge's term over *every* pair (labeled ones too), the humans' rectifier over the
@@ -76,6 +129,15 @@ def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1) -> dict:
     judge's term over the unlabeled pairs alone, as first written, was fitted on a handful
     of pairs when nearly all were labeled: strengths' 90 % intervals covered 0.78 with 8
     unlabeled of 400; tests/pairwise/test_ranking.py.)"""
+    names = list(names)
+    if reference is not None and reference != names[-1]:
+        # the reference last: permute the systems, solve, and report by name
+        r = names.index(reference)
+        perm = [i for i in range(len(names)) if i != r] + [r]
+        inv = np.argsort(perm)
+        out = bradley_terry_ppi([names[i] for i in perm], inv[np.asarray(a)],
+                                inv[np.asarray(b)], f, y, labeled, alpha)
+        return out
     k = len(names)
     n_rows = len(a)
     X = np.zeros((n_rows, k))
@@ -120,7 +182,7 @@ def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1) -> dict:
             "se": dict(zip(names, se.tolist(), strict=True)),
             "ci": {s: [full[i] - z * se[i], full[i] + z * se[i]]
                    for i, s in enumerate(names)},
-            "reference": names[-1], "covariance": Vf}
+            "reference": names[-1], "covariance": Vf, "names": names}
 
 
 def _oriented(a, b, f, y, s1, s2):
@@ -132,12 +194,60 @@ def _oriented(a, b, f, y, s1, s2):
     return idx, np.where(flip, 1 - f[idx], f[idx]), np.where(flip, 1 - y[idx], y[idx])
 
 
+def _label_counts(a, b, names, lab) -> dict[str, tuple[int, int]]:
+    """Per system: (judged pairs, human-labeled judged pairs)."""
+    return {s: (int(((a == s) | (b == s)).sum()), int((lab & ((a == s) | (b == s))).sum()))
+            for s in names}
+
+
+def _skip_unlabeled(a, b, names, counts) -> tuple[list[str], dict, list[str]]:
+    """The systems with no human-labeled pair: skipped (see the module docstring)."""
+    skipped, notes = {}, []
+    for s in names:
+        n_pairs, n_lab = counts[s]
+        if n_lab == 0:
+            reason = (f"none of its {n_pairs} judged pair(s) has a human preference: the "
+                      "labels are then not a random sample of the pairs, and its pairs, "
+                      "which no label rectifies, would bias every other system's estimate")
+            skipped[s] = {"n_pairs": n_pairs, "n_labeled": 0, "reason": reason}
+            notes.append(f"system {s!r} skipped: {reason}; its pairs leave every estimate. "
+                         "Label a random sample of its pairs and rank again")
+    return [s for s in names if s not in skipped], skipped, notes
+
+
+def _few_labels_note(s: str, n_pairs: int, n_lab: int, share: float) -> str:
+    """A system with 1 .. MIN_LABELS - 1 labeled pairs: kept; warned when its labeled share
+    is far below the table's (binomial lower tail < 1 %)."""
+    from scipy.stats import binom  # lazy: scipy
+
+    note = (f"system {s!r}: {n_lab} human-labeled pair(s), fewer than {MIN_LABELS}: its win "
+            "rate and strength are the judge's alone (no interval, no decision); label some "
+            "of its pairs")
+    if 0 < share < 1 and binom.cdf(n_lab, n_pairs, share) < 0.01:
+        note += (f". Its labeled share ({n_lab} of {n_pairs}) is far below the table's "
+                 f"({share:.1%}): if its pairs were not labeled at random, its pairs bias "
+                 "the others' estimates - label a random sample of them or drop its rows")
+    return note
+
+
 def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                 by: str = "head-to-head") -> dict:
     """The ranking document from arrays: ``a``, ``b`` system names per pair, ``f`` the
     judge's preference for A (NaN: unjudged), ``y`` the human one (NaN: unlabeled).
     ``by``: ``head-to-head`` (pairwise decisions from each pair of systems' own pairs) or
-    ``bradley-terry`` (from the strengths' differences)."""
+    ``bradley-terry`` (from the strengths' differences).
+
+    A system none of whose judged pairs is labeled is skipped (``skipped_systems``): its
+    pairs leave every estimate. A system with 1 to ``MIN_LABELS - 1`` labeled pairs is kept
+    (``judge_only``: its own estimates without interval, placed by no decision, never the
+    Bradley-Terry reference), because under the assumption that the labeled pairs are a
+    random sample of all pairs, few labels are what chance gives a system with few pairs:
+    its pairs then are a random part of every other system's pairs, labeled at the same
+    rate, and the others' prediction-powered estimates (which need only that their labeled
+    pairs be a random sample of their pairs) stay valid with them. Dropping it would only
+    change what the other systems' win rates average over. Zero labels is the one case
+    where the table itself shows the assumption broken for the system's pairs, so that is
+    the case skipped; a labeled share far below the table's is warned about."""
     a, b = np.asarray(a).astype(str), np.asarray(b).astype(str)
     f, y = np.asarray(f, float), np.asarray(y, float)
     lam = {"ppi++": None, "ppi": 1.0, "classical": 0.0}.get(method, "bad")
@@ -145,10 +255,25 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
         raise InputError(f"`method` {method!r}: choose ppi++, ppi or classical")
     if by not in ("head-to-head", "bradley-terry"):
         raise InputError(f"`by` {by!r}: choose head-to-head or bradley-terry")
-    names = sorted({str(x) for x in set(a) | set(b)})
     notes: list[str] = []
     use = np.isfinite(f)
     lab = use & np.isfinite(y)
+    all_names = sorted({str(x) for x in set(a[use]) | set(b[use])})
+    counts = _label_counts(a[use], b[use], all_names, lab[use])
+    names, skipped, skip_notes = _skip_unlabeled(a, b, all_names, counts)
+    notes += skip_notes
+    if len(names) < 2:
+        raise InputError(
+            "fewer than 2 systems have a human-labeled pair among their judged pairs "
+            f"({', '.join(repr(s) for s in names) or 'none'}; skipped: "
+            f"{', '.join(repr(s) for s in skipped) or 'none'}): nothing can be ranked. "
+            "Label a random sample of the pairs (the judge's verdicts alone give no "
+            "interval)")
+    if skipped:
+        gone = np.isin(a, list(skipped)) | np.isin(b, list(skipped))
+        use, lab = use & ~gone, lab & ~gone
+    share = float(lab.sum() / max(use.sum(), 1))
+    few = [s for s in names if counts[s][1] < MIN_LABELS]
     per: dict[str, dict] = {}
     for s in names:
         m = use & ((a == s) | (b == s))
@@ -156,10 +281,8 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
         ys = np.where(a == s, y, 1 - y)[m]
         ls = lab[m]
         rec = {"n_labeled": int(ls.sum()), "n_unlabeled": int((~ls).sum())}
-        if ls.sum() < MIN_LABELS:
-            notes.append(f"system {s!r}: {int(ls.sum())} human-labeled pair(s), fewer than "
-                         f"{MIN_LABELS}: its win rate cannot be rectified (no interval); "
-                         "label some of its pairs")
+        if s in few:
+            notes.append(_few_labels_note(s, int(m.sum()), int(ls.sum()), share))
             rec.update(estimate=float(np.mean(fs)) if len(fs) else None, ci=None,
                        classical=None, effective_labels=0.0, judge_only=True)
         else:
@@ -172,19 +295,30 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                        if e.se > 0 else float("inf"))
         per[s] = rec
     bt = None
-    if len(names) >= 2 and lab.sum() >= MIN_LABELS and (use & ~lab).sum() > 0:
+    labeled_enough = [s for s in names if s not in few]
+    if labeled_enough and lab.sum() >= MIN_LABELS and (use & ~lab).sum() > 0:
         idx = {s: i for i, s in enumerate(names)}
-        ai, bi = np.array([idx[s] for s in a]), np.array([idx[s] for s in b])
+        ai = np.array([idx.get(s, -1) for s in a])
+        bi = np.array([idx.get(s, -1) for s in b])
         bt = bradley_terry_ppi(names, ai[use], bi[use], f[use], np.nan_to_num(y[use]),
-                               lab[use], alpha)
+                               lab[use], alpha, reference=labeled_enough[-1])
         for s in names:
             per[s]["strength"] = bt["strength"][s]
-            per[s]["strength_ci"] = [float(v) for v in bt["ci"][s]]
+            per[s]["strength_ci"] = None if s in few else \
+                [float(v) for v in bt["ci"][s]]
     pairs = []
     for s1, s2 in itertools.combinations(names, 2):
         rec = {"a": s1, "b": s2}
         if by == "bradley-terry" and bt is not None:
-            i, j = names.index(s1), names.index(s2)
+            if s1 in few or s2 in few:
+                s_few = s1 if s1 in few else s2
+                rec.update(estimate=bt["strength"][s1] - bt["strength"][s2], se=None,
+                           p_value=1.0, judge_only=True, scale="strength difference")
+                notes.append(f"pair {s1!r} - {s2!r}: {s_few!r} has fewer than {MIN_LABELS} "
+                             "human-labeled pairs: no decision between them")
+                pairs.append(rec)
+                continue
+            i, j = bt["names"].index(s1), bt["names"].index(s2)
             V = bt["covariance"]
             est = bt["strength"][s1] - bt["strength"][s2]
             se = math.sqrt(max(V[i, i] + V[j, j] - 2 * V[i, j], 0))
@@ -222,11 +356,21 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                 "strength": per[s].get("strength"), "ranks": list(ranks[s])}
                for s in sorted(names, key=key)]
     return {"study": "pairwise-systems", "alpha": alpha, "method": method, "by": by,
-            "estimate": "win rate (mean preference over the system's pairs; tie = 1/2)",
+            "estimate": "win rate (mean preference over the system's pairs with the ranked "
+                        "systems; tie = 1/2)",
             "systems": per, "pairs": pairs, "ranking": ranking,
+            "skipped_systems": skipped,
             "bradley_terry_reference": bt["reference"] if bt else None,
             "min_labels": MIN_LABELS, "n_pairs": int(len(a)),
+            "n_pairs_ranked": int(use.sum()),
             "n_labeled_pairs": int(lab.sum()), "warnings": notes}
+
+
+def _system_names(col: pd.Series) -> np.ndarray:
+    """System names as written (a table read as text keeps ``01`` and ``1`` apart); an
+    empty cell is ``""``."""
+    return np.array(["" if v is None or (isinstance(v, float) and np.isnan(v)) else
+                     _cell(v) for v in col.to_numpy(dtype=object)], dtype=object).astype(str)
 
 
 def rank_systems(df: pd.DataFrame, *, label_col: str | None = None, votes=None,
@@ -236,22 +380,35 @@ def rank_systems(df: pd.DataFrame, *, label_col: str | None = None, votes=None,
                  ) -> tuple[dict, list[RowError]]:
     """The ranking document of a pair table (see module docstring): judge verdicts from
     ``probs`` (p(A), p(B)[, p(tie)] columns) or ``verdict`` (A / B / tie); the human
-    preference from ``label_col`` or ``votes`` (vote shares are used as they are)."""
+    preference from ``label_col`` or ``votes`` (vote shares are used as they are).
+
+    System names are compared as written: read the table as text
+    (``read_table(path, text=True)``, what ``systems --pairwise`` does) to keep ``01`` and
+    ``1`` two systems. A system with no human-labeled pair is skipped (``skipped_systems``);
+    see :func:`rank_arrays`."""
+    from scoreband.columns import row_ids
+
     df = df.reset_index(drop=True)
     for c in (system_a, system_b):
         if c not in df.columns:
             raise InputError(f"system column {c!r} not in the table")
+    ids = row_ids(df, None)
     errors: list[RowError] = []
-    sa, sb = df[system_a].astype(str).to_numpy(), df[system_b].astype(str).to_numpy()
-    same = sa == sb
+    sa, sb = _system_names(df[system_a]), _system_names(df[system_b])
+    empty = (np.char.strip(sa) == "") | (np.char.strip(sb) == "")
+    for i in np.flatnonzero(empty):
+        col = system_a if not sa[i].strip() else system_b
+        errors.append(RowError(ids[i], col, "the system's name is empty; the pair is skipped",
+                               int(i)))
+    same = (sa == sb) & ~empty
     for i in np.flatnonzero(same):
-        errors.append(RowError(str(i), system_b, f"system {sa[i]!r} is compared with itself; "
+        errors.append(RowError(ids[i], system_b, f"system {sa[i]!r} is compared with itself; "
                                                  "the pair is skipped", int(i)))
-    f, e1 = judge_preference(df, probs=probs, verdict=verdict)
-    lab, share, e2 = pair_labels(df, label_col=label_col, votes=votes)
+    f, e1 = judge_preference(df, probs=probs, verdict=verdict, ids=ids)
+    lab, share, e2 = pair_labels(df, label_col=label_col, votes=votes, ids=ids)
     errors += e1 + e2
     y = np.where(lab != "", share[:, 0] + 0.5 * share[:, 2], np.nan)
-    keep = ~same & np.isfinite(f)
+    keep = ~same & ~empty & np.isfinite(f)
     doc = rank_arrays(sa[keep], sb[keep], f[keep], y[keep], alpha=alpha, method=method,
                       by=by)
     doc["n_rows"] = int(len(df))
