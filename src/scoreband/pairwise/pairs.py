@@ -75,6 +75,13 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
     response_col : str, optional
         The responses: a pair whose two responses are identical is reported and skipped.
     keep : columns of the item copied to the pair (e.g. the task, the image).
+
+    Cells are kept as written: the item, the ``keep`` columns and the responses are copied,
+    never parsed, and systems are compared by their text (``01`` and ``1`` are two
+    systems). Read the table as text to keep them so in a written pair table
+    (``read_table(path, text=True)``, as ``scoreband pairs`` does for a CSV / TSV / JSONL
+    output). Rows are named as every command names them
+    (:class:`scoreband.columns.RowIds`).
     """
     from scoreband.columns import row_ids
 
@@ -111,9 +118,9 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
         & ~empty
     for i in np.flatnonzero(dup):
         errors.append(RowError(ids[i], system_col,
-                               f"system {sys_[i]!r} appears more than once on item "
-                               f"{item[i]!r}: a system is not compared with itself; its rows "
-                               "on this item are skipped", int(i)))
+                               f"system {str(sys_[i])!r} appears more than once on item "
+                               f"{str(item[i])!r}: a system is not compared with itself; "
+                               "its rows on this item are skipped", int(i)))
     rows = []
     resp = _texts(d[response_col]) if response_col else None
     order = np.lexsort((sys_, item))
@@ -125,10 +132,11 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
             for y in range(x + 1, len(idx)):
                 i, j = idx[x], idx[y]
                 if resp is not None and resp[i].strip() == resp[j].strip():
-                    errors.append(RowError(f"{ids[i]}/{ids[j]}", response_col,
-                                           f"systems {sys_[i]!r} and {sys_[j]!r} gave the "
-                                           f"same response on item {item[i]!r}: nothing to "
-                                           "prefer; the pair is skipped", int(j)))
+                    errors.append(RowError(
+                        f"{ids[i]}/{ids[j]}", response_col,
+                        f"systems {str(sys_[i])!r} and {str(sys_[j])!r} gave the same "
+                        f"response on item {str(item[i])!r}: nothing to prefer; the pair is "
+                        "skipped", int(j)))
                     continue
                 rows.append((i, j))
     if not rows:

@@ -402,7 +402,7 @@ def rank_systems(df: pd.DataFrame, *, label_col: str | None = None, votes=None,
                                int(i)))
     same = (sa == sb) & ~empty
     for i in np.flatnonzero(same):
-        errors.append(RowError(ids[i], system_b, f"system {sa[i]!r} is compared with itself; "
+        errors.append(RowError(ids[i], system_b, f"system {str(sa[i])!r} is compared with itself; "
                                                  "the pair is skipped", int(i)))
     f, e1 = judge_preference(df, probs=probs, verdict=verdict, ids=ids)
     lab, share, e2 = pair_labels(df, label_col=label_col, votes=votes, ids=ids)
