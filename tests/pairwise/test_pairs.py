@@ -69,3 +69,32 @@ def test_vote_counts_majority_and_shares():
     assert lab.tolist() == ["A", "B", "tie", ""]
     assert share[0, 0] == pytest.approx(30 / 48)
     assert len(errors) == 1 and errors[0].row == "4"
+
+
+def test_normalised_label_spellings_said_once_each():
+    """a -> A, "A " -> A, TIE -> tie: read, and said once per distinct spelling (review: they
+    were normalised silently); cells written A / B / tie are not mentioned."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        lab, errors = parse_labels(["a", "A ", "TIE", "tie", "a", "B", "A"], "human")
+    assert lab.tolist() == ["A", "A", "tie", "tie", "A", "B", "A"] and not errors
+    said = sorted(str(x.message) for x in w)
+    assert said == ["human: 'A ' read as A (1 cell)", "human: 'TIE' read as tie (1 cell)",
+                    "human: 'a' read as A (2 cells)"]
+
+
+def test_vote_counts_must_be_whole_numbers_quoted_as_written():
+    """2.5, x and -1 are row errors quoting the cell (the message showed nan for x and
+    accepted 2.5); a row with one count missing is an error, an empty row is unlabeled;
+    rows named from 1 (RowIds)."""
+    df = pd.DataFrame({"va": ["2.5", "x", "-1", "3", "", "4"],
+                       "vb": ["1", "1", "1", "", "", "0"]})
+    lab, share, errors = pair_labels(df, votes=("va", "vb"))
+    assert lab.tolist() == ["", "", "", "", "", "A"]
+    by = {e.row: str(e) for e in errors}
+    assert set(by) == {"1", "2", "3", "4"}
+    assert "'2.5' is not a vote count" in by["1"] and "'x' is not" in by["2"]
+    assert "'-1' is not" in by["3"] and "nan" not in " ".join(by.values())
+    assert "need every column" in by["4"]

@@ -134,6 +134,7 @@ class SimulatedPairRunner:
         return {"judge": self.name, "simulated": True, **self.judge.__dict__}
 
     def run(self, df: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from scoreband.tables import NA_TEXT
         from scoreband.world.pairwise import pair_logprobs
 
         missing = [c for c in self.cols if c not in df.columns]
@@ -143,12 +144,29 @@ class SimulatedPairRunner:
                              "scoreband.world.pairwise.world_pairs has them)")
         a = pd.to_numeric(df[self.cols[0]], errors="coerce").to_numpy(float)[rows]
         b = pd.to_numeric(df[self.cols[1]], errors="coerce").to_numpy(float)[rows]
+        # a row without both true qualities is not judged: a pair_error naming the column
+        # (never a row silently left without probabilities)
+        self.row_errors = {}
+        for k, i in enumerate(rows):
+            for col, v in ((self.cols[0], a[k]), (self.cols[1], b[k])):
+                if not np.isfinite(v):
+                    cell = df[col].iloc[int(i)]
+                    text = "" if cell is None or (isinstance(cell, float) and np.isnan(cell)) \
+                        else str(getattr(cell, "text", None) or cell)
+                    what = "is empty" if not text.strip() else \
+                        f"is empty ({text[:40]!r})" if text.strip() in NA_TEXT else \
+                        f"holds {text[:40]!r}, not a number"
+                    self.row_errors[int(i)] = (f"the simulated judge reads each response's "
+                                               f"true quality: {col!r} {what}")
+                    break
+        ok = np.isfinite(a) & np.isfinite(b)
         # each row's reading noise from its own content: the same verdicts whatever the
         # batch or the rows around it (a resumed run equals an uninterrupted one)
         keys = [self.key(df, int(i)) for i in rows]
-        ab = np.exp(pair_logprobs(self.judge, a, b, seed=self.seed, stream=0, row_keys=keys))
-        ba = np.exp(pair_logprobs(self.judge, b, a, seed=self.seed, stream=1, row_keys=keys))
-        self.row_errors = {}
+        ab = np.exp(pair_logprobs(self.judge, np.where(ok, a, 0.0), np.where(ok, b, 0.0),
+                                  seed=self.seed, stream=0, row_keys=keys))
+        ba = np.exp(pair_logprobs(self.judge, np.where(ok, b, 0.0), np.where(ok, a, 0.0),
+                                  seed=self.seed, stream=1, row_keys=keys))
         return ab, ba
 
     def key(self, df: pd.DataFrame, i: int) -> str:
