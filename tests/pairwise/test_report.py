@@ -90,3 +90,18 @@ def test_every_pairwise_figure_is_visible_in_chromium(ranking, tmp_path):
         assert r.returncode == 0, r.stderr[-1000:]
         im = np.asarray(Image.open(shot).convert("L"), dtype=float)
         assert (im < 200).mean() > 0.002 and im.std() > 5, i
+
+
+def test_skipped_systems_listed_in_the_section(tmp_path):
+    """A system with no human-labeled pair is named in the report with why it is not
+    ranked."""
+    df = world_pairs(60, seed=5)
+    judged, _ = judge_pairs(df, make_pair_judge("sim-pair-fair"))
+    judged.loc[(judged.system_a == "sys-d") | (judged.system_b == "sys-d"), "human"] = ""
+    doc, _ = rank_systems(judged, label_col="human",
+                          probs=["pair_p_a", "pair_p_b", "pair_p_tie"])
+    assert list(doc["skipped_systems"]) == ["sys-d"]
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    write_report([tmp_path / "r.json"], tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text()
+    assert "Systems not ranked" in html and "sys-d" in html

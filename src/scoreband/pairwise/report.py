@@ -27,8 +27,13 @@ DEFINITIONS = [
                    "at the ranking's level, * where the Holm-adjusted decision says they "
                    "differ."),
     ("Bradley-Terry strength", "beta with P(a beats b) = 1 / (1 + exp(-(beta_a - beta_b))), "
-                               "the last system's fixed at 0; prediction-powered M-estimate "
-                               "with a sandwich-covariance normal interval."),
+                               "the reference system's fixed at 0 (the last by name of those "
+                               "with enough human-labeled pairs); prediction-powered "
+                               "M-estimate with a sandwich-covariance normal interval."),
+    ("skipped system", "A system none of whose pairs has a human preference: not ranked, "
+                       "and its pairs left out of every estimate (the labels are then not "
+                       "a random sample of the pairs, and the judge's bias on its pairs "
+                       "could not be rectified). Label a random sample of its pairs."),
     ("position bias", "(p_AB(A) - p_BA(A)) / 2 of a pair judged in both orders: how much "
                       "more the judge prefers a response for being shown first (0: none). "
                       "Both orders are averaged, so it does not bias the verdicts; a large "
@@ -231,6 +236,11 @@ def pairwise_section(doc: dict) -> dict:
                                   [[k, v["n"], fmt(v["mean"]),
                                     f"{fmt(v['ci'][0])}-{fmt(v['ci'][1])}"]
                                    for k, v in t.items()], "Position bias by task"))
+    if doc.get("skipped_systems"):
+        blocks.append(table_block(["system", "pairs", "why"],
+                                  [[k, v.get("n_pairs"), v.get("reason")]
+                                   for k, v in doc["skipped_systems"].items()],
+                                  "Systems not ranked"))
     if doc.get("warnings") or doc.get("skipped_rows"):
         blocks.append(table_block(["note"], [[w] for w in doc.get("warnings", [])]
                                   + [[f"skipped: {e}"] for e in
@@ -290,6 +300,7 @@ def report_schema():
         position_bias: Bias | None = None
         warnings: list = []
         skipped_rows: list = []
+        skipped_systems: dict[str, dict] = {}
 
         @model_validator(mode="after")
         def _known(self):
