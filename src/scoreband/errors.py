@@ -17,6 +17,9 @@ ERROR_COLUMN = {
     "apply": "band_error", "score": "band_error", "clip-s": "score_error",
     "judge": "judge_error", "roundtrip": "roundtrip_error", "triage": "triage_error",
     "pairwise": "pair_error",
+    # a pairwise rule's verdicts (triage --pairwise --apply, apply --calibrator RULE): its
+    # own column, so a rule applied to a judged pair table keeps the judge's pair_error
+    "pairwise-rule": "verdict_error",
     # readers of other tools' files (scoreband.formats): the tool's per-row error
     "openai-batch": "batch_error", "inspect": "sample_error", "promptfoo": "result_error",
 }

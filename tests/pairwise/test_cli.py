@@ -47,7 +47,8 @@ def test_bad_verdict_values_named(tmp_path):
                                  "human", "--feature", "d", "--out",
                                  str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output
-    assert "row 5" in r.output and "human" in r.output and "not a verdict" in r.output
+    # rows named from 1 (RowIds): y[5] is the sixth data row
+    assert "row 6" in r.output and "human" in r.output and "not a verdict" in r.output
 
 
 def test_world_end_to_end_judge_triage_systems(tmp_path):

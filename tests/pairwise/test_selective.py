@@ -101,16 +101,16 @@ def test_bad_labels_and_features_reported_and_skipped():
     df.loc[3, "human"] = "C"
     df.loc[7, "d"] = "oops"
     rule = fit_pairwise_triage(df, label_col="human", features=["d"])
-    where = {(e.row, e.column) for e in rule.errors}
-    assert ("3", "human") in where and ("7", "d") in where
+    where = {(e.row, e.column) for e in rule.errors}  # rows named from 1 (RowIds)
+    assert ("4", "human") in where and ("8", "d") in where
     out = rule.apply(df)
-    assert out.loc[7, "verdict"] == "" and "not a finite number" in out.loc[7, "pair_error"]
+    assert out.loc[7, "verdict"] == "" and "not a number: 'oops'" in out.loc[7, "verdict_error"]
 
 
 def test_too_few_labels_is_clear():
     rng = np.random.default_rng(2)
     x, y, _, _ = sample(30, rng)
-    with pytest.raises(InputError, match="label more pairs"):
+    with pytest.raises(InputError, match="needs at least 59 .* label at least 29 more pairs"):
         fit_pairwise_arrays(x, y, columns=["d"], alpha=0.05, delta=0.05)
 
 

@@ -168,7 +168,8 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped",
     if len(reasons) < len(errors):
         for (col, why), es in sorted(reasons.items(), key=lambda kv: -len(kv[1]))[:10]:
             first = ", ".join(str(e.row) for e in es[:3]) + (", ..." if len(es) > 3 else "")
-            err.print(f"  {len(es)} row{'s' if len(es) > 1 else ''} (rows {plain(first)}), "
+            s = "s" if len(es) > 1 else ""
+            err.print(f"  {len(es)} row{s} (row{s} {plain(first)}), "
                       f"column {plain(repr(col))}: {plain(as_flags(why))}")
         if len(reasons) > 10:
             err.print(f"  ... and {len(reasons) - 10} more reasons")

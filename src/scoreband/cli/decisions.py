@@ -136,18 +136,15 @@ def triage(
     Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
     --apply-out triaged.csv
     """
-    from scoreband.cli.pairwise import run_pairwise_triage
-
     if pairwise or (rule is not None and rule_kind(rule) == "pairwise"):
         only_with("without --pairwise", target=target, scale=scale, score=score,
                   tolerance=tolerance, features=features, uncertainty=uncertainty,
                   calibrator=calibrator, id_col=id_col, html=html)
-        return run_pairwise_triage(labeled, label_col=label_col, votes=votes,
-                                   feature=feature, probs=probs, alpha=alpha, delta=delta,
-                                   set_alpha=set_alpha, sets=sets, groups=groups,
-                                   start=start, train_frac=train_frac,
-                                   asymmetric=asymmetric, seed=seed, out=out, rule=rule,
-                                   apply_table=apply_table, apply_out=apply_out)
+        return _pairwise(labeled, label_col=label_col, votes=votes, feature=feature,
+                         probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
+                         sets=sets, groups=groups, start=start, train_frac=train_frac,
+                         asymmetric=asymmetric, seed=seed, out=out, rule=rule,
+                         apply_table=apply_table, apply_out=apply_out)
     only_with("with --pairwise", label_col=label_col, votes=votes, feature=feature,
               probs=probs, set_alpha=set_alpha, asymmetric=asymmetric)
     from scoreband.decisions.triage import fit_triage, load_rule
@@ -224,14 +221,88 @@ def rule_kind(path: Path) -> str | None:
 def apply_rule(rule_path: Path, table: Path, out: Path) -> None:
     """A saved triage or pairwise rule on ``table``'s rows, written to ``out`` (the same code
     as ``triage --rule RULE --apply TABLE --apply-out OUT``)."""
+    _check_apply_out(out, None, None)
     if rule_kind(rule_path) == "pairwise":
-        from scoreband.cli.pairwise import apply_pair_rule
-
         return apply_pair_rule(rule_path, table, out)
     from scoreband.decisions.triage import load_rule
 
-    _check_apply_out(out, None, None)
     return _apply(load_rule(rule_path), rule_path, table, out)
+
+
+def _pairwise(labeled, *, label_col, votes, feature, probs, alpha, delta, set_alpha, sets,
+              groups, start, train_frac, asymmetric, seed, out, rule, apply_table,
+              apply_out) -> None:
+    """triage --pairwise: fit a pairwise rule (the pairwise command's fit) and / or apply one
+    through the row engine (:func:`apply_pair_rule`); the output path and the table to
+    apply are checked before any work."""
+    from scoreband.cli.pairwise import _cols, run_pairwise_triage
+
+    both_or_neither(apply=apply_table, apply_out=apply_out)
+    if (labeled is None) == (rule is None):
+        fail("give a LABELED pair table (with --label-col or --votes, --feature or --probs, "
+             "--out) or --rule RULE with --apply TABLE --apply-out OUT")
+    if rule is not None and apply_table is None:
+        fail("--rule: give --apply TABLE --apply-out OUT (the pairs to decide)")
+    if apply_out is not None:
+        _check_apply_out(apply_out.path, out, None)
+    if labeled is not None:
+        if apply_table is not None:  # refused now, not after the fit
+            need("fitting a rule", out=out)
+            _check_pair_table(apply_table, _cols(feature) or _cols([probs] if probs else []),
+                              groups)
+        run_pairwise_triage(labeled, label_col=label_col, votes=votes, feature=feature,
+                            probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
+                            sets=sets, groups=groups, start=start, train_frac=train_frac,
+                            asymmetric=asymmetric, seed=seed, out=out, rule=None,
+                            apply_table=None, apply_out=None)
+        rule = out
+    if apply_table is not None:
+        apply_pair_rule(rule, apply_table, apply_out.path)
+
+
+def _check_pair_table(table: Path, columns: list[str], groups: str | None) -> None:
+    """Refuse, before a rule is fitted, a table to decide that lacks the rule's columns or
+    already has one of the columns the rule adds (never overwritten)."""
+    from scoreband.engine.rows import check_added_columns
+    from scoreband.engine.stream import iter_chunks
+    from scoreband.pairwise.selective import PairStage
+    from scoreband.tables import table_columns
+
+    have = table_columns(table)
+    if have is None:  # a format read whole or by lines: its first row says
+        first = next(iter_chunks(table, 1), None)
+        if first is None:
+            return  # no rows: the apply says so
+        have = list(first.columns)
+    missing = [c for c in [*columns, groups] if c and c not in have]
+    if missing:
+        fail(f"--apply {str(table)!r} lacks the column{'s' if len(missing) > 1 else ''} "
+             f"{', '.join(map(repr, missing))} the rule reads; available: "
+             f"{', '.join(map(str, have[:30]))}")
+    check_added_columns(have, [*PairStage.outputs, PairStage.error_column])
+
+
+def apply_pair_rule(rule_path: Path, table: Path, out: Path) -> None:
+    """A saved pairwise rule on every pair of ``table``, written to ``out``: the pairwise
+    stage on the row engine (:class:`scoreband.pairwise.selective.PairStage`), as
+    ``apply`` and the triage rule do, so CSV / TSV cells come back byte for byte and a file
+    is streamed chunk by chunk. The one path of ``triage --pairwise --apply``, ``triage
+    --rule RULE --apply`` and ``apply --calibrator RULE``."""
+    from scoreband.cli._rows import run_stage
+
+    run, stage = run_stage(table, out, "scoreband.pairwise.selective:pair_stage",
+                           {"rule": str(rule_path)}, None, error_column=ERROR_COLUMN[
+                               "pairwise-rule"], vectorized=True)
+    report_rows(stage.errors, run.rows, action="left undecided (could not be judged)")
+    if stage.judged == 0:
+        fail(f"no pair of {str(table)!r} could be judged (see the reasons above; "
+             f"{plain(out)} lists them in column {ERROR_COLUMN['pairwise-rule']!r})")
+    n, k = run.rows, stage.decided
+    bad = run.rows - stage.judged
+    console.print(f"decided {k:,} of {n:,} pairs ({k / max(n, 1):.1%}); the other "
+                  f"{n - k:,} go to a human"
+                  + (f" ({bad:,} of them could not be judged)" if bad else "")
+                  + f" -> {plain(out)}")
 
 
 def _apply(fitted, rule_path: Path, table: Path, out: Path) -> None:

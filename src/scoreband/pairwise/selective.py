@@ -45,7 +45,7 @@ probabilities are used as they are and every labeled pair calibrates the sets.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +58,9 @@ from scoreband.decisions.ltt import (
     min_rejectable,
     threshold_grid,
 )
-from scoreband.errors import InputError, RowError
+from scoreband.engine.cells import cell_text
+from scoreband.engine.rows import Stage
+from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.pairwise.pairs import LABELS, pair_labels
 from scoreband.pairwise.sets import (
     SET_METHODS,
@@ -70,14 +72,21 @@ from scoreband.pairwise.sets import (
     set_labels,
 )
 
-__all__ = ["PairRule", "fit_pairwise_triage", "fit_pairwise_arrays", "load_pair_rule",
-           "PAIR_RULE_FORMAT", "PAIR_COLUMNS", "ORDERS", "confidence_order", "is_label_free",
-           "label_free_threshold", "LABEL_FREE_START_SHARE"]
+__all__ = ["PairRule", "PairStage", "pair_stage", "fit_pairwise_triage",
+           "fit_pairwise_arrays", "load_pair_rule", "rule_inputs", "PAIR_RULE_FORMAT",
+           "PAIR_COLUMNS", "VERDICT_ERROR", "ORDERS", "confidence_order", "is_label_free",
+           "label_free_threshold", "LABEL_FREE_START_SHARE", "MIN_TRAINING_PAIRS",
+           "PROB_SUM_TOL"]
 
 PAIR_RULE_FORMAT = "scoreband-pairwise-rule"
-#: the columns every applied row gets
+#: why an applied row got no verdict (its own column: a judged table's ``pair_error``, the
+#: judge's reason, is kept beside it)
+VERDICT_ERROR = ERROR_COLUMN["pairwise-rule"]
+#: the columns every applied row gets (a table that has one already is refused)
 PAIR_COLUMNS = ("verdict", "p_a", "p_b", "p_tie", "pair_uncertainty", "decided", "pair_set",
-                "pair_error")
+                VERDICT_ERROR)
+#: the fewest labeled pairs a verdict model is fitted on (its training share)
+MIN_TRAINING_PAIRS = 20
 POOLED = "(all)"
 #: how a rule orders pairs by confidence and gives verdicts: ``max-prob`` (u = 1 - max p,
 #: the most likely label) or ``abs-feature`` (one antisymmetric feature x: u = 1 / (1 + |x|),
@@ -112,16 +121,21 @@ class PairRule:
     warnings: list[str] = field(default_factory=list)
     order: str = "max-prob"
 
-    def decide(self, X, groups=None) -> dict:
+    def decide(self, X, groups=None, bad=None) -> dict:
         """Arrays for pairs with features ``X``: ``P`` (n, 3), ``verdict``, ``u``,
-        ``decided``, ``sets`` (n, 3)."""
+        ``decided``, ``sets`` (n, 3). ``bad``: rows that are not judged (a reported row
+        error: a probability outside [0, 1], probabilities not summing to 1): no
+        probabilities, no verdict, an empty set."""
         P = self.model.proba(X)
         if len(self.classes) < 3:  # a label no pair had: its mass goes to the others
             live = np.array([c in self.classes for c in LABELS])
             P = np.where(live[None, :], P, 0.0)
             P = P / P.sum(axis=1, keepdims=True)
+        if bad is not None:
+            P[np.asarray(bad, bool)] = np.nan
         ok = np.isfinite(P).all(axis=1)
         u, best = confidence_order(P, X, self.order)
+        u = np.where(ok, u, np.nan)
         decided = ok & np.isfinite(u) & (u <= self.threshold)
         if POOLED in self.set_q:
             q = np.full(len(P), self.set_q[POOLED])
@@ -135,31 +149,20 @@ class PairRule:
                 "sets": sets, "ok": ok, "verdict_all": best}
 
     def apply(self, table) -> pd.DataFrame:
-        """Every row of ``table`` with :data:`PAIR_COLUMNS` (``verdict`` empty where the
-        pair is not decided; ``pair_error`` says why a row could not be judged)."""
+        """Every row and column of ``table`` (a DataFrame, or a path: its cells read as
+        text) with :data:`PAIR_COLUMNS` added: ``verdict`` empty where the pair is not
+        decided, ``verdict_error`` saying why a row could not be judged (such a row gets no
+        verdict, no probabilities and an empty set). The same :class:`PairStage` on the row
+        engine as the command line; a table that already has one of these columns is
+        refused. The row errors are kept in ``last_errors``."""
+        from scoreband.engine.rows import run_rows
         from scoreband.tables import read_table
 
-        df = read_table(table) if isinstance(table, (str, Path)) else table
-        X, errs = _features(df, self.model.columns, probs=self.model.kind == "probs")
-        g = None
-        if self.groups_col is not None:
-            if self.groups_col not in df.columns:
-                raise InputError(f"the rule has a set per group of column "
-                                 f"{self.groups_col!r}, which the table lacks")
-            g = df[self.groups_col].astype(str).to_numpy()
-        r = self.decide(X, g)
-        out = df.copy()
-        out["verdict"] = r["verdict"]
-        out["p_a"], out["p_b"], out["p_tie"] = r["P"][:, 0], r["P"][:, 1], r["P"][:, 2]
-        out["pair_uncertainty"] = r["u"]
-        out["decided"] = r["decided"]
-        out["pair_set"] = set_labels(r["sets"])
-        err = np.full(len(df), "", dtype=object)
-        for e in errs:
-            err[e.position] = e.reason
-        out["pair_error"] = err
-        self.last_errors = errs
-        return out
+        df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
+        stage = PairStage(self)
+        run = run_rows(df, stage)
+        self.last_errors = stage.errors
+        return run.table
 
     def to_dict(self) -> dict:
         from scoreband._version import __version__
@@ -210,6 +213,77 @@ def load_pair_rule(path) -> PairRule:
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(f"{path} is incomplete ({type(e).__name__}: {e}); fit the rule "
                          "again") from None
+
+
+class PairStage(Stage):
+    """A pairwise rule's verdicts on a table's rows, a whole chunk at a time: the stage of
+    the row engine behind ``triage --pairwise --apply``, ``triage --rule RULE --apply`` and
+    ``apply --calibrator RULE`` (and :meth:`PairRule.apply`), so a CSV / TSV table's cells
+    come back byte for byte and a file is streamed chunk by chunk like every row command's.
+
+    Adds :data:`PAIR_COLUMNS`; a row that cannot be judged (a missing or non-numeric
+    feature, probabilities outside [0, 1] or not summing to 1) gets no verdict, ``decided``
+    False, empty probabilities and set, and the reason in ``verdict_error`` (the judge's
+    reason where its ``pair_error`` has one). Rows are independent: one row alone, a chunk
+    or the whole table give the same row. After the run: ``errors`` (positions in the whole
+    table), ``judged`` and ``decided`` (counts)."""
+
+    label = "deciding pairs"
+    error_column = VERDICT_ERROR
+    vectorized = True
+    outputs = {"verdict": "", "p_a": np.nan, "p_b": np.nan, "p_tie": np.nan,
+               "pair_uncertainty": np.nan, "decided": False, "pair_set": ""}
+
+    def __init__(self, rule, *, base_dir=None):
+        super().__init__(base_dir)
+        self.rule = load_pair_rule(rule) if isinstance(rule, (str, Path)) else rule
+        self.errors: list[RowError] = []
+        self.judged = 0
+        self.decided = 0
+
+    @property
+    def calibrator(self):  # as the triage rule's stage: no calibrator file to hash
+        return None
+
+    def frame(self, df: pd.DataFrame) -> dict[str, np.ndarray]:
+        r = self.rule
+        X, errs = rule_inputs(df, r.model.columns, probs=r.model.kind == "probs",
+                              offset=self.offset)
+        g = None
+        if r.groups_col is not None:
+            if r.groups_col not in df.columns:
+                raise InputError(f"the rule has a set per group of column "
+                                 f"{r.groups_col!r}, which the table lacks")
+            g = df[r.groups_col].astype(str).to_numpy()
+        n = len(df)
+        bad = np.zeros(n, bool)
+        bad[[e.position for e in errs]] = True
+        res = r.decide(X, g, bad=bad)
+        why = np.full(n, "", dtype=object)
+        for e in errs:
+            why[e.position] = e.reason
+        self.errors.extend(replace(e, position=e.position + self.offset) for e in errs)
+        self.judged += int((~bad).sum())
+        self.decided += int(res["decided"].sum())
+        P = res["P"]
+        return {"verdict": res["verdict"].astype(object), "p_a": P[:, 0], "p_b": P[:, 1],
+                "p_tie": P[:, 2], "pair_uncertainty": res["u"],
+                "decided": res["decided"].astype(bool), "pair_set": set_labels(res["sets"]),
+                VERDICT_ERROR: why}
+
+    def components(self) -> dict:
+        """What the output's provenance records of this stage."""
+        return {"pairwise_rule": {"risk": self.rule.alpha, "delta": self.rule.delta,
+                                  "threshold": self.rule.threshold,
+                                  "order": self.rule.order}}
+
+    def summary(self) -> dict:
+        return {"judged": self.judged, "decided": self.decided}
+
+
+def pair_stage(rule: str, base_dir=None) -> PairStage:
+    """The stage from plain values (the rule file), as the command line builds it."""
+    return PairStage(rule, base_dir=base_dir)
 
 
 def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndarray]:
@@ -288,42 +362,136 @@ def is_label_free(kind: str, n_features: int, symmetric: bool = True) -> bool:
 PROB_SUM_TOL = 0.02
 
 
-def _features(df: pd.DataFrame, columns, probs: bool = False) -> tuple[np.ndarray,
-                                                                    list[RowError]]:
-    """The feature (or probability) columns as floats; a row with a value that is not a
+def rule_inputs(df: pd.DataFrame, columns, probs: bool = False,
+                offset: int = 0) -> tuple[np.ndarray, list[RowError]]:
+    """The feature (or probability) columns as floats, read from numbers or from cells read
+    as text (:func:`scoreband.columns.numeric_column`); a row with a value that is not a
     finite number - or, for ``probs``, a probability outside [0, 1] or probabilities not
-    summing to 1 - is a row error (the pair is not judged), never a verdict."""
+    summing to 1 within :data:`PROB_SUM_TOL` - is a row error (the pair is not judged),
+    never a verdict. Where such a row has the judge's reason in ``pair_error`` (the judge
+    could not judge it), the error carries that reason. Rows are named as every command
+    names them (:func:`scoreband.columns.row_ids`: 1-based from ``offset``, the ``id``
+    column beside); each error's ``position`` is the row's in ``df``."""
+    from scoreband.columns import numeric_column, row_ids
+
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InputError(f"column(s) {missing} not in the table (it has "
-                         f"{list(df.columns)[:20]})")
-    X = np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(float)
-                         for c in columns])
-    errors = []
-    for i in np.flatnonzero(~np.isfinite(X).all(axis=1))[:100000]:
-        j = int(np.flatnonzero(~np.isfinite(X[i]))[0])
-        cell = df[columns[j]].iloc[i]
-        what = "an empty cell" if pd.isna(cell) else repr(str(cell))
-        errors.append(RowError(str(i), columns[j], f"{what} is not a finite number: the pair "
-                                                   "is not judged", int(i)))
+        raise InputError(f"column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(map(repr, missing))} of the rule not in the table; "
+                         f"available: {', '.join(map(str, list(df.columns)[:30]))}")
+    ids = row_ids(df, None, offset)
+    found: dict[int, RowError] = {}
+    X = np.column_stack([numeric_column(df, c, found, ids) for c in columns]) if len(df) \
+        else np.zeros((0, len(columns)))
+    errors = {i: replace(e, reason=f"{e.reason}; the pair is not judged")
+              for i, e in found.items()}
     if probs:
-        seen = {e.position for e in errors}
         fin = np.isfinite(X).all(axis=1)
         off = fin & ((X < -1e-9) | (X > 1 + 1e-9)).any(axis=1)
         tot = np.where(fin, X.sum(axis=1), 1.0)
         unsummed = fin & ~off & (np.abs(tot - 1) > PROB_SUM_TOL)
-        for i in np.flatnonzero(off | unsummed)[:100000]:
-            if int(i) in seen:
-                continue
+        for i in np.flatnonzero(off | unsummed):
             if off[i]:
                 j = int(np.flatnonzero((X[i] < -1e-9) | (X[i] > 1 + 1e-9))[0])
                 why = f"{X[i, j]:g} is not a probability (outside [0, 1])"
             else:
                 j, why = 0, (f"the probabilities {', '.join(columns)} sum to {tot[i]:.3g}, not "
                              "1: give p(A), p(B)[, p(tie)] of one verdict")
-            errors.append(RowError(str(i), columns[j], why + ": the pair is not judged",
-                                   int(i)))
-    return X, errors
+            errors[int(i)] = RowError(ids[i], columns[j], why + "; the pair is not judged",
+                                      int(i))
+    judge_col = ERROR_COLUMN["pairwise"]
+    if judge_col in df.columns and judge_col not in columns:
+        for i, e in errors.items():
+            why = cell_text(df, judge_col, i)
+            if why is not None:
+                errors[i] = replace(e, column=judge_col,
+                                    reason=f"the judge could not judge this pair: {why}")
+    return X, [errors[i] for i in sorted(errors)]
+
+
+def _fit_columns_problem(df: pd.DataFrame, columns, X: np.ndarray, labeled: np.ndarray,
+                         probs: bool) -> str | None:
+    """Why a feature / probability column cannot be fitted on, naming it and the fix: it
+    is not numeric (most of its labeled cells are not numbers), or it is empty in every
+    labeled row. None when every column holds numbers."""
+    from scoreband.tables import NA_TEXT
+
+    rows = np.flatnonzero(labeled)
+    what = "probability" if probs else "feature"
+    fix = ("give the judge's p(A), p(B)[, p(tie)] columns" if probs else
+           "give a numeric antisymmetric feature: a score difference A - B (the *_diff "
+           "columns of `scoreband pairs`) or the judge's pair_pref")
+    for j, c in enumerate(columns):
+        raw = df[c].iloc[rows].tolist()
+        filled = [k for k, v in enumerate(raw)
+                  if not (v is None or (isinstance(v, float) and math.isnan(v))
+                          or str(v).strip() in NA_TEXT)]
+        text = [raw[k] for k in filled if not math.isfinite(X[rows[k], j])]
+        if filled and 2 * len(text) > len(filled):
+            seen = list(dict.fromkeys(str(v) for v in text))[:3]
+            return (f"the {what} column {c!r} is not numeric ({len(text)} of its "
+                    f"{len(filled)} filled labeled cells are not numbers, e.g. "
+                    f"{', '.join(map(repr, seen))}): {fix}")
+        if not filled:
+            if probs and j == 2:
+                return (f"the tie column {c!r} is empty in every labeled row: for a judge "
+                        f"without a tie verdict give p(A) and p(B) alone "
+                        f"(`probs` {columns[0]},{columns[1]}), or fill it")
+            return (f"the {what} column {c!r} is empty (or nan) in every one of the "
+                    f"{len(rows)} labeled rows: nothing to fit on; {fix}")
+    return None
+
+
+def _no_usable_pair(columns, X: np.ndarray, labeled: np.ndarray, errors: list[RowError],
+                    probs: bool) -> str:
+    """Why no labeled pair can be used though every column holds numbers: probabilities
+    that never sum to 1, or the rows' own problems."""
+    rows = np.flatnonzero(labeled)
+    if probs:
+        fin = np.isfinite(X[rows]).all(axis=1)
+        tot = X[rows][fin].sum(axis=1)
+        if len(tot):
+            return (f"the probabilities {', '.join(columns)} sum to {np.median(tot):.3g} "
+                    f"(median), not 1, or lie outside [0, 1], in every labeled row: give "
+                    f"p(A), p(B)[, p(tie)] of one verdict (each row summing to 1); are "
+                    f"columns of two verdicts mixed, or one column given twice?")
+    first = "; ".join(str(e) for e in errors[:3])
+    return (f"none of the {len(rows)} labeled pairs can be used ({first}): fix the "
+            f"{'probability' if probs else 'feature'} columns "
+            f"{', '.join(map(repr, columns))}")
+
+
+def _plural(k: int, noun: str) -> str:
+    """``1 labeled pair``, ``2 labeled pairs``."""
+    return f"{k:,} {noun}{'' if k == 1 else 's'}"
+
+
+def _too_few(n: int, n_train: int, n_cal: int, need: int, alpha: float, delta: float,
+             label_free: bool, train_frac: float) -> str:
+    """The refusal of too few labeled pairs, naming the limit that binds: on the label-free
+    path only the count calibrating the threshold; on the training-share path the training
+    share (the verdict model) and / or the calibration share (the threshold)."""
+    at = f"at alpha = {alpha:g}, delta = {delta:g}"
+    why = (f"the first fixed-sequence test rejects only when its {need} most confident "
+           "pairs hold no error")
+    if label_free:
+        return (f"{_plural(n, 'labeled pair')}: every labeled pair calibrates the threshold "
+                f"(no label orders the pairs), and deciding any pair {at} needs at least "
+                f"{need} ({why}): label at least {need - n} more pairs, or raise `alpha` / `delta`")
+    parts = []
+    if n_train < MIN_TRAINING_PAIRS:
+        parts.append(f"the training share that fits the verdict model holds {n_train} "
+                     f"(at least {MIN_TRAINING_PAIRS} needed)")
+    if n_cal < need:
+        parts.append(f"the calibration share holds {n_cal} (deciding any pair {at} needs "
+                     f"at least {need}: {why})")
+    total = max(math.ceil(MIN_TRAINING_PAIRS / train_frac),
+                math.ceil(need / (1 - train_frac)))
+    return (f"{_plural(n, 'labeled pair')}, split at random by `train_frac` {train_frac:g} "
+            f"(a model of several features, an order effect or start 'likely' is fitted on "
+            f"a training share): " + " and ".join(parts) + f"; label more pairs (about "
+            f"{total} in all, more to be safe: the split is random)"
+            + (", or raise `alpha` / `delta`" if n_cal < need else ", or raise `train_frac`"))
 
 
 def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: float = 0.1,
@@ -355,6 +523,10 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     _check(alpha, delta, set_alpha, train_frac)
     if set_method not in SET_METHODS:
         raise InputError(f"set method {set_method!r}: choose lac or aps")
+    if len(labels) == 0:
+        raise InputError("no labeled pair (a human preference A / B / tie with usable "
+                         f"{'probabilities' if kind == 'probs' else 'features'}) to fit on: "
+                         "label some pairs")
     X = np.asarray(X, float).reshape(len(labels), -1)
     y = np.asarray(labels, dtype=object)
     n = len(y)
@@ -377,14 +549,16 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     T = T[np.argsort(np.asarray(keys)[T], kind="stable")]
     thr_rows = np.arange(n) if label_free else Cl
     need = min_rejectable(alpha, delta)
-    if (fitted and len(T) < 20) or len(thr_rows) < need:
-        where = ("all of them calibrate the threshold" if label_free else
-                 f"{len(T)} for training and {len(Cl)} for calibration")
-        raise InputError(f"{n} labeled pair(s): {where}; calibration needs at least {need} "
-                         f"to decide any pair at alpha = {alpha:g}, delta = {delta:g}"
-                         + (" (training at least 20)" if fitted else "")
-                         + ": label more pairs, or raise alpha / delta")
-    model = fit_verdict_model(X[T], y[T], list(columns), kind=kind, symmetric=symmetric)
+    few_train = fitted and len(T) < MIN_TRAINING_PAIRS
+    if len(thr_rows) < need or (few_train and not label_free):
+        raise InputError(_too_few(n, len(T), len(Cl), need, alpha, delta, label_free,
+                                  train_frac))
+    # on the label-free path the model gives only the probabilities and the sets: with too
+    # few pairs for a training share, the verdicts (which need no model) are still decided
+    sets_fitted = not (few_train and label_free)
+    fit_rows = T if sets_fitted else np.argsort(np.asarray(keys), kind="stable")
+    model = fit_verdict_model(X[fit_rows], y[fit_rows], list(columns), kind=kind,
+                              symmetric=symmetric)
     classes = [c for c in LABELS if (y == c).any()]
     rule = PairRule(model, float(alpha), float(delta), float(set_alpha), set_method,
                     classes, -math.inf, {}, None,
@@ -397,25 +571,43 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
 
     # 1. conformal sets on the calibration share (per group: Mondrian)
     scores = conformity(P, yi, set_method)
-    if groups is None:
+    names = [POOLED] if groups is None else sorted({str(v) for v in
+                                                    np.asarray(groups).astype(str)})
+    if not sets_fitted:
+        rule.set_q = dict.fromkeys(names, math.inf)
+        rule.warnings.append(
+            f"{n} labeled pairs: enough to decide pairs (no label orders them), too few for "
+            f"informative prediction sets, whose verdict model needs a training share of at "
+            f"least {MIN_TRAINING_PAIRS} pairs (here {len(T)} at train_frac "
+            f"{train_frac:g}): every set holds every verdict, and p_a / p_b / p_tie come from "
+            f"a model fitted on every labeled pair (no set guarantee beyond the trivial one); "
+            f"label at least {math.ceil(MIN_TRAINING_PAIRS / train_frac)} pairs for sets")
+    elif groups is None:
         rule.set_q = {POOLED: conformal_quantile(scores[Cl], set_alpha)}
     else:
         g = np.asarray(groups).astype(str)
         rule.set_q = {name: conformal_quantile(scores[Cl][g[Cl] == name], set_alpha)
-                      for name in sorted(set(g))}
+                      for name in names}
         small = [k for k, v in rule.set_q.items() if not math.isfinite(v)]
         if small:
-            rule.warnings.append(f"group(s) {small[:5]} have too few calibration pairs for "
-                                 f"sets at {set_alpha:g}: their sets hold every verdict")
+            rule.warnings.append(
+                f"group{'s' if len(small) > 1 else ''} {', '.join(map(repr, small[:5]))}"
+                + (f" and {len(small) - 5} more" if len(small) > 5 else "")
+                + f" {'has' if len(small) == 1 else 'have'} too few calibration pairs for "
+                f"sets at {set_alpha:g}: {'its' if len(small) == 1 else 'their'} sets hold "
+                "every verdict")
 
     # 2. the selective threshold: fixed-sequence tests on pairs whose labels chose nothing;
     # a pair that can never be decided (a zero difference) is in no decided set: left out
     live = np.isfinite(u)
     thr_rows, T = thr_rows[live[thr_rows]], T[live[T]]
     if len(thr_rows) < need:
-        raise InputError(f"{len(thr_rows)} labeled pair(s) can be decided at all (the others "
-                         f"have no preference, e.g. a zero difference); calibration needs at "
-                         f"least {need}: label more pairs, or raise alpha / delta")
+        raise InputError(f"only {_plural(len(thr_rows), 'labeled pair')} of the "
+                         f"{'labeled pairs' if label_free else 'calibration share'} can be "
+                         f"decided at all (the others have no preference, e.g. a zero "
+                         f"difference); deciding any pair at alpha = {alpha:g}, delta = "
+                         f"{delta:g} needs at least {need}: label more pairs, or raise "
+                         "`alpha` / `delta`")
     uc = u[thr_rows]
     if label_free:
         res = label_free_threshold(uc, loss[thr_rows], alpha, delta, grid_size)
@@ -489,9 +681,18 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
                          "`probs` (columns of p(A), p(B)[, p(tie)]), not both or neither")
     cols = list(features if features is not None else probs)
     lab, _, errs = pair_labels(df, label_col=label_col, votes=votes)
-    X, ferrs = _features(df, cols, probs=probs is not None)
-    bad = {e.position for e in ferrs}
-    use = (lab != "") & np.array([i not in bad for i in range(len(df))])
+    X, ferrs = rule_inputs(df, cols, probs=probs is not None)
+    bad = np.zeros(len(df), bool)
+    bad[[e.position for e in ferrs]] = True
+    labeled = lab != ""
+    use = labeled & ~bad
+    if labeled.any():
+        why = _fit_columns_problem(df, cols, X, labeled, probs is not None)
+        if why is None and not use.any():
+            why = _no_usable_pair(cols, X, labeled, [e for e in ferrs if labeled[e.position]],
+                                  probs is not None)
+        if why is not None:
+            raise InputError(why)
     g = None
     if groups is not None:
         if groups not in df.columns:
