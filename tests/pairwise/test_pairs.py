@@ -57,7 +57,8 @@ def test_missing_column_and_no_pairs_are_clear():
 
 
 def test_labels_bad_values_reported_not_crashing():
-    lab, errors = parse_labels(["A", "b", "maybe", None, 2.0], "verdict")
+    with pytest.warns(UserWarning, match="read as B"):
+        lab, errors = parse_labels(["A", "b", "maybe", None, 2.0], "verdict")
     assert lab.tolist() == ["A", "B", "", "", "B"]
     # rows named as every command names them (scoreband.columns.RowIds: 1-based)
     assert len(errors) == 1 and errors[0].row == "3" and errors[0].column == "verdict"
