@@ -66,21 +66,23 @@ def test_three_commands_keep_every_cell_and_agree(tmp_path, rule, suffix):
     sep = "\t" if suffix == "tsv" else ","
     src = tmp_path / f"t.{suffix}"
     _tricky(src, sep)
-    outs = {k: tmp_path / f"{k}.{suffix}" for k in ("fit", "rule", "apply")}
+    outs = {k: tmp_path / f"{k}.{suffix}" for k in ("fit", "rule", "apply", "alias")}
     cmds = {"fit": ["triage", "--pairwise", str(tmp_path / "lab.csv"), "--label-col", "human",
                     "--probs", PROBS, "--risk", "0.2", "--out", str(tmp_path / "r2.json"),
                     "--apply", str(src), "--apply-out", str(outs["fit"])],
             "rule": ["triage", "--rule", str(rule), "--apply", str(src), "--apply-out",
                      str(outs["rule"])],
             "apply": ["apply", str(src), "--calibrator", str(rule), "--out",
-                      str(outs["apply"])]}
+                      str(outs["apply"])],
+            "alias": ["pairwise-triage", "--rule", str(rule), "--apply", str(src),
+                      "--apply-out", str(outs["alias"])]}
     for k, cmd in cmds.items():
         r = runner.invoke(app, cmd)
         assert r.exit_code == 0, (k, r.output)
         # the summary counts agree with the rows: two of 11 not judged, never decided
         assert "of 11 pairs" in _said(r) and "2 of them could not be judged" in _said(r)
     data = {k: p.read_bytes() for k, p in outs.items()}
-    assert data["fit"] == data["rule"] == data["apply"]
+    assert data["fit"] == data["rule"] == data["apply"] == data["alias"]
     src_cells, out_cells = _cells(src, sep), _cells(outs["apply"], sep)
     width = len(src_cells[0])
     assert len(out_cells) == len(src_cells)

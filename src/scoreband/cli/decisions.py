@@ -140,11 +140,11 @@ def triage(
         only_with("without --pairwise", target=target, scale=scale, score=score,
                   tolerance=tolerance, features=features, uncertainty=uncertainty,
                   calibrator=calibrator, id_col=id_col, html=html)
-        return _pairwise(labeled, label_col=label_col, votes=votes, feature=feature,
-                         probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
-                         sets=sets, groups=groups, start=start, train_frac=train_frac,
-                         asymmetric=asymmetric, seed=seed, out=out, rule=rule,
-                         apply_table=apply_table, apply_out=apply_out)
+        return triage_pairs(labeled, label_col=label_col, votes=votes, feature=feature,
+                            probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
+                            sets=sets, groups=groups, start=start, train_frac=train_frac,
+                            asymmetric=asymmetric, seed=seed, out=out, rule=rule,
+                            apply_table=apply_table, apply_out=apply_out)
     only_with("with --pairwise", label_col=label_col, votes=votes, feature=feature,
               probs=probs, set_alpha=set_alpha, asymmetric=asymmetric)
     from scoreband.decisions.triage import fit_triage, load_rule
@@ -229,12 +229,12 @@ def apply_rule(rule_path: Path, table: Path, out: Path) -> None:
     return _apply(load_rule(rule_path), rule_path, table, out)
 
 
-def _pairwise(labeled, *, label_col, votes, feature, probs, alpha, delta, set_alpha, sets,
-              groups, start, train_frac, asymmetric, seed, out, rule, apply_table,
-              apply_out) -> None:
-    """triage --pairwise: fit a pairwise rule (the pairwise command's fit) and / or apply one
-    through the row engine (:func:`apply_pair_rule`); the output path and the table to
-    apply are checked before any work."""
+def triage_pairs(labeled, *, label_col, votes, feature, probs, alpha, delta, set_alpha,
+                 sets, groups, start, train_frac, asymmetric, seed, out, rule, apply_table,
+                 apply_out) -> None:
+    """``triage --pairwise`` (and ``pairwise-triage``): fit a pairwise rule (the pairwise
+    command's fit) and / or apply one through the row engine (:func:`apply_pair_rule`); the
+    output path and the table to apply are checked before any work."""
     from scoreband.cli.pairwise import _cols, run_pairwise_triage
 
     both_or_neither(apply=apply_table, apply_out=apply_out)
@@ -282,17 +282,20 @@ def _check_pair_table(table: Path, columns: list[str], groups: str | None) -> No
     check_added_columns(have, [*PairStage.outputs, PairStage.error_column])
 
 
-def apply_pair_rule(rule_path: Path, table: Path, out: Path) -> None:
-    """A saved pairwise rule on every pair of ``table``, written to ``out``: the pairwise
-    stage on the row engine (:class:`scoreband.pairwise.selective.PairStage`), as
-    ``apply`` and the triage rule do, so CSV / TSV cells come back byte for byte and a file
-    is streamed chunk by chunk. The one path of ``triage --pairwise --apply``, ``triage
-    --rule RULE --apply`` and ``apply --calibrator RULE``."""
+def apply_pair_rule(rule, table: Path, out: Path) -> None:
+    """A pairwise rule (its file, or a fitted :class:`scoreband.pairwise.selective.PairRule`)
+    on every pair of ``table``, written to ``out``: the pairwise stage on the row engine
+    (:class:`scoreband.pairwise.selective.PairStage`), as ``apply`` and the triage rule do,
+    so CSV / TSV cells come back byte for byte and a file is streamed chunk by chunk. The
+    one path of ``triage --pairwise --apply``, ``triage --rule RULE --apply`` and ``apply
+    --calibrator RULE``. The caller checks ``out`` (:func:`scoreband.files.check_output`)."""
     from scoreband.cli._rows import run_stage
 
-    run, stage = run_stage(table, out, "scoreband.pairwise.selective:pair_stage",
-                           {"rule": str(rule_path)}, None, error_column=ERROR_COLUMN[
-                               "pairwise-rule"], vectorized=True)
+    kw, local = ({"rule": str(rule)}, None) if isinstance(rule, (str, Path)) else \
+        ({}, {"rule": rule})
+    run, stage = run_stage(table, out, "scoreband.pairwise.selective:pair_stage", kw, None,
+                           error_column=ERROR_COLUMN["pairwise-rule"], local=local,
+                           vectorized=True)
     report_rows(stage.errors, run.rows, action="left undecided (could not be judged)")
     if stage.judged == 0:
         fail(f"no pair of {str(table)!r} could be judged (see the reasons above; "

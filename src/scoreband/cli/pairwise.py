@@ -138,7 +138,8 @@ def pairwise_triage(
     (--seed): a training share fits the verdict model, the rest calibrates.
 
     Applied rows get verdict (A / B / tie, empty where undecided), p_a, p_b, p_tie,
-    pair_uncertainty, decided, pair_set (e.g. A|tie) and pair_error.
+    pair_uncertainty, decided, pair_set (e.g. A|tie) and verdict_error (why a row could not
+    be judged; a judged table's pair_error is kept beside it).
 
     scoreband pairwise-triage pairs.csv --label-col human --feature clip_score_diff
     --risk 0.1 --delta 0.1 --out rule.json --apply unlabeled_pairs.csv --apply-out
@@ -194,21 +195,15 @@ def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, del
 
 def apply_pair_rule(rule, table: Path, out: Path) -> None:
     """Give every pair of ``table`` the rule's verdict columns (``rule``: a fitted
-    :class:`scoreband.pairwise.selective.PairRule` or its file) and write ``out``."""
+    :class:`scoreband.pairwise.selective.PairRule` or its file) and write ``out``: the one
+    path of every command that applies a pairwise rule
+    (:func:`scoreband.cli.decisions.apply_pair_rule`, the row engine: cells kept byte for
+    byte)."""
+    from scoreband.cli.decisions import apply_pair_rule as on_rows
     from scoreband.files import check_output
-    from scoreband.pairwise.selective import load_pair_rule
-    from scoreband.tables import read_table, write_table
 
-    if not hasattr(rule, "apply"):
-        rule = load_pair_rule(rule)
     check_output(out, what="the verdicts")
-    t = read_table(table)
-    res = rule.apply(t)
-    report_rows(rule.last_errors, len(t), action="left undecided (could not be judged)")
-    write_table(res, out)
-    n_dec = int(res["decided"].sum())
-    console.print(f"decided {n_dec:,} of {len(t):,} pairs ({n_dec / max(len(t), 1):.1%});"
-                  f" the other {len(t) - n_dec:,} go to a human -> {plain(out)}")
+    on_rows(rule, table, out)
 
 
 def _print_rule(rule) -> None:
