@@ -642,6 +642,8 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
         "accuracy_deciding_all": float(1 - (best[Cl] != yi[Cl]).mean()),
         "set_coverage_on_calibration": float(sets[np.arange(len(Cl)), yi[Cl]].mean()),
         "set_size_on_calibration": float(sets.sum(axis=1).mean()),
+        # False: too few labeled pairs for the sets' model; every set holds every verdict
+        "sets_fitted": bool(sets_fitted),
         "labels": {c: int((y == c).sum()) for c in LABELS},
     }
     if rule.order == "abs-feature":
