@@ -128,6 +128,7 @@ STAGES = [  # (module, class or attribute, ERROR_COLUMN key)
     ("scoreband.roundtrip.metric", "RoundTripStage", "roundtrip"),
     ("scoreband.decisions.triage", "TriageStage", "triage"),
     ("scoreband.pairwise.extract", "PairJudgeStage", "pairwise"),
+    ("scoreband.pairwise.selective", "PairStage", "pairwise-rule"),
 ]
 
 

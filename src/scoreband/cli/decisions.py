@@ -253,8 +253,7 @@ def triage_pairs(labeled, *, label_col, votes, feature, probs, alpha, delta, set
         run_pairwise_triage(labeled, label_col=label_col, votes=votes, feature=feature,
                             probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
                             sets=sets, groups=groups, start=start, train_frac=train_frac,
-                            asymmetric=asymmetric, seed=seed, out=out, rule=None,
-                            apply_table=None, apply_out=None)
+                            asymmetric=asymmetric, seed=seed, out=out)
         rule = out
     if apply_table is not None:
         apply_pair_rule(rule, apply_table, apply_out.path)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, text_or_file, warn
-from scoreband.cli._checks import both_or_neither, exactly_one, need
+from scoreband.cli._checks import exactly_one, need
 from scoreband.cli._options import HtmlOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
@@ -145,33 +145,29 @@ def pairwise_triage(
     --risk 0.1 --delta 0.1 --out rule.json --apply unlabeled_pairs.csv --apply-out
     verdicts.csv
     """
-    run_pairwise_triage(labeled, label_col=label_col, votes=votes, feature=feature,
-                        probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
-                        sets=sets, groups=groups, start=start, train_frac=train_frac,
-                        asymmetric=asymmetric, seed=seed, out=out, rule=rule,
-                        apply_table=apply_table, apply_out=apply_out)
+    from scoreband.cli.decisions import triage_pairs
+
+    triage_pairs(labeled, label_col=label_col, votes=votes, feature=feature, probs=probs,
+                 alpha=alpha, delta=delta, set_alpha=set_alpha, sets=sets, groups=groups,
+                 start=start, train_frac=train_frac, asymmetric=asymmetric, seed=seed, out=out,
+                 rule=rule, apply_table=apply_table, apply_out=apply_out)
 
 
 def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, delta,
-                        set_alpha, sets, groups, start, train_frac, asymmetric, seed, out,
-                        rule, apply_table, apply_out) -> None:
-    """`pairwise-triage` and `triage --pairwise` (one implementation)."""
-    from scoreband.pairwise.selective import fit_pairwise_triage, load_pair_rule
+                        set_alpha, sets, groups, start, train_frac, asymmetric, seed,
+                        out) -> None:
+    """The fit of `triage --pairwise` and `pairwise-triage` (one implementation, called by
+    :func:`scoreband.cli.decisions.triage_pairs`, which also applies): the labeled table is
+    read as written (a group named ``01`` stays ``01``, as the apply reads it; features
+    and probabilities are parsed where they are used)."""
+    from scoreband.pairwise.selective import fit_pairwise_triage
     from scoreband.tables import read_table
 
-    both_or_neither(apply=apply_table, apply_out=apply_out)
-    if (labeled is None) == (rule is None):
-        fail("give a LABELED pair table (with --label-col or --votes, --feature or --probs, "
-             "--out) or --rule RULE with --apply TABLE --apply-out OUT")
-    if apply_out is not None:
-        from scoreband.files import check_output
-
-        check_output(apply_out.path, what="--apply-out")
     if labeled is not None:
         need("fitting a rule", out=out)
         exactly_one("the human preference", label_col=label_col, votes=votes)
         exactly_one("the verdict model", feature=_cols(feature) or None, probs=probs)
-        df = read_table(labeled)
+        df = read_table(labeled, text=True)
         fitted = fit_pairwise_triage(df, label_col=label_col,
                                      votes=_cols([votes]) if votes else None,
                                      features=_cols(feature) or None,
@@ -185,25 +181,6 @@ def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, del
         fitted.save(out)
         _print_rule(fitted)
         console.print(f"wrote {plain(out)}")
-    else:
-        if apply_table is None:
-            fail("--rule: give --apply TABLE --apply-out OUT")
-        fitted = load_pair_rule(rule)
-    if apply_table is not None:
-        apply_pair_rule(fitted, apply_table, apply_out.path)
-
-
-def apply_pair_rule(rule, table: Path, out: Path) -> None:
-    """Give every pair of ``table`` the rule's verdict columns (``rule``: a fitted
-    :class:`scoreband.pairwise.selective.PairRule` or its file) and write ``out``: the one
-    path of every command that applies a pairwise rule
-    (:func:`scoreband.cli.decisions.apply_pair_rule`, the row engine: cells kept byte for
-    byte)."""
-    from scoreband.cli.decisions import apply_pair_rule as on_rows
-    from scoreband.files import check_output
-
-    check_output(out, what="the verdicts")
-    on_rows(rule, table, out)
 
 
 def _print_rule(rule) -> None:
