@@ -65,6 +65,9 @@ def pair_rule_section(doc: dict) -> dict:
          f"coverage {fmt(rep.get('set_coverage_on_calibration'))}, mean size "
          f"{fmt(rep.get('set_size_on_calibration'))} of {len(doc.get('classes') or [])}"],
     ]
+    if rep.get("sets_fitted") is False:
+        rows[-1][1] = ("not fitted: too few labeled pairs for the sets' model, every set "
+                       "holds every verdict")
     labels = rep.get("labels") or {}
     if labels:
         rows.append(["human labels", ", ".join(f"{k} {v}" for k, v in labels.items())])
