@@ -159,7 +159,7 @@ class Auto(Calibrator):
                 f"r2ccp) or an uncalibrated interval lo/hi (for crc), or use method {only!r}")
         return names
 
-    def _shares(self, pred, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _shares(self, pred, y, within=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = len(pred)
         need = min_calibration_size(self.alpha)
         rest = 1 - self.train_frac - self.select_frac
@@ -171,7 +171,7 @@ class Auto(Calibrator):
                              f"got {n}: use more rows or a fixed method")
         a = int(round(self.train_frac * n))
         b = a + int(round(self.select_frac * n))
-        return tuple(key_split(pred, y, self.seed, 7, a, b))  # by the items' identity
+        return tuple(key_split(pred, y, self.seed, 7, a, b, within=within))  # by identity
 
     def _width(self, cal: Calibrator, pred: Predictions) -> float:
         band = cal.predict(pred)
@@ -179,16 +179,18 @@ class Auto(Calibrator):
             band = adjust_band(band, pred.n_ratings)
         return float(np.mean(band.hi01 - band.lo01))
 
-    def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
+    def fit_model_part(self, pred: Predictions, y: np.ndarray, within=None) -> np.ndarray:
         """Fit every candidate's model, choose the narrowest on the selection share; returns
-        the conformal share's indices."""
+        the conformal share's indices (``within``: :meth:`Calibrator.fit_model_part`)."""
         names = self._names(pred)
-        tr, sel, conf = self._shares(pred, y)
+        tr, sel, conf = self._shares(pred, y, within)
         # SPEC section 9: each candidate is conformalized on one half of the selection share
         # and measured on the other, so a candidate is not measured on the items its
         # threshold was set on
         half = len(sel) // 2
-        sel_a, sel_b = (sel[i] for i in key_split(pred.take(sel), y[sel], self.seed, 8, half))
+        sel_a, sel_b = (sel[i] for i in key_split(
+            pred.take(sel), y[sel], self.seed, 8, half,
+            within=None if within is None else np.asarray(within)[sel]))
         p_tr, p_a, p_b = pred.take(tr), pred.take(sel_a), pred.take(sel_b)
         widths, chosen, fitted = {}, {}, {}
         for name in names:

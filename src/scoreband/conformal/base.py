@@ -318,9 +318,12 @@ class Calibrator(ABC):
         self.params_ = self.refit_conformal(pred, y, self.params_)
         return self
 
-    def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
+    def fit_model_part(self, pred: Predictions, y: np.ndarray, within=None) -> np.ndarray:
         """Fit the learned part (if any) on a ``train_frac`` share of the items; returns the
         indices left for the conformal step (all items for methods without a model).
+        ``within``: what the calibration reads beyond ``pred`` and ``y`` (Mondrian's
+        groups), so repeated items are split alike in any row order
+        (:func:`scoreband.conformal.randomness.split_keys`).
 
         The conformal guarantee needs the calibration items to be unseen by the model, so a
         learned method never calibrates on the items it was trained on.
@@ -332,8 +335,9 @@ class Calibrator(ABC):
             raise InputError(f"{self.method} needs items both to train on and to calibrate on; "
                              f"got {len(y)}")
         # the training share by the items' identity (one randomness source): the same items,
-        # in one canonical order, however the rows are ordered
-        tr, cal = key_split(pred, y, self.seed, 31, cut)
+        # in one canonical order, however the rows are ordered; copies of an item split
+        # independently (randomness.row_uniforms)
+        tr, cal = key_split(pred, y, self.seed, 31, cut, within=within)
         self.fit_model(pred.take(tr), y[tr])
         return cal
 

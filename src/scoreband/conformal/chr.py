@@ -22,7 +22,7 @@ from scoreband.conformal.bins import (
 from scoreband.conformal.core import row_matmul, whole_scale
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
-from scoreband.conformal.randomness import keys_of, row_uniforms
+from scoreband.conformal.randomness import item_uniforms, keys_of
 from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
 
@@ -160,7 +160,7 @@ class CHR(LearnedCalibrator):
     def _uniforms(self, pred: Predictions, stream: int) -> np.ndarray | None:
         if not self.randomize:
             return None
-        return row_uniforms(keys_of(pred), self.seed, stream)
+        return item_uniforms(keys_of(pred), self.seed, stream)  # tie-breaking: copies share it
 
     def conformity(self, pred, y):
         """Mass of the nested interval when the item's class joins it (randomised: the mass

@@ -165,7 +165,7 @@ def tie_keep_probability(scores, q: float, alpha: float, atol: float = 1e-9) -> 
 def open_tied_edges(lo, hi, keep: float, u) -> tuple[np.ndarray, np.ndarray]:
     """Leave both edges of each band out (moved in by :data:`OPEN_EDGE`) with probability
     ``1 - keep``: the band side of :func:`tie_keep_probability`. ``u``: one uniform per
-    item, from :func:`scoreband.conformal.randomness.row_uniforms` (a function of the
+    item, from :func:`scoreband.conformal.randomness.item_uniforms` (a function of the
     item's identity, never of its position). A band narrower than two such steps is kept
     whole."""
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)

@@ -22,7 +22,7 @@ import numpy as np
 
 from scoreband.conformal.base import Calibrator
 from scoreband.conformal.core import open_tied_edges, unbounded
-from scoreband.conformal.randomness import keys_of, row_uniforms
+from scoreband.conformal.randomness import item_uniforms, keys_of
 from scoreband.conformal.scores import ModelOutput
 from scoreband.conformal.split import quantile_params
 from scoreband.datatypes import Band, Predictions
@@ -86,7 +86,7 @@ class LearnedCalibrator(Calibrator):
         if not self.randomize:
             return lo, hi
         return open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
-                               row_uniforms(keys_of(pred), self.seed, 2))
+                               item_uniforms(keys_of(pred), self.seed, 2))
 
     def _model_state(self):
         return self.model_

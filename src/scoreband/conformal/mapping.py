@@ -128,7 +128,7 @@ class Mapped(Calibrator):
                            features=pred.features, embedding=pred.embedding,
                            n_ratings=pred.n_ratings, keys=keys_of(pred))
 
-    def fit_model_part(self, pred: Predictions, y: np.ndarray) -> np.ndarray:
+    def fit_model_part(self, pred: Predictions, y: np.ndarray, within=None) -> np.ndarray:
         if not np.isfinite(pred.median).all():
             raise InputError("a monotone map needs a point prediction (median) on every item")
         n = len(y)
@@ -139,9 +139,11 @@ class Mapped(Calibrator):
                 f"(map_frac={self.map_frac:g} of the calibration items), got {cut} of {n}: "
                 f"use at least {int(np.ceil(MIN_MAP_ITEMS / self.map_frac))} calibration "
                 "items, or no map")
-        mp, rest = key_split(pred, y, self.seed, 11, cut)  # by identity
+        mp, rest = key_split(pred, y, self.seed, 11, cut, within=within)  # by identity
         self.map.fit(pred.median[mp], y[mp])
-        idx = self.base.fit_model_part(self.mapped(pred.take(rest)), y[rest])
+        idx = self.base.fit_model_part(self.mapped(pred.take(rest)), y[rest],
+                                       within=None if within is None else
+                                       np.asarray(within)[rest])
         return rest[idx]
 
     def check_pred(self, pred):

@@ -275,7 +275,10 @@ class _Grouped(Calibrator):
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
             raise InputError("cannot calibrate on an empty set of predictions")
-        idx = self.base.fit_model_part(pred, y)
+        # the groups order the copies of an item (randomness.split_keys): an item repeated in
+        # two groups is split alike in any row order
+        idx = (self.base.fit_model_part(pred, y) if groups is None else
+               self.base.fit_model_part(pred, y, within=np.asarray(groups)))
         share = info = None
         if share_floor is not None:
             if self.base.learned:

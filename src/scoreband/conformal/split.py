@@ -18,7 +18,7 @@ from scoreband.conformal.core import (
     tie_keep_probability,
     unbounded,
 )
-from scoreband.conformal.randomness import keys_of, row_uniforms
+from scoreband.conformal.randomness import item_uniforms, keys_of
 from scoreband.conformal.scores import (
     ABSOLUTE_RESIDUAL,
     ConformityScore,
@@ -231,7 +231,7 @@ class SplitConformal(Calibrator):
         lo, hi = self.score.interval(pred, q)
         if self.randomize:
             lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
-                                     row_uniforms(keys_of(pred), self.seed, 2))
+                                     item_uniforms(keys_of(pred), self.seed, 2))
         return lo, hi, full
 
     def difficulty(self, pred: Predictions) -> np.ndarray:

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from scoreband.columns import require_columns, row_ids
-from scoreband.conformal.randomness import frame_keys, row_uniforms
+from scoreband.conformal.randomness import frame_keys, item_uniforms, row_uniforms
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError, RowError
 from scoreband.system_level import MIN_LABELS
@@ -203,7 +203,10 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
         lab_rows = np.flatnonzero(ok)[labeled[ok]]
         ident = (df.iloc[lab_rows] if items is None else
                  pd.DataFrame({"item": items[lab_rows].astype(str)}))
-        half = (row_uniforms(frame_keys(ident), seed, 23) < 0.5).astype(int)
+        # the halves: repeated rows split independently (row_uniforms); the rows of one
+        # item stay together (item_uniforms of the item's key)
+        draw = row_uniforms if items is None else item_uniforms
+        half = (draw(frame_keys(ident), seed, 23) < 0.5).astype(int)
         f_ok, r2_ok, u_ok, u_held = _burn_in_model(
             Xo, y01[ok], labeled[ok], None if items is None else items[ok], st[ok], folds,
             seed, half)
@@ -257,7 +260,7 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
         p_item = inclusion_probabilities(np.sqrt(per_item.to_numpy()), budget,
                                          mix_used)
         keys = frame_keys(pd.DataFrame({item_col: per_item.index.astype(str)}))
-        d_item = systematic_draw(p_item, row_uniforms(keys, seed, 7), start)
+        d_item = systematic_draw(p_item, item_uniforms(keys, seed, 7), start)
         pos = per_item.index.get_indexer(items[ci])
         pi[ci], draw[ci] = p_item[pos], d_item[pos]
     else:
@@ -268,7 +271,8 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
             p = inclusion_probabilities(u01[ci], n_labels, mix_used)
             keys = frame_keys(df.iloc[ci])
             pi[ci] = p
-            draw[ci] = systematic_draw(p, row_uniforms(keys, seed, 7), start)
+            # the order of systematic sampling (each row still drawn with its probability)
+            draw[ci] = systematic_draw(p, item_uniforms(keys, seed, 7), start)
     floor = np.nanmin(pi[cand]) if cand.any() else float("nan")
 
     case = "active" if pred_ratio <= ACTIVE_PAYS else "uniform"
