@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scoreband.pairwise.selective import fit_pairwise_triage
+from scoreband.pairwise.selective import fit_pairwise_arrays, fit_pairwise_triage
 
 LABELS = np.array(["A", "B", "tie"])
 #: the nine distinct feature rows: two integer score differences in {-1, 0, 1}
@@ -86,6 +86,22 @@ def test_split_of_repeated_rows_does_not_depend_on_row_order():
         d = rule.decide(GRID)
         assert np.array_equal(np.asarray(d["decided"]), np.asarray(d_ref["decided"])), name
         assert np.array_equal(np.asarray(d["verdict"]), np.asarray(d_ref["verdict"])), name
+
+
+def test_array_split_of_repeated_features_does_not_depend_on_row_order():
+    # the array API keys a pair by its features alone: copies with different labels are
+    # numbered in label order, so a table sorted by its label splits alike
+    df = table(600, 3)
+    X, y = df[["f1", "f2"]].to_numpy(), df["human"].to_numpy()
+    g = np.where(X[:, 0] > 0, "g1", "g2")
+    for groups in (None, g):
+        ref = fit_pairwise_arrays(X, y, columns=["f1", "f2"], alpha=0.15, seed=3,
+                                  groups=groups).report
+        for o in (np.argsort(y, kind="stable"), np.arange(len(y))[::-1]):
+            got = fit_pairwise_arrays(X[o], y[o], columns=["f1", "f2"], alpha=0.15, seed=3,
+                                      groups=None if groups is None else groups[o]).report
+            for k in ("n_training", "accuracy_deciding_all", "set_coverage_on_calibration"):
+                assert got.get(k) == ref.get(k), (k, got.get(k), ref.get(k))
 
 
 @pytest.mark.statistical

@@ -541,7 +541,8 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
         keys = array_keys(X)
     fitted = kind != "probs"
     if fitted:
-        train = row_uniforms(keys, seed, _SPLIT_STREAM) < train_frac
+        train = row_uniforms(keys, seed, _SPLIT_STREAM,  # copies in label / group order
+                             within=(y,) if groups is None else (y, groups)) < train_frac
     else:
         train = np.zeros(n, bool)  # nothing to fit: every pair calibrates
     T, Cl = np.flatnonzero(train), np.flatnonzero(~train)
