@@ -352,7 +352,10 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
     if keys is None:
         keys = array_keys(np.column_stack([score, y] + ([sig.features] if sig.features
                                                          is not None else [])))
-    train = row_uniforms(keys, seed, 41) < train_frac
+    # copies of a row are numbered in group order: the same split in any row order
+    train = row_uniforms(keys, seed, 41,
+                         within=None if groups is None else (np.asarray(groups).astype(str),)
+                         ) < train_frac
     cal = ~train
     need_cal = min_rejectable(alpha, delta)
     if train.sum() < 20 or cal.sum() < need_cal:
