@@ -269,3 +269,11 @@ PairLabelOpt = Annotated[str | None, typer.Option(
 PairVotesOpt = Annotated[str | None, typer.Option(
     "--votes", help="(pairwise) Instead of --label-col: vote-count columns "
                     "'A_COL,B_COL[,TIE_COL]'.")]
+
+
+def split_columns(values: list[str] | None) -> list[str]:
+    """Repeatable or comma-separated column options (``--feature a,b --feature c``)."""
+    out = []
+    for v in values or []:
+        out += [c.strip() for c in v.split(",") if c.strip()]
+    return out

@@ -11,8 +11,16 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, warn
-from scoreband.cli._checks import both_or_neither, need, only_with
-from scoreband.cli._options import HtmlOpt, IdOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
+from scoreband.cli._checks import both_or_neither, exactly_one, need, only_with
+from scoreband.cli._options import (
+    HtmlOpt,
+    IdOpt,
+    PairLabelOpt,
+    PairVotesOpt,
+    later_path,
+    open_unit,
+    split_columns,
+)
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
@@ -235,7 +243,6 @@ def triage_pairs(labeled, *, label_col, votes, feature, probs, alpha, delta, set
     """``triage --pairwise`` (and ``pairwise-triage``): fit a pairwise rule (the pairwise
     command's fit) and / or apply one through the row engine (:func:`apply_pair_rule`); the
     output path and the table to apply are checked before any work."""
-    from scoreband.cli.pairwise import _cols, run_pairwise_triage
 
     both_or_neither(apply=apply_table, apply_out=apply_out)
     if (labeled is None) == (rule is None):
@@ -248,7 +255,7 @@ def triage_pairs(labeled, *, label_col, votes, feature, probs, alpha, delta, set
     if labeled is not None:
         if apply_table is not None:  # refused now, not after the fit
             need("fitting a rule", out=out)
-            _check_pair_table(apply_table, _cols(feature) or _cols([probs] if probs else []),
+            _check_pair_table(apply_table, split_columns(feature) or split_columns([probs] if probs else []),
                               groups)
         run_pairwise_triage(labeled, label_col=label_col, votes=votes, feature=feature,
                             probs=probs, alpha=alpha, delta=delta, set_alpha=set_alpha,
@@ -342,3 +349,49 @@ def _print_rule(rule) -> None:
                   + f"); map: {rule.map.kind}", soft_wrap=False)
     console.print(f"accepting every score would be off by more than {rule.tolerance:g} for "
                   f"{rep['accept_all_risk']:.1%} of the calibration rows")
+
+
+def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, delta,
+                        set_alpha, sets, groups, start, train_frac, asymmetric, seed,
+                        out) -> None:
+    """The fit of `triage --pairwise` and `pairwise-triage` (one implementation, called by
+    :func:`scoreband.cli.decisions.triage_pairs`, which also applies): the labeled table is
+    read as written (a group named ``01`` stays ``01``, as the apply reads it; features
+    and probabilities are parsed where they are used)."""
+    from scoreband.pairwise.selective import fit_pairwise_triage
+    from scoreband.tables import read_table
+
+    if labeled is not None:
+        need("fitting a rule", out=out)
+        exactly_one("the human preference", label_col=label_col, votes=votes)
+        exactly_one("the verdict model", feature=split_columns(feature) or None, probs=probs)
+        df = read_table(labeled, text=True)
+        fitted = fit_pairwise_triage(df, label_col=label_col,
+                                     votes=split_columns([votes]) if votes else None,
+                                     features=split_columns(feature) or None,
+                                     probs=split_columns([probs]) if probs else None, alpha=alpha,
+                                     delta=delta, set_alpha=set_alpha, set_method=sets,
+                                     groups=groups, train_frac=train_frac, seed=seed,
+                                     start=start, symmetric=not asymmetric)
+        report_rows(fitted.errors, len(df))
+        for w in fitted.warnings:
+            warn(w)
+        fitted.save(out)
+        _print_pair_rule(fitted)
+        console.print(f"wrote {plain(out)}")
+
+
+def _print_pair_rule(rule) -> None:
+    rep = rule.report
+    t = Table(title=f"pairwise verdicts: at most {rule.alpha:.0%} of decided pairs wrong, "
+                    f"with probability {1 - rule.delta:.0%}")
+    for c in ("labeled pairs", "calibration", "threshold (1 - max p)", "decided",
+              "error (calibration)", "accuracy deciding all", "set coverage", "set size"):
+        t.add_column(c, justify="right")
+    e = rep["error_among_decided_on_calibration"]
+    t.add_row(str(rep["n_labeled"]), str(rep["n_calibration"]), f"{rule.threshold:.4g}",
+              f"{rep['decided_share']:.1%}", "-" if e is None else f"{e:.3f}",
+              f"{rep['accuracy_deciding_all']:.3f}",
+              f"{rep['set_coverage_on_calibration']:.3f}",
+              f"{rep['set_size_on_calibration']:.2f}")
+    console.print(t)

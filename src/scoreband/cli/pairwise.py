@@ -10,18 +10,17 @@ import typer
 from rich.table import Table
 
 from scoreband.cli._app import app, console, fail, guard, report_rows, text_or_file, warn
-from scoreband.cli._checks import exactly_one, need
-from scoreband.cli._options import HtmlOpt, PairLabelOpt, PairVotesOpt, later_path, open_unit
+from scoreband.cli._checks import exactly_one
+from scoreband.cli._options import (
+    HtmlOpt,
+    PairLabelOpt,
+    PairVotesOpt,
+    later_path,
+    open_unit,
+    split_columns,
+)
 from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
-
-
-def _cols(values: list[str] | None) -> list[str]:
-    """Repeatable or comma-separated column options."""
-    out = []
-    for v in values or []:
-        out += [c.strip() for c in v.split(",") if c.strip()]
-    return out
 
 
 @app.command()
@@ -64,9 +63,9 @@ def pairs(
     # cells as written: item ids, --keep columns, responses and system names are copied
     # byte for byte into a text output (0007 stays 0007; systems 01 and 1 are two)
     df = read_table(table, text=as_text(out))
-    res = make_pairs(df, system_col=system_col, item_col=item_col, scores=_cols(score),
+    res = make_pairs(df, system_col=system_col, item_col=item_col, scores=split_columns(score),
                      target=target, tie_tol=tie_tol, response_col=response_col,
-                     keep=_cols(keep))
+                     keep=split_columns(keep))
     report_rows(res.errors, len(df))
     for w in res.warnings:
         warn(w)
@@ -151,52 +150,6 @@ def pairwise_triage(
                  alpha=alpha, delta=delta, set_alpha=set_alpha, sets=sets, groups=groups,
                  start=start, train_frac=train_frac, asymmetric=asymmetric, seed=seed, out=out,
                  rule=rule, apply_table=apply_table, apply_out=apply_out)
-
-
-def run_pairwise_triage(labeled, *, label_col, votes, feature, probs, alpha, delta,
-                        set_alpha, sets, groups, start, train_frac, asymmetric, seed,
-                        out) -> None:
-    """The fit of `triage --pairwise` and `pairwise-triage` (one implementation, called by
-    :func:`scoreband.cli.decisions.triage_pairs`, which also applies): the labeled table is
-    read as written (a group named ``01`` stays ``01``, as the apply reads it; features
-    and probabilities are parsed where they are used)."""
-    from scoreband.pairwise.selective import fit_pairwise_triage
-    from scoreband.tables import read_table
-
-    if labeled is not None:
-        need("fitting a rule", out=out)
-        exactly_one("the human preference", label_col=label_col, votes=votes)
-        exactly_one("the verdict model", feature=_cols(feature) or None, probs=probs)
-        df = read_table(labeled, text=True)
-        fitted = fit_pairwise_triage(df, label_col=label_col,
-                                     votes=_cols([votes]) if votes else None,
-                                     features=_cols(feature) or None,
-                                     probs=_cols([probs]) if probs else None, alpha=alpha,
-                                     delta=delta, set_alpha=set_alpha, set_method=sets,
-                                     groups=groups, train_frac=train_frac, seed=seed,
-                                     start=start, symmetric=not asymmetric)
-        report_rows(fitted.errors, len(df))
-        for w in fitted.warnings:
-            warn(w)
-        fitted.save(out)
-        _print_rule(fitted)
-        console.print(f"wrote {plain(out)}")
-
-
-def _print_rule(rule) -> None:
-    rep = rule.report
-    t = Table(title=f"pairwise verdicts: at most {rule.alpha:.0%} of decided pairs wrong, "
-                    f"with probability {1 - rule.delta:.0%}")
-    for c in ("labeled pairs", "calibration", "threshold (1 - max p)", "decided",
-              "error (calibration)", "accuracy deciding all", "set coverage", "set size"):
-        t.add_column(c, justify="right")
-    e = rep["error_among_decided_on_calibration"]
-    t.add_row(str(rep["n_labeled"]), str(rep["n_calibration"]), f"{rule.threshold:.4g}",
-              f"{rep['decided_share']:.1%}", "-" if e is None else f"{e:.3f}",
-              f"{rep['accuracy_deciding_all']:.3f}",
-              f"{rep['set_coverage_on_calibration']:.3f}",
-              f"{rep['set_size_on_calibration']:.2f}")
-    console.print(t)
 
 
 @app.command("judge-pairs")
@@ -366,11 +319,11 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
         fail("give --probs or --verdict, not both")
     # system names as written: 01 and 1 are two systems
     df = read_table(table, text=True)
-    pcols = _cols([probs]) if probs else (None if verdict else
+    pcols = split_columns([probs]) if probs else (None if verdict else
                                           [c for c in ("pair_p_a", "pair_p_b", "pair_p_tie")
                                            if c in df.columns])
     doc, errors = rank_systems(df, label_col=label_col,
-                               votes=_cols([votes]) if votes else None, probs=pcols,
+                               votes=split_columns([votes]) if votes else None, probs=pcols,
                                verdict=verdict, alpha=alpha, method=method, by=by,
                                system_a=system_a, system_b=system_b)
     report_rows(errors, len(df))

@@ -18,7 +18,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from scoreband.errors import InputError
-from scoreband.judges.base import SCORE_LABEL_FIX
 
 __all__ = [
     "canonical_token",
@@ -69,7 +68,8 @@ def ambiguous_labels(labels: Sequence[str]) -> list[tuple[str, str]]:
 
 def label_token_ids(tokens: Sequence[str], labels: Sequence[str], *,
                     split=None, kind: str = "score",
-                    fix: str = SCORE_LABEL_FIX) -> dict[str, list[int]]:
+                    fix: str = "use labels that are single tokens of this vocabulary"
+                    ) -> dict[str, list[int]]:
     """Map every label to the ids of all vocabulary tokens that spell it.
 
     ``tokens[i]`` is token id i's string, or a tuple of its spellings (e.g. from
