@@ -111,3 +111,26 @@ def test_bradley_terry_intervals_cover_with_few_or_nearly_all_pairs_labeled(shar
                              for i, s in enumerate(names[:-1])]))
     se = np.sqrt(0.1 * 0.9 / R)
     assert np.mean(hits) >= 0.9 - 2.5 * se, np.mean(hits)
+
+
+def test_labels_with_no_spread_never_give_a_zero_width_interval():
+    """A system that won every labeled pair: its win rate and head-to-head intervals use the
+    widest variance a [0, 1] preference can have (said in a warning), never width 0, and
+    every interval stays in its range (win rates in [0, 1], head-to-head in [-1/2, 1/2])."""
+    rng = np.random.default_rng(3)
+    names = np.array(["x", "y", "z"])
+    a, b, f, y = [], [], [], []
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        for k in range(20):
+            a.append(names[i])
+            b.append(names[j])
+            f.append(rng.uniform(0.2, 0.8))
+            y.append((1.0 if i == 0 else float(rng.uniform() < 0.5)) if k < 5 else np.nan)
+    d = rank_arrays(np.array(a), np.array(b), np.array(f), np.array(y), alpha=0.05)
+    for s, rec in d["systems"].items():
+        lo, hi = rec["ci"]
+        assert 0.0 <= lo < hi <= 1.0, (s, rec["ci"])
+    assert d["systems"]["x"]["degenerate"] and "all equal" in " ".join(d["warnings"])
+    for p in d["pairs"]:
+        lo, hi = p["ci"]
+        assert -0.5 <= lo < hi <= 0.5, p

@@ -49,7 +49,8 @@ import pandas as pd
 from scoreband.errors import InputError, RowError
 from scoreband.pairwise.pairs import pair_labels, parse_labels
 from scoreband.system_level import MIN_LABELS
-from scoreband.system_level.ppi import classical_mean, holm, p_value, ppi_mean, rank_sets
+from scoreband.system_level.ppi import holm, p_value, rank_sets
+from scoreband.system_level.study import guarded_estimate
 
 __all__ = ["rank_systems", "rank_arrays", "bradley_terry_ppi", "judge_preference"]
 
@@ -185,6 +186,12 @@ def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1,
             "reference": names[-1], "covariance": Vf, "names": names}
 
 
+def _clip(ci, lo: float, hi: float) -> list[float]:
+    """An interval cut to the range its quantity lies in (a win rate in [0, 1]): it holds
+    the true value whenever the uncut one does."""
+    return [float(min(max(ci[0], lo), hi)), float(min(max(ci[1], lo), hi))]
+
+
 def _oriented(a, b, f, y, s1, s2):
     """Rows comparing s1 and s2, oriented so that 1 means s1 preferred."""
     m1 = (a == s1) & (b == s2)
@@ -286,11 +293,14 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
             rec.update(estimate=float(np.mean(fs)) if len(fs) else None, ci=None,
                        classical=None, effective_labels=0.0, judge_only=True)
         else:
-            e = ppi_mean(ys[ls], fs[ls], fs[~ls], alpha, lam)
-            cl = classical_mean(ys[ls], alpha)
-            rec.update(estimate=e.estimate, se=e.se, ci=list(e.ci), **{"lambda": e.lam},
-                       df=e.df, classical={"estimate": cl.estimate, "se": cl.se,
-                                           "ci": list(cl.ci)},
+            # labels with no spread (a system that won every labeled pair): the widest
+            # variance a [0, 1] target can have, never a zero-width interval
+            e, cl, why = guarded_estimate(ys[ls], fs[ls], fs[~ls], alpha, lam,
+                                          f"system {s!r}", notes)
+            rec.update(estimate=e.estimate, se=e.se, ci=_clip(e.ci, 0.0, 1.0),
+                       **{"lambda": e.lam}, df=e.df, degenerate=why,
+                       classical={"estimate": cl.estimate, "se": cl.se,
+                                  "ci": _clip(cl.ci, 0.0, 1.0)},
                        effective_labels=float(ls.sum() * (cl.se / e.se) ** 2)
                        if e.se > 0 else float("inf"))
         per[s] = rec
@@ -338,10 +348,11 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                 rec.update(estimate=float(np.mean(fo[ok]) - 0.5) if ok.any() else None,
                            ci=None, p_value=1.0, judge_only=True)
             else:
-                e = ppi_mean(yo[lo], fo[lo], fo[ok & ~lo], alpha, lam)
+                e, _, why = guarded_estimate(yo[lo], fo[lo], fo[ok & ~lo], alpha, lam,
+                                             f"pair {s1!r} - {s2!r}", notes)
                 e = replace(e, estimate=e.estimate - 0.5, ci=(e.ci[0] - 0.5, e.ci[1] - 0.5))
-                rec.update(estimate=e.estimate, se=e.se, ci=list(e.ci), df=e.df,
-                           p_value=p_value(e))
+                rec.update(estimate=e.estimate, se=e.se, ci=_clip(e.ci, -0.5, 0.5),
+                           df=e.df, p_value=p_value(e), degenerate=why)
         pairs.append(rec)
     adj = holm([p["p_value"] for p in pairs]) if pairs else []
     for p, q in zip(pairs, adj, strict=True):

@@ -218,9 +218,11 @@ def _copied_columns(X, y, labeled, scores) -> list[int]:
             if np.allclose(X[lab, j], y[lab], rtol=0, atol=1e-9)]
 
 
-def _estimate(yl, fl, fu, alpha, lam, name, notes) -> tuple[MeanEstimate, MeanEstimate, str | None]:
+def guarded_estimate(yl, fl, fu, alpha, lam, name, notes
+                     ) -> tuple[MeanEstimate, MeanEstimate, str | None]:
     """One system's (or one paired difference's) estimate, its labels-alone estimate and why
-    it is degenerate (None when it is not). Labels with no spread get the widest variance a
+    it is degenerate (None when it is not); targets on [0, 1] (a difference of two: the
+    worst case is the same 1/4 per label). Labels with no spread get the widest variance a
     [0, 1] target can have instead of 0; a metric that predicts every label exactly (zero
     residual spread) is not used."""
     if np.ptp(yl) == 0:
@@ -441,7 +443,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
                                             None if st_all is None else st_all[m], alpha, lam,
                                             f"system {s!r}", notes)
         else:
-            e, cl, why = _estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
+            e, cl, why = guarded_estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
         est01[s], cl01[s] = e, cl
         eff = len(yl) * (cl.se / e.se) ** 2 if e.se > 0 else float("inf")
         per[s] = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)),
@@ -553,7 +555,7 @@ def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, sc
             yd = (Y[a] - Y[b])[lab].to_numpy()
             fd = (F[a] - F[b])[lab].to_numpy()
             fu = (F[a] - F[b])[both & ~lab].to_numpy()
-            e, cl, degenerate = _estimate(yd, fd, fu, alpha, lam, f"pair {a!r} - {b!r}", [])
+            e, cl, degenerate = guarded_estimate(yd, fd, fu, alpha, lam, f"pair {a!r} - {b!r}", [])
         if paired and degenerate is not None:  # either paired estimate, no spread
             paired = False
             why = (f"{n_both} items labeled for both systems, but their label differences "
