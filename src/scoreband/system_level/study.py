@@ -200,11 +200,14 @@ def cross_fit(X, y01, labeled, items, k: int = 5, seed: int = 0) -> tuple[np.nda
 
 # ------------------------------------------------------------------ the study
 def _native(e: MeanEstimate, scale: Scale, shift: bool = True) -> dict:
-    """An estimate on [0, 1] on the native scale (a difference is not shifted)."""
+    """An estimate on [0, 1] on the native scale (a difference is not shifted); its interval
+    cut to the range the quantity lies in (a mean on the scale, a difference within +-its
+    width): it holds the true value whenever the uncut one does."""
     w = scale.hi - scale.lo
     lo = scale.lo if shift else 0.0
+    a, b = (scale.lo, scale.hi) if shift else (-w, w)
     return {"estimate": lo + w * e.estimate, "se": w * e.se,
-            "ci": [lo + w * e.ci[0], lo + w * e.ci[1]]}
+            "ci": [min(max(lo + w * e.ci[0], a), b), min(max(lo + w * e.ci[1], a), b)]}
 
 
 def _copied_columns(X, y, labeled, scores) -> list[int]:
