@@ -24,7 +24,6 @@ import base64
 import contextlib
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,42 +42,12 @@ TEMPLATE = ("Instruction: {instruction}\nResponse: {response}\nRubric: {rubric}\
             "End with '{delimiter} N', N from {lo} to {hi}. JUDGE")
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @contextlib.contextmanager
 def llama_server(folder: Path):
-    import httpx
-    from judges.tiny_gguf import write_tiny_llama
+    from judges.llama_fixture import serve  # the tests' one starter of the real server
 
-    model = write_tiny_llama(folder / "tiny.gguf")
-    port = _free_port()
-    log = open(folder / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-                             "--verbose", "False"], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((folder / "server.log").read_text()[-2000:])
-            time.sleep(0.3)
-        yield url, "llama.cpp server (llama-cpp-python), tiny GGUF model"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+    with serve(folder, "--verbose", "False") as server:
+        yield server.url, "llama.cpp server (llama-cpp-python), tiny GGUF model"
 
 
 @contextlib.contextmanager

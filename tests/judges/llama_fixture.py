@@ -6,6 +6,7 @@ skipping the module where ``llama_cpp`` is missing (:data:`HOW` says how to inst
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -17,7 +18,7 @@ from typing import NamedTuple
 
 import pytest
 
-__all__ = ["HOW", "LlamaServer", "llama_server"]
+__all__ = ["HOW", "LlamaServer", "llama_server", "serve"]
 
 HOW = ("needs llama-cpp-python[server] and gguf: CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install "
        "'llama-cpp-python[server]' gguf, then pytest -m server")
@@ -41,12 +42,14 @@ def _free_port() -> int:
     return port
 
 
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
+@contextlib.contextmanager
+def serve(folder: Path, *options: str):
+    """A llama-cpp-python server serving the tiny GGUF model written into ``folder``
+    (``options``: more server options), its log in ``folder/server.log``; stopped on exit.
+    The one starter of the server tests and benchmarks/judge_endpoint.py."""
     import httpx
     from judges.tiny_gguf import write_tiny_llama
 
-    folder = tmp_path_factory.mktemp("llama")
     model = write_tiny_llama(folder / "tiny.gguf")
     port = _free_port()
     log_path = folder / "server.log"
@@ -54,7 +57,7 @@ def llama_server(tmp_path_factory):
     # unbuffered: each access line is in the log when its answer has arrived
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model),
                              "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-                             "--n_threads", "1"], stdout=log, stderr=subprocess.STDOUT,
+                             *options], stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -77,3 +80,9 @@ def llama_server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    with serve(tmp_path_factory.mktemp("llama"), "--n_threads", "1") as server:
+        yield server
