@@ -23,3 +23,35 @@ def sample(n, rng, tie=0.8):
     # an over-confident judge's probabilities
     J = true_probs(3 * x, tie * 0.3)
     return x, y, P, J
+
+
+def label_free_draws(rng, n, alpha, delta, draws, tie=0.2):
+    """The label-free threshold (one feature, pairs ordered by |x|, every labeled pair
+    calibrating) over ``draws`` draws of ``n`` labeled pairs: ``(share of draws whose exact
+    error among decided pairs is > alpha, mean decided share)``, the error computed from
+    the true preference probabilities of 20000 test pairs. The first three draws check that
+    :func:`fit_pairwise_arrays` runs the same threshold."""
+    from scoreband.pairwise.selective import (
+        confidence_order,
+        fit_pairwise_arrays,
+        label_free_threshold,
+    )
+
+    xt, _, Pt, _ = sample(20000, rng, tie=tie)
+    ut, vt = confidence_order(None, xt[:, None], "abs-feature")
+    et = 1 - Pt[np.arange(len(Pt)), np.where(vt == "A", 0, 1)]
+    order = np.argsort(ut)
+    ut, et = ut[order], et[order]
+    cum = np.concatenate([[0.0], np.cumsum(et)])
+    fails, decided = 0, []
+    for b in range(draws):
+        x, y, _, _ = sample(n, rng, tie=tie)
+        u, v = confidence_order(None, x[:, None], "abs-feature")
+        res = label_free_threshold(u, (v != y).astype(float), alpha, delta)
+        if b < 3:
+            rule = fit_pairwise_arrays(x, y, columns=["d"], alpha=alpha, delta=delta, seed=b)
+            assert rule.order == "abs-feature" and rule.threshold == res["threshold"]
+        k = int(np.searchsorted(ut, res["threshold"], side="right"))
+        fails += (cum[k] / k if k else 0.0) > alpha
+        decided.append(k / len(ut))
+    return fails / draws, float(np.mean(decided))

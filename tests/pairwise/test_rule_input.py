@@ -13,7 +13,7 @@ from scoreband.errors import InputError
 from scoreband.pairwise.selective import fit_pairwise_arrays, fit_pairwise_triage
 from tests.conftest import runner
 
-from .sim import sample
+from .sim import label_free_draws, sample
 
 
 def _said(result) -> str:
@@ -127,30 +127,11 @@ def test_thirty_labels_keep_the_guarantee_over_draws():
     checked equal on the first draws): over 2500 draws, the exact error among decided
     pairs (from the true preference probabilities of 20000 test pairs) is <= alpha in
     >= 1 - delta - 2.5 SE of the draws (SE 0.008)."""
-    from scoreband.pairwise.selective import confidence_order, label_free_threshold
-
-    rng = np.random.default_rng(31)
-    xt, _, Pt, _ = sample(20000, rng, tie=0.2)
-    ut, vt = confidence_order(None, xt[:, None], "abs-feature")
-    et = 1 - Pt[np.arange(len(Pt)), np.where(vt == "A", 0, 1)]
-    order = np.argsort(ut)
-    ut, et = ut[order], et[order]
-    cum = np.concatenate([[0.0], np.cumsum(et)])
     alpha, delta, R = 0.15, 0.2, 2500
-    fails, decided = 0, []
-    for b in range(R):
-        x, y, _, _ = sample(30, rng, tie=0.2)
-        u, v = confidence_order(None, x[:, None], "abs-feature")
-        res = label_free_threshold(u, (v != y).astype(float), alpha, delta)
-        if b < 3:
-            rule = fit_pairwise_arrays(x, y, columns=["d"], alpha=alpha, delta=delta, seed=b)
-            assert rule.threshold == res["threshold"]
-        k = int(np.searchsorted(ut, res["threshold"], side="right"))
-        fails += (cum[k] / k if k else 0.0) > alpha
-        decided.append(k / len(ut))
+    fail_rate, decided = label_free_draws(np.random.default_rng(31), 30, alpha, delta, R)
     se = np.sqrt(delta * (1 - delta) / R)
-    assert fails / R <= delta + 2.5 * se, fails / R
-    assert np.mean(decided) > 0.3, np.mean(decided)  # pairs are decided: the test can fail
+    assert fail_rate <= delta + 2.5 * se, fail_rate
+    assert decided > 0.3, decided  # pairs are decided: the test can fail
 
 
 def test_group_warning_names_groups_as_text():
