@@ -43,6 +43,16 @@ class Breaker:
         self.short = ""                 # what each row not asked says
         self._lock = threading.Lock()
 
+    def settle(self, error: JudgeError | None) -> None:
+        """Record how one row ended: ``None`` (judged), a :class:`JudgeStop` (opens the
+        breaker at once), a :class:`JudgeInputError` (the row's own input: says nothing
+        about the judge, not counted) or another :class:`JudgeError` (a failure at the
+        judge)."""
+        if isinstance(error, JudgeStop):
+            self.record(str(error), stop=True)
+        elif not isinstance(error, JudgeInputError):
+            self.record("" if error is None else str(error))
+
     def record(self, error: str, *, stop: bool = False) -> None:
         with self._lock:
             if self.cause is not None:
@@ -110,12 +120,6 @@ def judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: Breaker | N
         rec.update(judge_missing_mass=res.missing_mass, judge_unseen_mass=res.unseen_share)
         rec.update(logp=[float(x) if np.isfinite(x) else None for x in res.logp],
                    judge_position=res.position)
-    except JudgeStop as e:
-        rec["error"] = str(e)
-        if breaker is not None:
-            breaker.record(str(e), stop=True)
-    except JudgeInputError as e:
-        rec["error"] = str(e)  # the row's own input: says nothing about the judge
     except JudgeError as e:
         rec["error"] = str(e)
         read = getattr(e, "result", None)
@@ -123,10 +127,10 @@ def judge_row(judge: Judge, img, ins, resp, img_file, cols, breaker: Breaker | N
             rec.update(judge_missing_mass=read.missing_mass,
                        judge_unseen_mass=read.unseen_share)
         if breaker is not None:
-            breaker.record(str(e))
+            breaker.settle(e)
     else:
         if breaker is not None:
-            breaker.record("")
+            breaker.settle(None)
     return rec
 
 

@@ -29,7 +29,7 @@ import pandas as pd
 from scoreband.engine.rows import Stage
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.judges.answers import Breaker, checked_answer
-from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt, JudgeStop
+from scoreband.judges.base import JudgeError, JudgeInputError, JudgePrompt
 
 __all__ = ["PairPrompt", "PAIR_TEMPLATE", "PAIR_RUBRIC", "PAIR_COLUMNS", "judge_pairs",
            "make_pair_judge", "order_average", "PairJudgeStage", "pair_judge_stage"]
@@ -240,17 +240,14 @@ class ModelPairRunner:
                 res = checked_answer(self.judge, img, self.prompt.render(ins, x, y),
                                      self.breaker)
                 out.append(_normalise(res.logp))
-        except JudgeStop as e:
-            self.breaker.record(str(e), stop=True)
-            return None, None, str(e)
-        except JudgeInputError as e:
-            return None, None, f"{self.image_col}: {e}"  # the row's own input
         except JudgeError as e:
-            self.breaker.record(str(e))
-            return None, None, str(e)
+            self.breaker.settle(e)
+            # the row's own input (a missing image) names its column
+            return None, None, (f"{self.image_col}: {e}" if isinstance(e, JudgeInputError)
+                                else str(e))
         except Exception as e:  # noqa: BLE001 - as the engine does: one row never ends a run
             return None, None, f"unexpected {type(e).__name__}: {' '.join(str(e).split())[:300]}"
-        self.breaker.record("")
+        self.breaker.settle(None)
         return out[0], out[1], ""
 
     def run(self, df: pd.DataFrame, rows: np.ndarray):
