@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["keys_of", "prediction_keys", "array_keys", "fold_of", "frame_keys", "row_uniforms",
-           "item_uniforms", "split_keys", "mix64"]
+           "item_uniforms", "split_keys", "canonical_order", "mix64"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -220,6 +220,25 @@ def split_keys(keys, within=None) -> np.ndarray:
     out = keys.copy()
     out[order[dup]] = _combine(sk[dup] ^ np.uint64(0xC0B1E5), rank[dup])
     return out
+
+
+def canonical_order(keys, within=None) -> np.ndarray:
+    """Indices that sort rows by their key, then by ``within`` (see :func:`split_keys`):
+    the order a model is fitted in, so that the same rows in any table order give the same
+    fit bit for bit. Rows equal in key and ``within`` are interchangeable (whichever comes
+    first, the model sees the same values); copies of a key that differ in ``within`` (a
+    label, a group) come in the order of those values, never in the table's row order.
+
+    >>> k = np.array([7, 8, 7], dtype=np.uint64)
+    >>> canonical_order(k, within=np.array(["B", "A", "A"])).tolist()
+    [2, 0, 1]
+    >>> k[::-1][canonical_order(k[::-1], within=np.array(["A", "A", "B"]))].tolist()
+    [7, 7, 8]
+    """
+    keys = np.asarray(keys, dtype=np.uint64).ravel()
+    if len(keys) < 2:
+        return np.arange(len(keys))
+    return np.lexsort((*_codes(within, len(keys))[::-1], keys))
 
 
 def row_uniforms(keys, seed, stream: int, within=None) -> np.ndarray:

@@ -517,7 +517,7 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     fixed sequence at the first unlucky step: on THumB caption pairs (200 calibration pairs)
     200 thresholds decided 0.18 of the pairs and 10 decided 0.40 at the same guarantee.
     """
-    from scoreband.conformal.randomness import array_keys, row_uniforms
+    from scoreband.conformal.randomness import array_keys, canonical_order, row_uniforms
 
     set_alpha = alpha if set_alpha is None else set_alpha
     _check(alpha, delta, set_alpha, train_frac)
@@ -540,14 +540,17 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     if keys is None:
         keys = array_keys(X)
     fitted = kind != "probs"
+    within = (y,) if groups is None else (y, groups)
     if fitted:
         train = row_uniforms(keys, seed, _SPLIT_STREAM,  # copies in label / group order
-                             within=(y,) if groups is None else (y, groups)) < train_frac
+                             within=within) < train_frac
     else:
         train = np.zeros(n, bool)  # nothing to fit: every pair calibrates
     T, Cl = np.flatnonzero(train), np.flatnonzero(~train)
-    # the model sees its rows in the order of their keys: the same fit for any row order
-    T = T[np.argsort(np.asarray(keys)[T], kind="stable")]
+    # the model sees its rows in the order of their keys, copies of a key in label / group
+    # order: the same fit, bit for bit, for any row order (copies with different labels in
+    # row order changed the fit's last bits, and a verdict at p(A) = p(B) with them)
+    T = T[canonical_order(np.asarray(keys)[T], tuple(w[T] for w in map(np.asarray, within)))]
     thr_rows = np.arange(n) if label_free else Cl
     need = min_rejectable(alpha, delta)
     few_train = fitted and len(T) < MIN_TRAINING_PAIRS
@@ -557,7 +560,7 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     # on the label-free path the model gives only the probabilities and the sets: with too
     # few pairs for a training share, the verdicts (which need no model) are still decided
     sets_fitted = not (few_train and label_free)
-    fit_rows = T if sets_fitted else np.argsort(np.asarray(keys), kind="stable")
+    fit_rows = T if sets_fitted else canonical_order(keys, within)
     model = fit_verdict_model(X[fit_rows], y[fit_rows], list(columns), kind=kind,
                               symmetric=symmetric)
     classes = [c for c in LABELS if (y == c).any()]
