@@ -31,8 +31,8 @@ from pydantic import (
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError
 
-__all__ = ["ScaleDoc", "ColumnsDoc", "InputsDoc", "CalibratorDoc", "EmbeddedModelDoc",
-           "BackboneModelDoc", "validate"]
+__all__ = ["ScaleDoc", "ColumnsDoc", "InputsDoc", "GuaranteeDoc", "CalibratorDoc",
+           "EmbeddedModelDoc", "BackboneModelDoc", "validate"]
 
 
 class _Doc(BaseModel):
@@ -133,6 +133,17 @@ class CalibratorStateDoc(BaseModel):
 CalibratorStateDoc.model_rebuild()
 
 
+class GuaranteeDoc(_Doc):
+    """What the bands promise (``persist.guarantee_record``); absent in files written
+    before it was recorded (their delta is None: the marginal guarantee)."""
+
+    alpha: Annotated[float, Field(gt=0, lt=1)]
+    #: None: coverage >= 1 - alpha on average over calibration draws; else with probability
+    #: >= 1 - delta over the calibration draw
+    delta: Annotated[float, Field(gt=0, lt=1)] | None = None
+    text: str
+
+
 class CalibratorDoc(_Doc):
     format: Literal["scoreband.calibrator"]
     format_version: Literal[1]
@@ -141,6 +152,7 @@ class CalibratorDoc(_Doc):
     scorer_fingerprint: str | None = None
     inputs: InputsDoc = InputsDoc()
     calibrator: CalibratorStateDoc
+    guarantee: GuaranteeDoc | None = None
     checksum: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
 
 

@@ -14,12 +14,14 @@ from scoreband.conformal.base import (
     Calibrator,
     calibrator_class,
     calibrator_from_state,
+    delta_of,
     list_methods,
 )
 from scoreband.conformal.boundary import adjust_band, boundary_adjust
 from scoreband.conformal.chr import CHR
 from scoreband.conformal.core import (
     check_alpha,
+    conditional_rank,
     conformal_quantile,
     conformal_rank,
     coverage_bounds,
@@ -49,7 +51,7 @@ __all__ = [
     "Calibrator", "SplitConformal", "Fitted", "CRC", "CQR", "R2CCP", "CHR", "Marginal", "Auto",
     "Mapped", "MonotoneMap", "MAP_KINDS", "WeightedSplit", "shift_test", "Mondrian", "ClusterConservative", "n_conformal",
     "absolute_residual_interval", "crc_residuals", "crc_interval", "crc_select",
-    "quantiles_crossed", "boundary_adjust", "adjust_band", "conformal_rank",
+    "quantiles_crossed", "boundary_adjust", "adjust_band", "conformal_rank", "conditional_rank",
     "conformal_quantile", "min_calibration_size", "coverage_bounds", "expected_coverage",
     "check_alpha", "calibrator_from_state", "list_methods", "save_calibrator",
     "load_calibrator", "DEFAULT_OMEGAS", "make_calibrator", "METHODS",
@@ -64,7 +66,7 @@ for _m in pkgutil.iter_modules(__path__):
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
                     n_clusters="auto", small_group: str = "pool", seed: int = 0,
                     map: str | None = None, randomize: bool | None = None,
-                    adjust_boundary: bool = False) -> Calibrator:
+                    adjust_boundary: bool = False, delta: float | None = None) -> Calibrator:
     """Build a calibrator by name.
 
     Parameters
@@ -84,6 +86,10 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
         their own items, the whole scale when the pool is too small as well; ``"marginal"``
         is its former name), ``"full"`` (the whole scale) or ``"error"``
     adjust_boundary : ``auto`` compares widths after snapping to the achievable targets
+    delta : None (the marginal guarantee), or the training-conditional level: coverage
+        ``>= 1 - alpha`` with probability ``>= 1 - delta`` over the calibration draw, from
+        the rank of :func:`~scoreband.conformal.core.conditional_rank` (per group with
+        ``mondrian``); a method without an exact finite-sample rank refuses it, saying why
     """
     if small_group not in ("pool", "marginal", "full", "error"):
         raise InputError(f"unknown `small_group` {small_group!r}; choose pool, full or error "
@@ -96,9 +102,15 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
 
     cal = METHODS.create(method, alpha, scale=scale, wrap=wrap, seed=seed,
                          randomize=randomize, adjust_boundary=adjust_boundary,
-                         n_clusters=n_clusters, small_group=small_group)
+                         n_clusters=n_clusters, small_group=small_group, delta=delta)
     if mondrian and not calibrator_class(method).grouped:
         cal = Mondrian(cal, by=mondrian, small_group=small_group)
+    if delta is not None:
+        if delta_of(cal) is None:  # a builder that does not pass delta on to its method
+            raise InputError(f"`delta`: method {method} does not take a training-conditional "
+                             "level (its builder does not pass it to the conformal step); "
+                             "drop `delta` or choose split, cqr, chr, r2ccp or crc")
+        cal.check_delta_allowed()
     return cal
 
 

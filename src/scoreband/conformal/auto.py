@@ -66,11 +66,17 @@ def _needs_text(name: str) -> str:
         " and ".join(INPUTS[i] for i in alt) if alt else "nothing" for alt in alts)
 
 
-def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool) -> Calibrator:
-    """A candidate as ``auto`` builds it: its declared ``auto_config`` over the options."""
+def _candidate(name: str, alpha: float, scale: Scale, seed: int, randomize: bool,
+               delta: float | None = None) -> Calibrator:
+    """A candidate as ``auto`` builds it: its declared ``auto_config`` over the options.
+    ``delta`` reaches every candidate's conformal step (set after building, so crc's
+    ``auto_config`` selection "same", which refuses delta on its own, takes it: auto's
+    final step refits only beta, on the conformal share, an exact rank)."""
     cls = calibrator_class(name)
-    return cls.build(alpha, scale=scale, preset=cls.auto_config, seed=seed,
-                     randomize=randomize)
+    cal = cls.build(alpha, scale=scale, preset=cls.auto_config, seed=seed,
+                    randomize=randomize)
+    cal.delta = delta
+    return cal
 
 
 @register
@@ -101,6 +107,9 @@ class Auto(Calibrator):
     names = {"auto": ("the narrowest candidate on one share of the items, conformalized on "
                       "another", {})}
     learned = True
+    #: its final step refits the winner's conformal step alone on the conformal share, an
+    #: exact rank, whatever rule the winner chose by (crc's "same" included)
+    final_refit = True
 
     def __init__(self, alpha: float = 0.1, *, candidates=None, train_frac: float = 0.4,
                  select_frac: float = 0.3, adjust_boundary: bool = False,
@@ -161,13 +170,14 @@ class Auto(Calibrator):
 
     def _shares(self, pred, y, within=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = len(pred)
-        need = min_calibration_size(self.alpha)
+        need = min_calibration_size(self.alpha, self.delta)
         rest = 1 - self.train_frac - self.select_frac
         n_min = max(math.ceil(need / rest), math.ceil(need / self.select_frac),
                     math.ceil(10 / self.train_frac))
         if n < n_min:
             raise InputError(f"auto needs at least {n_min} calibration items for alpha="
-                             f"{self.alpha} (a training, a selection and a conformal share); "
+                             f"{self.alpha}{'' if self.delta is None else f', delta={self.delta}'} "
+                             "(a training, a selection and a conformal share); "
                              f"got {n}: use more rows or a fixed method")
         a = int(round(self.train_frac * n))
         b = a + int(round(self.select_frac * n))
@@ -194,7 +204,8 @@ class Auto(Calibrator):
         p_tr, p_a, p_b = pred.take(tr), pred.take(sel_a), pred.take(sel_b)
         widths, chosen, fitted = {}, {}, {}
         for name in names:
-            cal = _candidate(name, self.alpha, self.scale, self.seed, self.randomize)
+            cal = _candidate(name, self.alpha, self.scale, self.seed, self.randomize,
+                             self.delta)
             if cal.learned:
                 cal.fit_model(p_tr, y[tr])
             cal.params_ = cal.fit_conformal(p_a, y[sel_a])

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scoreband.conformal.core import check_alpha
+from scoreband.conformal.core import check_alpha, check_delta
 from scoreband.conformal.randomness import key_split
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import CalibratorMismatch, InputError, NotFittedError
@@ -45,7 +45,8 @@ from scoreband.registry import Registry
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",
            "METHODS", "INPUTS", "has_inputs", "calibrator_class", "auto_candidates",
-           "needs_whole_table", "uses_row_draws", "guarantee_of", "wrapper_chain"]
+           "needs_whole_table", "uses_row_draws", "guarantee_of", "wrapper_chain",
+           "delta_of", "delta_refusal", "conditional_guarantee"]
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +119,50 @@ def needs_whole_table(cal) -> bool:
     return any(type(c).whole_table for c in wrapper_chain(cal))
 
 
+def delta_of(cal) -> float | None:
+    """The ``delta`` of a (possibly wrapped) calibrator's training-conditional guarantee
+    (held by the method a wrapper wraps), or None: the marginal guarantee."""
+    return next((c.delta for c in wrapper_chain(cal) if getattr(c, "delta", None) is not None),
+                None)
+
+
+def delta_refusal(cal) -> str | None:
+    """Why a (possibly wrapped) calibrator cannot take ``delta`` (its class's or instance's
+    ``no_delta``), or None when every conformal step in it is an exact split-conformal rank."""
+    for c in wrapper_chain(cal):
+        if c.no_delta:
+            return c.no_delta
+        if c.final_refit:  # what it wraps is refitted by an exact step of its own
+            return None
+    return None
+
+
+def conditional_guarantee(alpha: float, delta: float, per_group: bool = False) -> str:
+    """The training-conditional guarantee in words.
+
+    >>> conditional_guarantee(0.1, 0.05)[:91]
+    'training-conditional: covers at least 90 % of new rows, with probability at least 95 % over'
+    """
+    return (f"training-conditional{' per group' if per_group else ''}: covers at least "
+            f"{_pct(1 - alpha)} % of new rows{' of each group' if per_group else ''}, with "
+            f"probability at least {_pct(1 - delta)} % over the calibration draw (rows "
+            "exchangeable; " + ("each group on its own rows" if per_group else
+                                "not per group or per item") + ")")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.4g}"
+
+
 def guarantee_of(cal) -> str:
     """What a (possibly wrapped) calibrator guarantees: its own ``guarantee``, else that of
-    the method it wraps."""
+    the method it wraps; with ``delta``, the training-conditional guarantee
+    (:func:`conditional_guarantee`), per group for Mondrian groups."""
     chain = list(wrapper_chain(cal))
+    d = delta_of(cal)
+    if d is not None:
+        per_group = any(getattr(c, "_applies_groups", False) for c in chain)
+        return conditional_guarantee(cal.alpha, d, per_group)
     for c in chain:
         if any("guarantee" in k.__dict__ for k in type(c).__mro__ if k is not Calibrator):
             return c.guarantee
@@ -230,6 +271,13 @@ class Calibrator(ABC):
     #: band; a method without a guarantee says so)
     guarantee: ClassVar[str] = ("marginal: E[coverage] >= 1 - alpha over calibration and "
                                 "test rows drawn exchangeably; not per group or per item")
+    #: why the method refuses ``delta`` (a training-conditional guarantee needs an exact
+    #: split-conformal rank on fresh rows), or None when it takes it: every conformal step
+    #: that is the k-th smallest of exchangeable fresh scores does
+    no_delta: ClassVar[str | None] = None
+    #: its last conformal step is an exact refit of what it wraps on fresh rows (``auto``):
+    #: what the wrapped method would refuse does not matter
+    final_refit: ClassVar[bool] = False
 
     @classmethod
     def build(cls, alpha: float, *, scale=None, preset: dict | None = None,
@@ -250,11 +298,26 @@ class Calibrator(ABC):
                 raise CalibratorMismatch(f"{where} has no {key!r}")
             number(params[key], f"{where}.{key}", lo=lo, inf_ok=not finite)
 
-    def __init__(self, alpha: float = 0.1, *, scale: Scale | None = None, clip: bool = True):
+    def __init__(self, alpha: float = 0.1, *, scale: Scale | None = None, clip: bool = True,
+                 delta: float | None = None):
         self.alpha = check_alpha(alpha)
         self.scale = scale or Scale(0.0, 1.0)
         self.clip = clip
+        #: None: the marginal guarantee; else coverage >= 1 - alpha with probability
+        #: >= 1 - delta over the calibration draw (the conformal rank of
+        #: :func:`~scoreband.conformal.core.conditional_rank`)
+        self.delta = check_delta(delta)
         self.params_: dict | None = None
+
+    def check_delta_allowed(self) -> None:
+        """Refuse ``delta`` (InputError naming why) where the method has no exact
+        finite-sample rank to raise (:func:`delta_refusal`)."""
+        why = delta_refusal(self) if delta_of(self) is not None else None
+        if why:
+            raise InputError(f"`delta` (a training-conditional guarantee) is not available "
+                             f"for method {self.method}: {why}; drop `delta`, or choose a "
+                             "method with an exact split-conformal step (split, cqr, chr, "
+                             "r2ccp, crc)")
 
     # --- the two steps a method implements -------------------------------------------
     def fit_model(self, pred: Predictions, y01: np.ndarray) -> None:  # noqa: B027
@@ -294,6 +357,7 @@ class Calibrator(ABC):
         """Fit on calibration predictions and their normalised targets. Returns self."""
         check_unit_predictions(self, pred)
         self.check_pred(pred)
+        self.check_delta_allowed()
         y = check_targets(y01, len(pred))
         if len(pred) == 0:
             raise InputError("cannot calibrate on an empty set of predictions")
@@ -376,8 +440,10 @@ class Calibrator(ABC):
 
     # --- persistence -------------------------------------------------------------------
     def get_config(self) -> dict[str, Any]:
-        """Constructor arguments (JSON-serialisable), without alpha and scale."""
-        return {"clip": self.clip}
+        """Constructor arguments (JSON-serialisable), without alpha and scale; ``delta`` only
+        when given (the saved states of the marginal guarantee stay as they were, and a
+        file without it loads as delta None)."""
+        return {"clip": self.clip, **({} if self.delta is None else {"delta": self.delta})}
 
     def get_state(self) -> dict[str, Any]:
         """Everything needed to rebuild the fitted calibrator, as plain JSON types."""
@@ -405,7 +471,8 @@ class Calibrator(ABC):
 
     def __repr__(self) -> str:
         fitted = "unfitted" if self.params_ is None else _short(self.params_)
-        return f"{type(self).__name__}(alpha={self.alpha}, {fitted})"
+        d = "" if self.delta is None else f", delta={self.delta}"
+        return f"{type(self).__name__}(alpha={self.alpha}{d}, {fitted})"
 
 
 def calibrator_from_state(state: dict, scale: Scale | None = None) -> Calibrator:

@@ -16,7 +16,9 @@ __all__ = [
     "unbounded",
     "whole_scale",
     "check_alpha",
+    "check_delta",
     "conformal_rank",
+    "conditional_rank",
     "min_calibration_size",
     "conformal_quantile",
     "coverage_bounds",
@@ -43,14 +45,31 @@ def check_alpha(alpha: float) -> float:
     return a
 
 
+def check_delta(delta: float | None) -> float | None:
+    """Validate the ``delta`` of a training-conditional guarantee: None (the marginal
+    guarantee) or a number strictly between 0 and 1."""
+    if delta is None:
+        return None
+    try:
+        d = float(delta)
+    except (TypeError, ValueError):
+        raise InputError(f"delta must be a number in (0, 1), got {delta!r}") from None
+    if not (0.0 < d < 1.0) or math.isnan(d):
+        raise InputError(f"delta must lie strictly between 0 and 1 (e.g. 0.1: the guarantee "
+                         f"holds with probability 0.9 over the calibration draw), got {delta!r}")
+    return d
+
+
 def _exact(alpha: float) -> Fraction:
     # The decimal the user typed (0.7 is 7/10, not 0.6999999999999999556...): float
     # arithmetic turns (19 + 1) * (1 - 0.7) into 6.000000000000001, whose ceiling is off by one.
     return Fraction(repr(float(alpha)))
 
 
-def conformal_rank(n: int, alpha: float) -> int:
-    """The rank ``k = ceil((n + 1)(1 - alpha))`` of the conformal quantile, exactly.
+def conformal_rank(n: int, alpha: float, delta: float | None = None) -> int:
+    """The rank ``k = ceil((n + 1)(1 - alpha))`` of the conformal quantile, exactly; with
+    ``delta``, the training-conditional rank (:func:`conditional_rank`). The one rank every
+    method's conformal step takes.
 
     Computed with rational arithmetic on the decimal value of ``alpha``.
 
@@ -63,32 +82,89 @@ def conformal_rank(n: int, alpha: float) -> int:
     """
     if n < 0:
         raise InputError(f"n must be >= 0, got {n}")
+    if delta is not None:
+        return conditional_rank(n, alpha, delta)
     x = (n + 1) * (1 - _exact(check_alpha(alpha)))
     return -((-x.numerator) // x.denominator)
 
 
-def min_calibration_size(alpha: float) -> int:
-    """Smallest n with ``conformal_rank(n, alpha) <= n``, i.e. a finite band.
+def conditional_rank(n: int, alpha: float, delta: float) -> int:
+    """The smallest rank ``k`` at which the ``k``-th smallest of ``n`` calibration scores
+    covers at least ``1 - alpha`` of new rows with probability at least ``1 - delta`` over
+    the calibration draw (training-conditional, "PAC" conformal: Vovk 2012; Bates et al.
+    2021). Given the calibration set, split-conformal coverage with continuous scores is
+    ``Beta(k, n + 1 - k)`` distributed, so ``k`` is the smallest with
+    ``BetaCDF(1 - alpha; k, n + 1 - k) = P(Binomial(n, 1 - alpha) >= k) <= delta``; never
+    below the marginal rank (so the band keeps the marginal guarantee too, at any delta).
+    ``n + 1`` when no rank up to ``n`` reaches it: the band is then the whole scale.
+
+    >>> conditional_rank(100, 0.1, 0.1), conformal_rank(100, 0.1)
+    (95, 91)
+    >>> conditional_rank(500, 0.1, 0.1)
+    460
+    >>> conditional_rank(21, 0.1, 0.1), conditional_rank(22, 0.1, 0.1)  # 0.9^22 <= 0.1
+    (22, 22)
+    >>> conditional_rank(100, 0.1, 0.9)  # never below the marginal rank
+    91
+    """
+    d = check_delta(delta)
+    if d is None:
+        raise InputError("conditional_rank needs a delta in (0, 1)")
+    k0 = conformal_rank(n, alpha)
+    if k0 > n:
+        return k0
+    from scipy.special import betainc  # lazy: only a delta needs scipy
+
+    p = 1 - check_alpha(alpha)
+
+    def ok(k: int) -> bool:  # P(coverage < 1 - alpha) = I_{1-alpha}(k, n + 1 - k) <= delta
+        return k > n or float(betainc(k, n + 1 - k, p)) <= d
+
+    lo, hi = k0, n + 1  # ok(hi) holds; the tail falls as k rises: bisect for the first
+    if ok(lo):
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def min_calibration_size(alpha: float, delta: float | None = None) -> int:
+    """Smallest n with ``conformal_rank(n, alpha, delta) <= n``, i.e. a finite band.
 
     >>> min_calibration_size(0.1)
     9
     >>> min_calibration_size(0.05)
     19
+    >>> min_calibration_size(0.1, 0.1)  # the n-th score needs 0.9^n <= 0.1
+    22
     """
     a = _exact(check_alpha(alpha))
     # k <= n  <=>  (n + 1)(1 - a) <= n  <=>  n >= (1 - a) / a
     x = (1 - a) / a
-    return -((-x.numerator) // x.denominator)
+    n = -((-x.numerator) // x.denominator)
+    if check_delta(delta) is None:
+        return n
+    # with delta, rank n (the largest score) is enough iff (1 - alpha)^n <= delta
+    n = max(n, math.ceil(math.log(delta) / math.log1p(-float(a))) - 1, 1)
+    while conformal_rank(n, alpha, delta) > n:  # the float guess is off by at most one
+        n += 1
+    return n
 
 
-def conformal_quantile(scores, alpha: float, overwrite: bool = False) -> float:
-    """The ``conformal_rank(n, alpha)``-th smallest score, or ``+inf`` when that rank exceeds n.
+def conformal_quantile(scores, alpha: float, overwrite: bool = False,
+                       delta: float | None = None) -> float:
+    """The ``conformal_rank(n, alpha, delta)``-th smallest score, or ``+inf`` when that rank
+    exceeds n.
 
     Parameters
     ----------
     scores : (n,) array of conformity scores (larger = worse fit)
     alpha : miscoverage level in (0, 1)
     overwrite : allow reordering ``scores`` in place (saves a copy of n floats)
+    delta : None (coverage >= 1 - alpha on average over calibration draws), or the
+        training-conditional level: coverage >= 1 - alpha with probability >= 1 - delta
+        over the calibration draw (:func:`conditional_rank`)
 
     >>> conformal_quantile([0.3, 0.1, 0.2, 0.5, 0.4, 0.6, 0.9, 0.8, 0.7, 1.0], 0.2)
     0.9
@@ -99,7 +175,7 @@ def conformal_quantile(scores, alpha: float, overwrite: bool = False) -> float:
     if s.ndim != 1:
         raise InputError(f"scores must be one-dimensional, got shape {s.shape}")
     n = len(s)
-    k = conformal_rank(n, alpha)
+    k = conformal_rank(n, alpha, delta)
     if n and np.isnan(s.max()):
         raise InputError("conformity scores contain NaN; remove or fix the bad rows first")
     if k > n:
@@ -123,8 +199,9 @@ def coverage_bounds(n: int, alpha: float) -> tuple[float, float]:
     return (1 - a, min(1.0, 1 - a + 1 / (n + 1)))
 
 
-def expected_coverage(n: int, alpha: float) -> float:
-    """Exact expected coverage ``k / (n + 1)`` of split conformal with continuous scores.
+def expected_coverage(n: int, alpha: float, delta: float | None = None) -> float:
+    """Exact expected coverage ``k / (n + 1)`` of split conformal with continuous scores
+    (``k`` the rank at ``delta``, :func:`conformal_rank`).
 
     ``1.0`` when the rank exceeds ``n`` (the band is the whole range).
 
@@ -133,11 +210,12 @@ def expected_coverage(n: int, alpha: float) -> float:
     >>> expected_coverage(20, 0.1)
     0.9047619047619048
     """
-    k = conformal_rank(n, alpha)
+    k = conformal_rank(n, alpha, delta)
     return 1.0 if k > n else k / (n + 1)
 
 
-def tie_keep_probability(scores, q: float, alpha: float, atol: float = 1e-9) -> float:
+def tie_keep_probability(scores, q: float, alpha: float, atol: float = 1e-9, *,
+                         delta: float | None = None) -> float:
     """Randomised tie-breaking (smoothed conformal p-values) for a threshold ``q``.
 
     With discrete targets many conformity scores can equal ``q`` exactly (e.g. every item at
@@ -146,13 +224,14 @@ def tie_keep_probability(scores, q: float, alpha: float, atol: float = 1e-9) -> 
     covered with probability ``(k - L) / (E + 1)`` (``k`` the conformal rank, ``L`` the scores
     below ``q``, ``E`` those equal to it), which makes coverage ``1 - alpha`` in expectation
     instead of ``>= 1 - alpha``. Returns 1.0 (keep every edge) when fewer than two scores tie.
+    ``delta``: the rank is the training-conditional one (:func:`conformal_rank`).
 
     >>> tie_keep_probability([0.1, 0.2, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], 0.5, 0.5)
     0.4444444444444444
     """
     s = np.asarray(scores, dtype=float)
     n = len(s)
-    k = conformal_rank(n, alpha)
+    k = conformal_rank(n, alpha, delta)
     if k > n or not math.isfinite(q):
         return 1.0
     ties = int(np.sum(np.abs(s - q) <= atol))

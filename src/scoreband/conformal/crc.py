@@ -111,7 +111,7 @@ class _Workspace:
 
 
 def crc_select(median, lo, hi, y, alpha: float, omegas=DEFAULT_OMEGAS,
-               select_idx=None, beta_idx=None) -> dict:
+               select_idx=None, beta_idx=None, delta: float | None = None) -> dict:
     """Fit (omega, beta) by conformal risk control.
 
     Parameters
@@ -121,6 +121,9 @@ def crc_select(median, lo, hi, y, alpha: float, omegas=DEFAULT_OMEGAS,
     omegas : grid of candidate omegas
     select_idx, beta_idx : optional index arrays for the exact variant: omega is chosen on
         ``select_idx`` (with betas computed there), then beta is recomputed on ``beta_idx``.
+    delta : None, or the training-conditional level: every beta is the rank of
+        :func:`~scoreband.conformal.core.conditional_rank` (exact when beta is fitted on
+        items omega was not chosen on)
 
     Returns
     -------
@@ -137,7 +140,7 @@ def crc_select(median, lo, hi, y, alpha: float, omegas=DEFAULT_OMEGAS,
         sel = np.asarray(select_idx)
         ms, ys, ls, hs = m[sel], y[sel], lo[sel], hi[sel]
     n = len(ms)
-    k = conformal_rank(n, alpha)
+    k = conformal_rank(n, alpha, delta)
     betas = np.full(len(omegas), math.inf)
     widths = np.full(len(omegas), 1.0)
     if k <= n:
@@ -153,7 +156,7 @@ def crc_select(median, lo, hi, y, alpha: float, omegas=DEFAULT_OMEGAS,
     if beta_idx is not None and k <= n:
         bi = np.asarray(beta_idx)
         n = len(bi)
-        k2 = conformal_rank(n, alpha)
+        k2 = conformal_rank(n, alpha, delta)
         r2 = crc_residuals(m[bi], lo[bi], hi[bi], y[bi], omega)
         beta = math.inf if k2 > n else float(np.partition(r2, k2 - 1)[k2 - 1])
     return {"omega": omega, "beta": beta, "n": n, "widths": widths, "betas": betas}
@@ -210,6 +213,17 @@ class CRC(Calibrator):
             return ("none at small n: omega and beta are chosen on the same items (the "
                     "source's rule), slightly optimistic")
         return Calibrator.guarantee
+
+    @property
+    def no_delta(self) -> str | None:
+        # "same" picks beta on the items omega was chosen on: its beta is not the k-th of
+        # fresh exchangeable scores, so no rank, however late, gives a finite-sample
+        # guarantee (marginal or conditional); "fixed" / "split" / "auto" are exact
+        if self.selection == "same":
+            return ("crc-same chooses omega and beta on the same items, so its coverage has "
+                    "no finite-sample guarantee to make training-conditional (use crc or "
+                    "crc-exact, which choose omega on a share of their own)")
+        return None
     auto_config = {"selection": "same"}  # omega on auto's selection share, beta on its own
     param_ranges = {"omega": (0.0, True), "beta": (None, False)}
 
@@ -268,9 +282,9 @@ class CRC(Calibrator):
             cut = int(round(self.select_frac * len(y01)))
             select_idx, beta_idx = key_split(pred, y01, self.seed, 32, cut)  # by identity
         fit = crc_select(pred.median, pred.lo, pred.hi, y01, self.alpha, omegas,
-                         select_idx, beta_idx)
+                         select_idx, beta_idx, delta=self.delta)
         if math.isinf(fit["beta"]):
-            warn_too_small(fit["n"], self.alpha)
+            warn_too_small(fit["n"], self.alpha, delta=self.delta)
         return {"omega": fit["omega"], "beta": fit["beta"], "n": fit["n"],
                 "selection": selection if fallback is None else "fixed",
                 "crossed_fallback": fallback, "n_crossed": int(crossed.sum())}
@@ -278,9 +292,10 @@ class CRC(Calibrator):
     def refit_conformal(self, pred: Predictions, y01: np.ndarray, chosen: dict) -> dict:
         """Recompute only beta on fresh items, with the omega ``chosen`` elsewhere (used by
         :class:`~scoreband.conformal.auto.Auto`): one conformal step, exactly valid."""
-        fit = crc_select(pred.median, pred.lo, pred.hi, y01, self.alpha, [chosen["omega"]])
+        fit = crc_select(pred.median, pred.lo, pred.hi, y01, self.alpha, [chosen["omega"]],
+                         delta=self.delta)
         if math.isinf(fit["beta"]):
-            warn_too_small(fit["n"], self.alpha)
+            warn_too_small(fit["n"], self.alpha, delta=self.delta)
         return {**chosen, "beta": fit["beta"], "n": fit["n"], "selection": "given"}
 
     def apply_params(self, pred: Predictions, params: dict):

@@ -126,7 +126,8 @@ class LearnedCalibrator(Calibrator):
 
     def fit_conformal(self, pred, y):
         """The conformal step: quantile of the method's conformity scores."""
-        return quantile_params(self.conformity(pred, y), self.alpha, self.randomize)
+        return quantile_params(self.conformity(pred, y), self.alpha, self.randomize,
+                               delta=self.delta)
 
     def check_pred(self, pred):
         features_of(pred, self.method)

@@ -9,14 +9,20 @@ from pathlib import Path
 
 from scoreband._version import __version__
 from scoreband.checksums import file_sha256
-from scoreband.conformal.base import Calibrator, calibrator_class, calibrator_from_state
+from scoreband.conformal.base import (
+    Calibrator,
+    calibrator_class,
+    calibrator_from_state,
+    delta_of,
+    guarantee_of,
+)
 from scoreband.datatypes import Scale
 from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.files import atomic_write_text
 from scoreband.json_io import read_json
 
 __all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256",
-           "content_checksum", "validate_calibrator_document"]
+           "content_checksum", "validate_calibrator_document", "guarantee_record"]
 
 FORMAT = "scoreband.calibrator"
 FORMAT_VERSION = 1
@@ -27,7 +33,9 @@ def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | N
     """Write a fitted calibrator as versioned JSON (atomically).
 
     ``inputs`` records how predictions were read (column names, prediction scale,
-    ratings) so :func:`load_calibrator` users can apply it the same way.
+    ratings) so :func:`load_calibrator` users can apply it the same way. ``guarantee``
+    states what the bands promise: alpha, delta (None: the marginal guarantee) and the
+    guarantee in words (:func:`guarantee_record`).
     """
     doc = {
         "format": FORMAT,
@@ -37,12 +45,22 @@ def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | N
         "scorer_fingerprint": scorer_fingerprint,
         "inputs": inputs or {},
         "calibrator": calibrator.get_state(),
+        "guarantee": guarantee_record(calibrator),
         **(extra or {}),
     }
     doc["checksum"] = content_checksum(doc)
     path = Path(path)
     atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False, allow_nan=False))
     return path
+
+
+def guarantee_record(calibrator: Calibrator) -> dict:
+    """What a calibrator's bands promise, as its file records it: ``alpha``, ``delta``
+    (None: coverage >= 1 - alpha on average over calibration draws) and ``text``, the
+    guarantee in words (:func:`~scoreband.conformal.base.guarantee_of`). The calibrator's
+    state holds delta too (its config): this is the statement for a reader."""
+    return {"alpha": calibrator.alpha, "delta": delta_of(calibrator),
+            "text": guarantee_of(calibrator)}
 
 
 def content_checksum(doc: dict) -> str:

@@ -35,11 +35,13 @@ class TooFewCalibrationItems(UserWarning):
     """The calibration set is too small for alpha: the band is the whole range."""
 
 
-def warn_too_small(n: int, alpha: float, where: str = "calibration set") -> None:
+def warn_too_small(n: int, alpha: float, where: str = "calibration set",
+                   delta: float | None = None) -> None:
+    at = f"alpha={alpha}" + ("" if delta is None else f", delta={delta}")
     warnings.warn(
-        f"{where} has {n} items, too few for alpha={alpha}: the conformal rank exceeds n, so "
-        f"the band is the whole scale. At least {min_calibration_size(alpha)} items are needed "
-        f"for alpha={alpha}.",
+        f"{where} has {n} items, too few for {at}: the conformal rank exceeds n, so "
+        f"the band is the whole scale. At least {min_calibration_size(alpha, delta)} items "
+        f"are needed for {at}.",
         TooFewCalibrationItems,
         stacklevel=3,
     )
@@ -65,17 +67,18 @@ def absolute_residual_interval(median_cal, y_cal, median_test, alpha: float):
 
 
 def quantile_params(scores: np.ndarray, alpha: float, randomize: bool, *,
-                    overwrite: bool = False) -> dict:
+                    overwrite: bool = False, delta: float | None = None) -> dict:
     """The conformal step shared by every score-based method: the conformal quantile ``q``
-    of the conformity ``scores`` (a warning when n is too small for alpha), ``n``, and with
-    ``randomize`` the probability of keeping an edge tied with ``q``."""
+    of the conformity ``scores`` at ``alpha`` (and ``delta``: the training-conditional rank,
+    :func:`~scoreband.conformal.core.conditional_rank`; a warning when n is too small),
+    ``n``, and with ``randomize`` the probability of keeping an edge tied with ``q``."""
     n = len(scores)
-    q = conformal_quantile(scores, alpha, overwrite=overwrite and not randomize)
+    q = conformal_quantile(scores, alpha, overwrite=overwrite and not randomize, delta=delta)
     if math.isinf(q):
-        warn_too_small(n, alpha)
+        warn_too_small(n, alpha, delta=delta)
     params = {"q": q, "n": n}
     if randomize:
-        params["tie_keep"] = tie_keep_probability(scores, q, alpha)
+        params["tie_keep"] = tie_keep_probability(scores, q, alpha, delta=delta)
     return params
 
 @register
@@ -221,7 +224,8 @@ class SplitConformal(Calibrator):
 
     def fit_conformal(self, pred: Predictions, y01: np.ndarray) -> dict:
         r = self.score.score(pred, y01)
-        return {**quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize),
+        return {**quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize,
+                                  delta=self.delta),
                 **self._custom_score()}
 
     def apply_params(self, pred: Predictions, params: dict):

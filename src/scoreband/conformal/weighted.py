@@ -194,6 +194,13 @@ class WeightedSplit(Calibrator):
     whole_table = True
     guarantee = ("under covariate shift only (the inputs' distribution changes, not the "
                  "target given the input), approximately: the likelihood ratio is estimated")
+    # no Beta rank to raise: each test item gets its own weighted quantile (weights from an
+    # estimated likelihood ratio, fitted transductively on the test table), so even its
+    # marginal guarantee is approximate; a training-conditional one would need the true ratio
+    # and a rejection-sampling construction (Park et al. 2022), which this method is not
+    no_delta = ("its guarantee is approximate even on average (the likelihood ratio behind "
+                "its weights is estimated, and each test row gets its own weighted quantile), "
+                "so there is no exact conformal rank to make training-conditional")
 
     @classmethod
     def check_params(cls, params: dict, where: str, number) -> None:
