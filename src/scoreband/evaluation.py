@@ -20,7 +20,7 @@ import numpy as np
 
 from scoreband import metrics as M
 from scoreband.conformal import n_conformal
-from scoreband.conformal.base import Calibrator, guarantee_of, wrapper_chain
+from scoreband.conformal.base import Calibrator, delta_of, guarantee_of, wrapper_chain
 from scoreband.conformal.boundary import adjust_band, check_on_grid
 from scoreband.conformal.core import split_at
 from scoreband.datatypes import Predictions
@@ -155,12 +155,14 @@ class _Record:
         self.warnings: list[str] = []
         self.widths: list[np.ndarray] = []  # native-scale widths, pooled over the splits
         self.alpha = None
+        self.delta = None
 
     def add(self, cal_obj, band, pt, yt, n_cal: int, groups=None, items=None) -> None:
         """One split's test band; ``items``: the test items' positions (distinct items
         per group are counted for the groups' intervals)."""
         self.methods[band.method] = self.methods.get(band.method, 0) + 1
         self.alpha = cal_obj.alpha
+        self.delta = delta_of(cal_obj)
         self.guarantee = guarantee_of(cal_obj)
         if pt.lo is not None:
             for k, v in M.interval_metrics(pt.median, pt.lo, pt.hi, yt).items():
@@ -290,9 +292,17 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
         # the guarantee's n: the items the conformal step used (learned methods train on a
         # share of the calibration half first)
         "theoretical_coverage": M.theoretical_coverage(int(np.mean(rec.extra["n_conformal"])),
-                                                       rec.alpha),
-        # what that band rests on: marginal / per group / covariate shift only / none
+                                                       rec.alpha, rec.delta),
+        # what that band rests on: marginal / training-conditional / per group / covariate
+        # shift only / none
         "guarantee": rec.guarantee,
+        # None: the marginal guarantee; else each calibration covers >= 1 - alpha with
+        # probability >= 1 - delta
+        "delta": rec.delta,
+        # the measured side of it: the share of splits whose test coverage fell below
+        # 1 - alpha (at most about delta with delta; near one half for marginal bands)
+        "coverage_below_target": {**M.share_below(rec.after["coverage"], rec.alpha),
+                                  "delta": rec.delta},
         "n_cal": int(np.mean(rec.extra["n_cal"])),
         # the distinct items tested over all splits: what a coverage's interval may count
         "n_items_tested": len(rec.tested),

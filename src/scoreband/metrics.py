@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from scoreband.conformal.core import check_alpha, coverage_bounds
+from scoreband.conformal.core import check_alpha, check_delta, coverage_bounds, expected_coverage
 from scoreband.errors import InputError
 
 __all__ = [
@@ -269,12 +269,43 @@ def worst_group_coverage(lo, hi, y, groups) -> float:
     return min(v["coverage"] for v in group_coverage(lo, hi, y, groups).values())
 
 
-def theoretical_coverage(n_cal: int, alpha: float) -> dict:
+def theoretical_coverage(n_cal: int, alpha: float, delta: float | None = None) -> dict:
     """The band ``[1 - alpha, 1 - alpha + 1/(n + 1)]`` that split-conformal coverage lies in,
-    in expectation, for ``n_cal`` calibration items."""
+    in expectation, for ``n_cal`` calibration items. With ``delta`` (the training-conditional
+    rank ``k``): ``low`` is ``1 - alpha``, now reached with probability ``>= 1 - delta`` by
+    each calibration, and ``high`` the expected coverage ``k / (n + 1)`` (continuous scores;
+    1 when the band is the whole scale), with ``delta``.
+
+    >>> theoretical_coverage(100, 0.1, 0.1)["high"]
+    0.9405940594059405
+    """
     a = check_alpha(alpha)
     lo, hi = coverage_bounds(n_cal, a)
-    return {"low": lo, "high": hi, "n_cal": int(n_cal)}
+    d = check_delta(delta)
+    if d is None:
+        return {"low": lo, "high": hi, "n_cal": int(n_cal)}
+    return {"low": lo, "high": max(hi, expected_coverage(n_cal, a, d)), "n_cal": int(n_cal),
+            "delta": d}
+
+
+def share_below(coverages, alpha: float) -> dict:
+    """How many of the splits' test coverages fall below ``1 - alpha``, and their share with
+    its 95 % Clopper-Pearson interval: the measured side of the training-conditional
+    guarantee (at most ``delta`` of calibrations below 1 - alpha). Each coverage is measured
+    on a finite test side, so its sampling noise adds to the calibrator's own shortfall: the
+    share overstates the calibrators' (marginal bands, at about ``1 - alpha``, sit near
+    one half).
+
+    >>> share_below([0.95, 0.89, 0.91, 0.9], 0.1)["splits_below"]
+    1
+    """
+    a = check_alpha(alpha)
+    c = np.asarray(coverages, dtype=float)
+    c = c[np.isfinite(c)]
+    k = int(np.sum(c < 1 - a - 1e-12))  # a coverage of exactly 1 - alpha is not below
+    n = len(c)
+    return {"target": 1 - a, "splits_below": k, "splits": n,
+            "share": k / n if n else math.nan, "ci": list(binomial_ci(k, n))}
 
 
 def interval_metrics(median, lo, hi, y) -> dict:

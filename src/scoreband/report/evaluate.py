@@ -1,6 +1,7 @@
-"""The HTML report's section for ``scoreband evaluate --out``: the verdict, the calibration
-curve, coverage by level and by group with Clopper-Pearson intervals, band width against the
-error, the groups' reliability map and the width distribution."""
+"""The HTML report's section for ``scoreband evaluate --out``: the verdict, the guarantee and
+the share of splits below target, the calibration curve, coverage by level and by group with
+Clopper-Pearson intervals, band width against the error, the groups' reliability map and the
+width distribution."""
 
 from __future__ import annotations
 
@@ -190,6 +191,32 @@ def _usefulness(width: float, sc: dict) -> str:
             f"{sc['lo']:g}-{sc['hi']:g}, {share:.0%} of the scale: {what}.")
 
 
+def guarantee_text(doc: dict) -> str | None:
+    """The guarantee the bands make and how the splits measured it: the share of splits
+    whose test coverage fell below 1 - alpha (``coverage_below_target``); None for an
+    evaluate JSON written before it was measured."""
+    below = doc.get("coverage_below_target")
+    if not below:
+        return None
+    d = doc.get("delta")
+    k, n, ci = below["splits_below"], below["splits"], below.get("ci") or [None, None]
+    head = f"Guarantee: {doc['guarantee']}." if doc.get("guarantee") else ""
+    measured = (f" Measured: {k} of {n} splits ({below['share']:.0%}, 95 % CI "
+                f"{fmt(ci[0], 2)}-{fmt(ci[1], 2)}) covered less than {below['target']:.0%} of "
+                "their test items")
+    if d is not None:
+        where = ("within it" if below["share"] <= d else
+                 "above it, within sampling error" if ci[0] is not None and ci[0] <= d else
+                 "above it, beyond sampling error")
+        measured += f"; the guarantee allows at most {d:.0%} ({where})"
+    else:
+        measured += (" (marginal bands cover 1 - alpha on average over calibrations, so about "
+                     "half of them fall below it; --delta bounds that share)")
+    return (head + measured + ". Each split's coverage is measured on its test half, whose "
+            "own sampling noise adds to the calibrator's shortfall, and the splits reuse the "
+            "same rows: an indication, not a test of the guarantee.")
+
+
 def evaluate_section(doc: dict) -> dict:
     a, tc = doc["after"], doc["theoretical_coverage"]
     target, sc = 1 - doc["alpha"], doc["scale"]
@@ -200,6 +227,13 @@ def evaluate_section(doc: dict) -> dict:
                f"(theoretical band {tc['low']:.3f}-{tc['high']:.3f}); mean width "
                f"{a['sharpness_native']['mean']:.2f} on {unit}")
     blocks = []
+    below = doc.get("coverage_below_target")
+    if below and doc.get("delta") is not None:
+        verdict += (f"; with delta {doc['delta']:g}, {below['splits_below']} of "
+                    f"{below['splits']} splits below {target:.0%}")
+    text = guarantee_text(doc)
+    if text:
+        blocks.append({"kind": "text", "text": text})
     by = doc.get("coverage_by_level") or {}
     low = [(k, g, v["coverage"]["mean"]) for k in ("target", "predicted")
            for g, v in (by.get(k) or {}).items() if v["coverage"]["mean"] < target - 0.1]
@@ -366,6 +400,15 @@ class WidthErrorM(StrictModel):
     width: list[float]
 
 
+class BelowTargetM(StrictModel):
+    target: float
+    splits_below: int
+    splits: int
+    share: float
+    ci: Pair | None = None
+    delta: float | None = None
+
+
 class EvaluateDoc(StrictModel):
     alpha: float
     method: str
@@ -379,6 +422,9 @@ class EvaluateDoc(StrictModel):
     calibration_curve: list[CurvePoint] | None = None
     coverage_by_level: LevelsM | None = None
     width_vs_error: WidthErrorM | None = None
+    guarantee: str | None = None
+    delta: float | None = None
+    coverage_below_target: BelowTargetM | None = None
 
 
 
