@@ -10,6 +10,10 @@ through :func:`check_output` before it creates or replaces a file, and it refuse
   ``--out TABLE``, a hard link, a symlink to it), named with both;
 * an existing output that is not a regular file (a device such as ``/dev/null``, a FIFO, a
   socket, a folder where a file is written): atomic replace is only for regular files;
+* an existing file that another tool wrote and scoreband only ever reads (an evaluation
+  log: an Inspect log, LM Evaluation Harness samples, a promptfoo results file, OpenAI
+  answers), found by its content (:func:`protect_foreign`: the table formats register how
+  to recognise them), whether or not the command reads it;
 * inside a folder a command writes (``demo --out DIR``, ``train --out DIR``) or reads (a
   benchmark folder, ``--model DIR``), an existing file that scoreband did not write there:
   such a folder keeps the list of what scoreband wrote in ``DIR/.scoreband-files``, and only
@@ -25,6 +29,7 @@ Free of pandas, so the conformal core and calibrator files load fast.
 from __future__ import annotations
 
 import contextvars
+import errno
 import glob
 import importlib
 import os
@@ -48,10 +53,24 @@ except ImportError:  # Windows has no fcntl: manifests are written without a loc
 __all__ = ["resolve_path", "atomic_path", "atomic_write_bytes", "atomic_write_text", "output_policy",
            "check_output", "declare_input", "record_written", "remove_output",
            "written_by_scoreband", "MANIFEST", "check_readable", "temp_path", "track_temp",
-           "untrack_temp", "remove_stale_temps", "file_mode"]
+           "untrack_temp", "remove_stale_temps", "file_mode", "protect_foreign",
+           "output_errors"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
 MANIFEST = ".scoreband-files"
+
+#: recognisers of files other tools wrote that scoreband never replaces: ``fn(path)`` returns
+#: what the file is ("an Inspect evaluation log") or None (:func:`protect_foreign`)
+_FOREIGN: list = []
+
+
+def protect_foreign(recognise) -> None:
+    """Register ``recognise(path) -> str | None``: what an existing file is when scoreband
+    must never write over it (another tool's log), else None. :func:`check_output` asks
+    every recogniser before an existing file is replaced (the table formats register the
+    evaluation logs they read: :mod:`scoreband.formats`)."""
+    if recognise not in _FOREIGN:
+        _FOREIGN.append(recognise)
 
 
 @dataclass
@@ -138,6 +157,7 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
                          "only regular files; choose another output path")
     if folder:
         raise InputError(f"{what} {str(path)!r} is a file; give a folder to write into")
+    _refuse_foreign(path, what)
     root = _owning_folder(path, pol)
     if root is not None and path.name != MANIFEST:
         rel = path.resolve().relative_to(root).as_posix()
@@ -146,6 +166,15 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
                              f"not in {str(root / MANIFEST)!r}): scoreband does not replace "
                              "files it did not write; move it away or choose another folder")
     return path
+
+
+def _refuse_foreign(path: Path, what: str) -> None:
+    for recognise in _FOREIGN:
+        kind = recognise(path)
+        if kind:
+            raise InputError(f"{what} {str(path)!r} exists and is {kind}, a file another tool "
+                             "wrote: scoreband only reads such files and never writes over "
+                             "one; choose another output path")
 
 
 def _owning_folder(path: Path, pol: _Policy | None) -> Path | None:
@@ -376,6 +405,12 @@ def atomic_path(path, *, durable: bool = True):
     ``durable=False`` skips the fsync (a cache entry that a crash may leave empty is found
     damaged and asked again; the fsync was 40 % of a judged row's time).
 
+    The file gets the mode a plain ``open(path, "w")`` would give it: a new file the
+    umask's (``0o666 & ~umask``, also when the writer - safetensors, say - made its own
+    file with another mode), a replaced file its old mode. A write that fails for want of
+    room or rights (a full disk ...) raises an OSError naming ``path`` and the fix
+    (:func:`output_errors`).
+
     Every writer in scoreband (tables, JSON, weights, checkpoints, caches) goes through this.
     """
     path = check_output(path)
@@ -384,21 +419,57 @@ def atomic_path(path, *, durable: bool = True):
     tmp = str(temp_path(path))
     track_temp(tmp)
     try:
-        # created with the umask (O_EXCL: never someone else's file under that name)
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        yield tmp
-        if durable:
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-        check_output(path)  # again: the path may have changed while the file was written
-        record_written(path)  # listed first: a concurrent run that sees the file finds it
-        os.replace(tmp, path)
+        with output_errors(path, tmp):
+            # created with the umask (O_EXCL: never someone else's file under that name)
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            yield tmp
+            if durable:
+                with open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+            os.chmod(tmp, _mode_for(path))
+            check_output(path)  # again: the path may have changed while the file was written
+            record_written(path)  # listed first: a concurrent run that sees the file finds it
+            os.replace(tmp, path)
     finally:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         untrack_temp(tmp)
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits ``open(path, "w")`` leaves: an existing file's, else the umask's."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return file_mode()
+    return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else file_mode()
+
+
+#: errors of writing that are about the disk, whatever file the error names
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+#: errors of the output's own file (its folder's permissions, an I/O error)
+_OWN_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EIO, errno.ENOENT})
+
+
+@contextmanager
+def output_errors(path, tmp=None):
+    """Re-raise an OSError of writing the output ``path`` (through its temporary file
+    ``tmp``) as one that names ``path`` and the fix: a full disk, a quota, a file too
+    large, a read-only file system, or an error on the output's own file (no permission
+    in its folder). Other errors (a file read while writing) pass as they are."""
+    try:
+        yield
+    except OSError as e:
+        own = e.filename is None or str(e.filename) in {str(path), str(tmp)}
+        if not (e.errno in _DISK_ERRNOS or (own and e.errno in _OWN_ERRNOS)):
+            raise
+        folder = str(Path(path).expanduser().parent)
+        raise OSError(e.errno, f"{e.strerror or e} while writing {str(path)!r}; nothing was "
+                      "written there (a file already at that path is unchanged): free space "
+                      f"or fix the permissions in {folder!r}, or choose another output path",
+                      str(path)) from None
 
 
 def file_mode() -> int:

@@ -26,37 +26,45 @@ def row_key(*parts) -> str:
 class RowJournal:
     """Finished rows, one JSON object per line with a ``key``, appended and flushed as they
     finish. Reopened after an interruption, the rows it holds are reused; a line torn by a
-    crash is ignored (that row is done again). ``path=None`` keeps nothing."""
+    crash is ignored (that row is done again). ``path=None`` keeps nothing. The file is
+    created when the first row is finished, not before: a command refused before any row
+    is done (a missing column, a bad option found on the first chunk) leaves no journal."""
 
     def __init__(self, path: Path | None):
         self.done: dict[str, dict] = {}
         self._f = None
-        if path is None:
-            return
-        path = check_output(path, what="journal")
-        torn = False
-        if path.exists():
-            data = path.read_bytes()
-            torn = bool(data) and not data.endswith(b"\n")
-            self.done = _records(data, path)
-        self._f = open(path, "a", encoding="utf-8")
-        record_written(path)
-        if torn:  # a crash cut the last line: the next record starts on a line of its own
-            self._f.write("\n")
-            self._f.flush()
+        self._path = None if path is None else check_output(path, what="journal")
+        self._torn = False
+        if self._path is not None and self._path.exists():
+            data = self._path.read_bytes()
+            self._torn = bool(data) and not data.endswith(b"\n")
+            self.done = _records(data, self._path)
 
     @property
     def active(self) -> bool:
-        """Whether finished rows are kept (a journal file is open)."""
-        return self._f is not None
+        """Whether finished rows are kept (the journal has a path)."""
+        return self._path is not None
 
     def get(self, key: str) -> dict | None:
         return self.done.get(key)
 
     def add(self, rec: dict) -> None:
-        if self._f is not None:
-            self._f.write(json.dumps(rec) + "\n")
-            self._f.flush()
+        if self._path is None:
+            return
+        if self._f is None:
+            self._open()
+        self._f.write(json.dumps(rec) + "\n")
+        self._f.flush()
+
+    def _open(self) -> None:
+        """Open (create) the file for appending, through the output policy again (the path
+        may have changed since the run began)."""
+        check_output(self._path, what="journal")
+        self._f = open(self._path, "a", encoding="utf-8")
+        record_written(self._path)
+        if self._torn:  # a crash cut the last line: the next record starts on a line of its own
+            self._f.write("\n")
+            self._torn = False
 
     def close(self) -> None:
         if self._f is not None:

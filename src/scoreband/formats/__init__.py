@@ -12,29 +12,40 @@ format is one module that defines it and one :func:`register` call below;
 How a path's format is chosen:
 
 1. ``NAME:PATH`` (``csv:scores.txt``, ``inspect:logs/run.json``) names it outright, where
-   ``NAME`` is a registered format and ``NAME:PATH`` is not itself an existing file; a
-   read-only format that reads score-token log-probs takes the judge's label scale as
-   ``NAME@LO-HI:PATH`` (``openai-batch@1-5:answers.jsonl``);
+   ``NAME`` is a registered format and ``NAME:PATH`` is not itself an existing file (an
+   unknown ``NAME`` is refused, listing the known ones); a read-only format that reads
+   score-token log-probs takes the judge's label scale as ``NAME@LO-HI:PATH``
+   (``openai-batch@1-5:answers.jsonl``);
 2. a folder is a Hugging Face datasets folder;
 3. otherwise the suffix: where several formats share it (``.json``: a table, an Inspect log,
    a promptfoo results file; ``.jsonl``: a table, OpenAI-style batch answers, lm-eval
-   samples), the file's first bytes decide (:meth:`~TableFormat.sniff`) and the plain table
-   format is the default. An output is never sniffed: it is written in the suffix's plain
-   format.
+   samples), the file's first bytes decide by the log's real structure
+   (:meth:`~TableFormat.sniff`: Inspect's integer ``version`` beside an ``eval`` object,
+   a Batch API line's ``custom_id`` beside a ``response`` object with a ``body`` ..., never
+   a column's name alone) and the plain table format is the default. A file read plainly
+   that has a log's marker keys is told how to force the log (``inspect:PATH``); a file
+   read as a log that is not one is told how to force the table (``json:PATH``,
+   ``jsonl:PATH``). An output is never sniffed: it is written in the suffix's plain
+   format, and never over an existing log of another tool
+   (:func:`scoreband.files.protect_foreign`).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import warnings
 from pathlib import Path
 
 from scoreband.errors import InputError
-from scoreband.files import declare_input
+from scoreband.files import declare_input, protect_foreign
 from scoreband.formats.base import ReadOnlyFormat, Sink, TableFormat
+from scoreband.formats.common import json_lines, top_level
 from scoreband.registry import Registry
 
 __all__ = ["FORMATS", "TableFormat", "ReadOnlyFormat", "Sink", "register", "get_format",
-           "all_formats", "resolve", "suffixes", "known_formats"]
+           "all_formats", "resolve", "suffixes", "known_formats", "plain_format"]
 
 #: every table format scoreband reads; ``get_format(name)`` returns its object
 FORMATS = Registry("table format")
@@ -85,15 +96,25 @@ def _unknown(p: Path, suf: str, verb: str) -> InputError:
                       f"path, e.g. csv:{p}")
 
 
+#: what a format name looks like before ``:`` (``csv``, ``openai-batch@1-5``); a single
+#: letter is a drive (``C:``), a ``//`` after the colon a URL
+_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9_-]+)(@[^:/\\]*)?")
+
+
 def split_address(path) -> tuple[TableFormat | None, Path]:
     """``(format, path)`` for ``NAME:PATH`` / ``NAME@OPTIONS:PATH``; ``(None, path)`` for a
-    plain path (also one that exists as written, colon and all)."""
+    plain path (also one that exists as written, colon and all). An unknown ``NAME`` (that
+    is not part of an existing file's name) is refused, listing the known formats."""
     s = os.fspath(path)
     head, colon, rest = s.partition(":")
     if not colon or not rest or os.path.lexists(s):
         return None, Path(s)
     name, at, opts = head.partition("@")
     if name not in {e.name for e in FORMATS.entries()}:
+        if _PREFIX.fullmatch(head) and not rest.startswith("//"):
+            raise InputError(f"{s!r}: unknown table format {name!r} before the colon; known "
+                             f"formats: {known_formats()}; a file whose name holds a colon "
+                             f"is read as written when it exists (./{s} names it plainly)")
         return None, Path(s)
     fmt = get_format(name)
     if at:
@@ -137,7 +158,61 @@ def resolve(path, *, write: bool = False) -> tuple[TableFormat, Path]:
         for f in sniffing:
             if f.sniff(p, head):
                 return f, p
+        if plain:
+            _say_plain(p, plain[0], sniffing, head)
     return (plain or cands)[0], p
+
+
+def plain_format(p: Path) -> TableFormat | None:
+    """The plain table format of ``p``'s suffix (what an output of that name is written in,
+    and what a ``PLAIN:PATH`` address forces), None when the suffix has none."""
+    suf = Path(p).suffix.lower()
+    return next((f for f in all_formats() if suf in f.suffixes and not f.sniffs), None)
+
+
+def _say_plain(p: Path, plain: TableFormat, logs, head: str) -> None:
+    """A file read as a plain table that looks like a log at a glance (it has a log's
+    marker keys, not its structure) is told so, with the address that forces the log."""
+    keys = _first_keys(head)
+    for f in logs:
+        if f.markers and f.markers <= keys:
+            warnings.warn(f"{str(p)!r} has the keys {', '.join(sorted(f.markers))} of "
+                          f"{f.help} but not its structure: read as a plain {plain.name} "
+                          f"table; to read it as {f.name}, write {f.name}:{p}", stacklevel=3)
+            return
+
+
+def _first_keys(head: str) -> set:
+    """The keys of a JSON document's top level, its first record (a list of records) or
+    its first line (JSON Lines)."""
+    top = top_level(head)
+    if top is not None:
+        return set(top)
+    s = head.lstrip("\ufeff \t\r\n")
+    rec = None
+    if s.startswith("["):
+        try:
+            rec, _ = json.JSONDecoder().raw_decode(s, 1 + len(s[1:]) - len(s[1:].lstrip()))
+        except ValueError:
+            rec = None
+    else:
+        recs = json_lines(head, most=1)
+        rec = recs[0] if recs else None
+    return set(rec) if isinstance(rec, dict) else set()
+
+
+def _foreign(path: Path) -> str | None:
+    """What an existing file is when it is another tool's log (the output policy never
+    writes over one: :func:`scoreband.files.protect_foreign`), else None."""
+    suf = path.suffix.lower()
+    logs = [f for f in all_formats() if f.sniffs and suf in f.suffixes]
+    if not logs:
+        return None
+    head = _head(path)
+    for f in logs:
+        if (suf == ".eval" and head.startswith("PK")) or (suf != ".eval" and f.sniff(path, head)):
+            return f.help
+    return None
 
 
 def _head(p: Path) -> str:
@@ -168,3 +243,4 @@ def _register_all() -> None:
 
 
 _register_all()
+protect_foreign(_foreign)

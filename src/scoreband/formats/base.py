@@ -108,13 +108,41 @@ class TableFormat:
 
 class ReadOnlyFormat(TableFormat):
     """A file another tool wrote (an evaluation log, a batch of answers): read into one row
-    per item, never written, never modified."""
+    per item, never written, never modified. It shares its suffix with a plain table format
+    and claims a file by the log's real structure (:meth:`sniff`); its "is this a log?"
+    messages say how to read the file as a plain table instead (:meth:`not_this`)."""
 
     writable = False
     sniffs = True
+    #: keys (top-level, or of a first record) that make a plain table look like this format
+    #: at a glance: a table read plainly that has them all is told how to force this one
+    markers: frozenset = frozenset()
 
     def refuse_write(self, path) -> None:
         raise InputError(
             f"cannot write {Path(path).name!r} as {self.name}: {self.help} files are read "
             "only (scoreband reads them where they are and never writes or changes one); "
             "write the output as .csv, .tsv, .jsonl, .json or .parquet")
+
+    def plain_address(self, path) -> str:
+        """``PLAIN:PATH``: ``path`` addressed as the plain table format of its suffix."""
+        from scoreband.formats import plain_format
+
+        plain = plain_format(Path(path))
+        return f"{plain.name if plain else 'csv'}:{path}"
+
+    def not_this(self, path, why: str) -> InputError:
+        """The error for a file read as this format that is not one: ``why``, and how to
+        read the file as a plain table."""
+        return InputError(f"{str(path)!r} was read as {self.help} ({why}); if it is a plain "
+                          f"table, name its format: {self.plain_address(path)}")
+
+    def unread(self, path, keys: dict) -> None:
+        """Warn that the file's records hold keys this format does not read (``keys``: key ->
+        the first line holding it): they would vanish silently otherwise."""
+        import warnings
+
+        shown = ", ".join(f"{k!r} (line {n})" for k, n in list(keys.items())[:8])
+        warnings.warn(f"{str(path)!r} was read as {self.help}; its keys {shown} are not part "
+                      f"of that format and are not read: to read the file as a plain table "
+                      f"with every column, write {self.plain_address(path)}", stacklevel=3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import warnings
 from io import StringIO
 from pathlib import Path
@@ -123,6 +124,62 @@ def _read_json_table(p: Path, text: bool) -> pd.DataFrame:
         if isinstance(doc, list) and all(isinstance(r, dict) for r in doc):
             return _object_frame(doc)
     return pd.read_json(StringIO(raw), precise_float=True)
+
+
+class Cut(str):
+    """A JSON value that starts in a file's sniffed head but ends beyond it: its first
+    character (``{``, ``[``, ``"`` ...), so a sniffer can tell an object from a list."""
+
+
+_WS = re.compile(r"\s*")
+
+
+def top_level(head: str) -> dict | None:
+    """The top-level keys of the JSON object a file's first bytes start, in order, each with
+    its value where the head holds it whole and a :class:`Cut` where it runs past the head
+    (so a sniffer decides by a log's real structure - ``"version": 2`` beside an ``"eval"``
+    object - however long the file). None when the head does not start a JSON object."""
+    s = head.lstrip("\ufeff \t\r\n")
+    if not s.startswith("{"):
+        return None
+    dec, out, i = json.JSONDecoder(), {}, 1
+    while True:
+        i = _WS.match(s, i).end()
+        if i >= len(s) or s[i] == "}":
+            return out
+        if s[i] == ",":
+            i += 1
+            continue
+        try:
+            key, i = dec.raw_decode(s, i)
+        except ValueError:
+            return out
+        i = _WS.match(s, i).end()
+        if not isinstance(key, str) or (i < len(s) and s[i] != ":"):
+            return None  # not a JSON object
+        i = _WS.match(s, i + 1).end()
+        if i >= len(s):
+            return out
+        try:
+            out[key], i = dec.raw_decode(s, i)
+        except (ValueError, RecursionError):
+            out[key] = Cut(s[i])
+            return out
+
+
+def json_lines(head: str, most: int = 20) -> list:
+    """The first (at most ``most``) non-blank lines of a JSON Lines head, parsed (a line
+    that is not JSON is None; a last line that does not parse is left out: the head may
+    cut it)."""
+    lines = [ln for ln in head.splitlines() if ln.strip()][:most]
+    out = []
+    for k, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except (ValueError, RecursionError):
+            if k < len(lines) - 1:
+                out.append(None)
+    return out
 
 
 def check_unique_columns(columns, p) -> None:

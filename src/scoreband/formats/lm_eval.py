@@ -42,8 +42,7 @@ import pandas as pd
 
 from scoreband.formats._answers import parse_scale
 from scoreband.formats.base import ReadOnlyFormat
-from scoreband.formats.common import count_lines, jsonl_records
-from scoreband.formats.openai_batch import first_json_line
+from scoreband.formats.common import count_lines, json_lines, jsonl_records
 
 __all__ = ["LM_EVAL", "LMEval", "task_of", "results_file"]
 
@@ -80,6 +79,7 @@ class LMEval(ReadOnlyFormat):
     name = "lm-eval"
     help = "LM Evaluation Harness samples (--log_samples)"
     suffixes = (".jsonl",)
+    markers = frozenset({"doc_id", "doc"})
 
     def __init__(self, scale: tuple[int, int] | None = None):
         self.scale = scale  # None: read from the choices where they are integer labels
@@ -88,11 +88,15 @@ class LMEval(ReadOnlyFormat):
         return LMEval(parse_scale(options))
 
     def sniff(self, path: Path, head: str) -> bool:
-        rec = first_json_line(head)
-        if rec is None and "\n" not in head.strip():  # a first line longer than the head
+        """Claimed by the samples' structure: every line of the head has a ``doc_id``, the
+        ``doc`` object and the harness's ``resps`` / ``filtered_resps`` / ``arguments`` (a
+        table with a ``doc_id`` column is a table)."""
+        recs = [r for r in json_lines(head) if r is not None]
+        if not recs:  # a first line longer than the head
             return bool(_START.match(head))
-        return isinstance(rec, dict) and "doc_id" in rec and (
-            "filtered_resps" in rec or "resps" in rec or task_of(path) is not None)
+        return all(isinstance(r, dict) and "doc_id" in r and isinstance(r.get("doc"), dict)
+                   and any(k in r for k in ("filtered_resps", "resps", "arguments"))
+                   for r in recs)
 
     def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
         return count_lines(path, max_bytes)

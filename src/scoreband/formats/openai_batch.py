@@ -9,32 +9,51 @@ and, where the answers carry ``logprobs.content[]``, the score-token columns of
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from scoreband.formats._answers import DEFAULT_SCALE, answer_features, has_logprobs, parse_scale
 from scoreband.formats.base import ReadOnlyFormat
-from scoreband.formats.common import count_lines
+from scoreband.formats.common import count_lines, json_lines
 
-__all__ = ["OPENAI_BATCH", "OpenAIBatch", "first_json_line"]
+__all__ = ["OPENAI_BATCH", "OpenAIBatch", "answer_shape"]
 
 
-def first_json_line(head: str):
-    """The first non-blank line of ``head`` parsed as JSON (None when it is not)."""
-    for line in head.splitlines():
-        if line.strip():
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
+#: the keys of an OpenAI Batch API output line
+BATCH_KEYS = frozenset({"id", "custom_id", "response", "error"})
+#: the keys of a ``/v1/chat/completions`` answer (OpenAI, vLLM, llama.cpp)
+CHAT_KEYS = frozenset({"id", "object", "created", "model", "system_fingerprint", "choices",
+                       "usage", "timings", "service_tier", "prompt_filter_results",
+                       "prompt_logprobs", "kv_transfer_params", "error"})
+
+# a first line longer than the sniffed head: a Batch API line or a chat answer, by its start
+_CUT_BATCH = re.compile(r'^\s*\{\s*"id"\s*:\s*"[^"]*"\s*,\s*"custom_id"\s*:\s*"[^"]*"\s*,'
+                        r'\s*"response"\s*:\s*\{\s*"status_code"')
+_CUT_CHAT = re.compile(r'^\s*\{[^\n]*"object"\s*:\s*"chat\.completion"')
+
+
+def answer_shape(rec) -> bool:
+    """Whether one parsed line is an answer: a Batch API output line (``custom_id`` and a
+    ``response`` object with a ``body``, or a failed request's ``error``, and no other
+    keys) or a chat-completions answer (a ``choices`` list of choice objects)."""
+    if not isinstance(rec, dict):
+        return False
+    if "custom_id" in rec and set(rec) <= BATCH_KEYS:
+        resp = rec.get("response")
+        return (isinstance(resp, dict) and isinstance(resp.get("body"), dict)) or (
+            resp is None and isinstance(rec.get("error"), dict))
+    choices = rec.get("choices")
+    return (isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict)
+            and ("message" in choices[0] or rec.get("object") == "chat.completion"))
 
 
 class OpenAIBatch(ReadOnlyFormat):
     name = "openai-batch"
     help = "OpenAI-compatible chat answers, one a line (vLLM, llama.cpp, the Batch API)"
     suffixes = (".jsonl", ".ndjson")
+    markers = frozenset({"custom_id"})
 
     def __init__(self, scale: tuple[int, int] = DEFAULT_SCALE):
         self.scale = scale
@@ -43,23 +62,29 @@ class OpenAIBatch(ReadOnlyFormat):
         return OpenAIBatch(parse_scale(options))
 
     def sniff(self, path: Path, head: str) -> bool:
-        rec = first_json_line(head)
-        return isinstance(rec, dict) and (
-            "custom_id" in rec or isinstance(rec.get("choices"), list)
-            or (isinstance(rec.get("response"), dict) and "body" in rec["response"]))
+        """Claimed by the answers' structure alone (:func:`answer_shape`, every line of the
+        head): a table with a ``custom_id`` column (and its own columns) is a table."""
+        recs = [r for r in json_lines(head) if r is not None]
+        if not recs:
+            return bool(_CUT_BATCH.match(head) or _CUT_CHAT.match(head))
+        return all(answer_shape(r) for r in recs)
 
     def rows(self, path: Path, max_bytes: int = 2 << 30) -> int | None:
         return count_lines(path, max_bytes)
 
     def read(self, path: Path, columns=None, *, text: bool = False) -> pd.DataFrame:
-        rows, answers = [], []
+        rows, answers, unread = [], [], {}
         with open(path, encoding="utf-8-sig") as f:
             for k, line in enumerate(f, 1):
                 if not line.strip():
                     continue
-                row, answer = _line(line, k)
+                row, answer, extra = _line(line, k)
                 rows.append(row)
                 answers.append(answer if has_logprobs(answer) else None)
+                for key in extra:
+                    unread.setdefault(key, k)
+        if unread:
+            self.unread(path, unread)
         df = pd.DataFrame.from_records(rows)
         if any(a is not None for a in answers):
             feats = answer_features(answers, self.scale)
@@ -67,19 +92,21 @@ class OpenAIBatch(ReadOnlyFormat):
         return df
 
 
-def _line(line: str, k: int) -> tuple[dict, dict | None]:
-    """One line as ``(row, chat-completions answer or None)``; a line that is not JSON, or
-    a request that failed, is a row with its ``batch_error``."""
+def _line(line: str, k: int) -> tuple[dict, dict | None, list[str]]:
+    """One line as ``(row, chat-completions answer or None, its keys that are not an
+    answer's)``; a line that is not JSON, or a request that failed, is a row with its
+    ``batch_error``."""
     row = {"custom_id": None, "model": None, "answer": None, "finish_reason": None,
            "batch_error": ""}
     try:
         rec = json.loads(line)
     except ValueError as e:
         row["batch_error"] = f"line {k} is not JSON ({e})"
-        return row, None
+        return row, None, []
     if not isinstance(rec, dict):
         row["batch_error"] = f"line {k} is not a JSON object"
-        return row, None
+        return row, None, []
+    extra = sorted(set(rec) - BATCH_KEYS - CHAT_KEYS)
     row["custom_id"] = rec.get("custom_id")
     body = rec
     resp = rec.get("response")
@@ -91,7 +118,7 @@ def _line(line: str, k: int) -> tuple[dict, dict | None]:
     if rec.get("error"):
         row["batch_error"] = _error_text(rec["error"])
     if not isinstance(body, dict):
-        return row, None
+        return row, None, extra
     row["model"] = body.get("model")
     choices = body.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
@@ -99,8 +126,9 @@ def _line(line: str, k: int) -> tuple[dict, dict | None]:
         row["answer"] = msg.get("content") if isinstance(msg, dict) else None
         row["finish_reason"] = choices[0].get("finish_reason")
     elif not row["batch_error"]:
-        row["batch_error"] = f"line {k} has no choices"
-    return row, (body if not row["batch_error"] else None)
+        row["batch_error"] = (f"line {k} has no choices: not an OpenAI answer (a plain "
+                              "table? read it as jsonl:FILE)")
+    return row, (body if not row["batch_error"] else None), extra
 
 
 def _error_text(err) -> str:

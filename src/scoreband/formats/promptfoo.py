@@ -13,12 +13,13 @@ a file promptfoo 0.121 wrote with its ``echo`` provider). Read only."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from scoreband.errors import InputError
 from scoreband.formats.base import ReadOnlyFormat
+from scoreband.formats.common import Cut, top_level
 
 __all__ = ["PROMPTFOO"]
 
@@ -27,20 +28,52 @@ class Promptfoo(ReadOnlyFormat):
     name = "promptfoo"
     help = "a promptfoo results file (promptfoo eval --output results.json)"
     suffixes = (".json",)
+    markers = frozenset({"evalId"})
 
     def sniff(self, path: Path, head: str) -> bool:
-        start = head.lstrip()[:1] == "{"
-        return start and ('"evalId"' in head or ('"results"' in head and (
-            '"gradingResult"' in head or '"promptIdx"' in head or '"testIdx"' in head)))
+        """Claimed by the results file's structure: a top-level ``evalId`` beside
+        ``results``, or ``results`` holding the result list (``{"version", ..., "results":
+        [...]}`` or the list itself) whose results carry promptfoo's keys."""
+        doc = top_level(head)
+        if not isinstance(doc, dict) or "results" not in doc:
+            return False
+        res = doc["results"]
+        if isinstance(doc.get("evalId"), str):
+            return isinstance(res, (dict, list)) or res in ("{", "[")
+        if isinstance(res, Cut):  # too long to see whole: promptfoo's keys in what is seen
+            return res in ("{", "[") and any(f'"{k}"' in head for k in _RESULT_KEYS)
+        if isinstance(res, dict):
+            res = res.get("results")
+        return (isinstance(res, list) and bool(res) and isinstance(res[0], dict)
+                and any(k in res[0] for k in _RESULT_KEYS))
 
     def read(self, path: Path, columns=None, *, text: bool = False) -> pd.DataFrame:
         with open(path, encoding="utf-8-sig") as f:
             doc = json.load(f)
         results = _results(doc)
         if results is None:
-            raise InputError(f"{str(path)!r} is not a promptfoo results file (no `results` "
-                             "list); write it with `promptfoo eval --output results.json`")
-        return pd.DataFrame.from_records([_row(r) for r in results if isinstance(r, dict)])
+            raise self.not_this(path, "no `results` list; write it with `promptfoo eval "
+                                      "--output results.json`")
+        rows, bad = [], []
+        for k, r in enumerate(results):
+            row, problems = _row(r) if isinstance(r, dict) else (
+                {"test_idx": None}, [f"the result is a {type(r).__name__}, not an object"])
+            if problems:
+                bad.append(f"result {k + 1} (testIdx {row.get('test_idx')!r}): "
+                           + "; ".join(problems))
+                row["result_error"] = "; ".join(filter(None, [row.get("result_error")]
+                                                       + problems))
+            rows.append(row)
+        if bad:
+            more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+            warnings.warn(f"promptfoo results {str(path)!r}: {' | '.join(bad[:3])}{more}; "
+                          "those fields are not read (each row's result_error says why)",
+                          stacklevel=2)
+        return pd.DataFrame.from_records(rows)
+
+
+#: keys of one promptfoo result (the sniffer looks for them)
+_RESULT_KEYS = ("promptIdx", "testIdx", "gradingResult")
 
 
 def _results(doc):
@@ -50,7 +83,25 @@ def _results(doc):
     return res if isinstance(res, list) else None
 
 
-def _row(r: dict) -> dict:
+def _mapping(r: dict, key: str, problems: list, *more) -> dict:
+    """``r[key]`` (else the first of ``more`` that is there) as an object; another type is
+    a problem of the row, named, and read as empty."""
+    for v in (r.get(key), *more):
+        if v is None:
+            continue
+        if isinstance(v, dict):
+            return v
+        shown = json.dumps(v, default=str)
+        problems.append(f"`{key}` is a {type(v).__name__} "
+                        f"({shown if len(shown) <= 60 else shown[:57] + '...'}), expected an "
+                        "object")
+        return {}
+    return {}
+
+
+def _row(r: dict) -> tuple[dict, list[str]]:
+    """One result as a row, and the fields that could not be read (named)."""
+    problems: list[str] = []
     grading = r.get("gradingResult") if isinstance(r.get("gradingResult"), dict) else {}
     provider = r.get("provider")
     prompt = r.get("prompt")
@@ -63,7 +114,7 @@ def _row(r: dict) -> dict:
            "prompt": (prompt.get("label") or prompt.get("raw"))
            if isinstance(prompt, dict) else prompt,
            "description": test.get("description")}
-    for k, v in (r.get("vars") or test.get("vars") or {}).items():
+    for k, v in _mapping(r, "vars", problems, test.get("vars")).items():
         if v is None or isinstance(v, (str, int, float, bool)):
             row[f"vars_{k}"] = v
     row["answer"] = output if output is None or isinstance(output, str) else json.dumps(output)
@@ -71,7 +122,8 @@ def _row(r: dict) -> dict:
     score = r.get("score", grading.get("score"))
     row["score"] = float(score) if isinstance(score, (int, float)) else score
     row["grading_reason"] = grading.get("reason")
-    named = {**(grading.get("namedScores") or {}), **(r.get("namedScores") or {})}
+    named = {**_mapping(grading, "namedScores", problems), **_mapping(r, "namedScores",
+                                                                     problems)}
     for k, v in named.items():
         row[f"score_{k}"] = float(v) if isinstance(v, (int, float)) else v
     row["latency_ms"] = r.get("latencyMs")
@@ -81,7 +133,7 @@ def _row(r: dict) -> dict:
     err, why = r.get("error"), r.get("failureReason")
     failed = why == 2 or (why is None and not grading)
     row["result_error"] = str(err) if err and failed else ""
-    return row
+    return row, problems
 
 
 PROMPTFOO = Promptfoo()
