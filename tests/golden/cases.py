@@ -3,6 +3,13 @@
 Frozen: the golden files were generated from these exact tables and options, so nothing
 here may change without regenerating them (``python -m tests.golden.cases``) - and a
 regeneration is only right when a change of the bands is intended and said so in the commit.
+
+The inputs are the same bits on every machine: every generated prediction is rounded to
+:data:`DECIMALS` decimals (:func:`fixed`), because the generators' ``exp`` / ``log`` / ``**``
+(numpy's SIMD loops, libm's FMA paths) differ in the last bit between CPUs and library
+releases, and a row's tie-breaking draw is a hash of its values' bits - one last bit in an
+input drew another uniform and changed a randomised band (issue 41). Targets are exact
+rationals (means of integer ratings) and are left as they are.
 """
 
 from __future__ import annotations
@@ -19,6 +26,16 @@ HERE = Path(__file__).parent
 BANDS_FILE = HERE / "bands.json"
 EVALUATE_FILE = HERE / "evaluate.json"
 
+#: decimals every generated prediction is rounded to: a value within one ulp of a rounding
+#: boundary at 1e-9 is about a one-in-10^7 event per value
+DECIMALS = 9
+
+
+def fixed(a):
+    """``a`` rounded to :data:`DECIMALS` decimals (``rint`` and a division: the same bits
+    on every IEEE machine, unlike the ``exp`` that produced ``a``)."""
+    return np.round(np.asarray(a, dtype=float), DECIMALS)
+
 
 def judge_table(n: int = 400, seed: int = 0) -> pd.DataFrame:
     """Shaped like a real judge table: targets are means of 3 ratings on 1-5 (ties, skew
@@ -32,19 +49,19 @@ def judge_table(n: int = 400, seed: int = 0) -> pd.DataFrame:
     k = np.arange(1, 6)
     lp = -0.5 * ((k[None, :] - noisy[:, None]) / 0.8) ** 2
     lp -= np.log(np.exp(lp).sum(1, keepdims=True))
-    df = pd.DataFrame(lp, columns=[f"logp_{i}" for i in k])
-    df["judge_expected"] = np.exp(lp) @ k
-    spread = rng.uniform(0.2, 0.8, n)
+    df = pd.DataFrame(fixed(lp), columns=[f"logp_{i}" for i in k])
+    df["judge_expected"] = fixed(np.exp(lp) @ k)
+    spread = fixed(rng.uniform(0.2, 0.8, n))
     df["lo"] = np.clip(df["judge_expected"] - spread, 1, 5)
     df["hi"] = np.clip(df["judge_expected"] + spread, 1, 5)
     task = rng.choice(["coherence", "fluency", "relevance"], n)
     centers = {"coherence": 0.0, "fluency": 3.0, "relevance": 6.0}
     for j in range(2):
-        df[f"emb_{j}"] = [centers[t] + rng.normal() for t in task]
+        df[f"emb_{j}"] = fixed([centers[t] + rng.normal() for t in task])
     df["task"] = task
     df["human"] = human
     df["ratings"] = [";".join(str(int(v)) for v in r) for r in ratings]
-    df["clip_score"] = 0.1 + 0.3 * ((noisy - 1) / 4).clip(0, 1) ** 1.5  # another scale
+    df["clip_score"] = fixed(0.1 + 0.3 * ((noisy - 1) / 4).clip(0, 1) ** 1.5)  # another scale
     return df
 
 
@@ -57,11 +74,12 @@ def array_data(n: int, seed: int):
     rng = np.random.default_rng(seed)
     q = rng.beta(4, 2, n)
     y = np.clip(np.rint(q[:, None] * 4 + rng.normal(0, 0.7, (n, 3))), 0, 4).mean(1) / 4
-    med = np.clip(q + rng.normal(0, 0.08, n), 0, 1)
-    spread = rng.uniform(0.05, 0.2, n)
+    med = fixed(np.clip(q + rng.normal(0, 0.08, n), 0, 1))
+    spread = fixed(rng.uniform(0.05, 0.2, n))
     pred = Predictions(med, lo=np.clip(med - spread, 0, 1), hi=np.clip(med + spread, 0, 1),
-                       features=np.c_[med, rng.normal(0, 1, n), q + rng.normal(0, 0.2, n)],
-                       embedding=rng.normal(0, 1, (n, 3)) + q[:, None],
+                       features=fixed(np.c_[med, rng.normal(0, 1, n),
+                                            q + rng.normal(0, 0.2, n)]),
+                       embedding=fixed(rng.normal(0, 1, (n, 3)) + q[:, None]),
                        n_ratings=np.full(n, 3.0))
     groups = rng.choice(["a", "b", "c"], n)
     return pred, y, groups

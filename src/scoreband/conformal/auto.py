@@ -48,7 +48,7 @@ from scoreband.conformal.randomness import key_split
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
 
-__all__ = ["Auto", "usable_candidates"]
+__all__ = ["Auto", "narrowest", "usable_candidates"]
 
 
 def usable_candidates(pred: Predictions) -> list[str]:
@@ -58,6 +58,27 @@ def usable_candidates(pred: Predictions) -> list[str]:
     features; ``marginal`` needs nothing."""
     return [c for c in auto_candidates()
             if any(has_inputs(pred, alt) for alt in calibrator_class(c).needs)]
+
+
+#: widths (on the [0, 1] scale) closer than this to the narrowest are a tie: arithmetic on
+#: another CPU or library release moves a width by far less, so the choice is the same on
+#: every machine unless a width lies within rounding of this edge
+WIDTH_TIE = 1e-9
+
+
+def narrowest(widths: dict[str, float], order: list[str], tie: float = WIDTH_TIE) -> str:
+    """The candidate ``auto`` keeps: the first in ``order`` (the fixed candidate order)
+    whose width is within ``tie`` of the narrowest, so that two candidates equal up to
+    rounding are chosen alike on every machine (a last-bit difference must never decide).
+    Any fixed rule keeps the guarantee: the choice reads only the selection share.
+
+    >>> narrowest({"split": 0.4 + 1e-12, "chr": 0.4, "crc": 0.5}, ["split", "chr", "crc"])
+    'split'
+    >>> narrowest({"split": 0.41, "chr": 0.4}, ["split", "chr"])
+    'chr'
+    """
+    low = min(widths[c] for c in order)
+    return next(c for c in order if widths[c] <= low + tie)
 
 
 def _needs_text(name: str) -> str:
@@ -211,7 +232,7 @@ class Auto(Calibrator):
             cal.params_ = cal.fit_conformal(p_a, y[sel_a])
             widths[name] = self._width(cal, p_b)
             chosen[name], fitted[name] = cal.params_, cal
-        best = min(names, key=lambda c: (widths[c], names.index(c)))
+        best = narrowest(widths, names)
         self.winner_ = fitted[best]
         self.choice_ = {"choice": best, "widths": widths, "chosen_params": chosen[best],
                         "n_train": len(tr), "n_select": len(sel)}
