@@ -178,7 +178,9 @@ def triage(
 
         spec = {"target": target, "median": score, "groups": groups, "id_col": id_col,
                 "features": features}
-        df = read_table(labeled, columns=needed_columns(labeled, spec, [uncertainty]))
+        # cells as written: a group 01 stays 01, as the apply (the row engine) reads it
+        df = read_table(labeled, columns=needed_columns(labeled, spec, [uncertainty]),
+                        text=True)
         fitted = fit_triage(df, target=target, score=score, scale=scale,
                             tolerance=tolerance, alpha=alpha, delta=delta,
                             features=features or (), groups=groups, uncertainty=uncertainty,
@@ -323,9 +325,12 @@ def _apply(fitted, rule_path: Path, table: Path, out: Path) -> None:
     report_rows(stage.errors, run.rows, action="escalated (could not be judged)")
     if stage.judged == 0:
         fail(f"no row of {str(table)!r} could be triaged (see the reasons above)")
+    ood = getattr(stage, "out_of_domain", 0)
     console.print(f"trusted {stage.trusted:,} of {run.rows:,} rows "
                   f"({stage.trusted / max(run.rows, 1):.1%}); escalate the other "
-                  f"{run.rows - stage.trusted:,} -> {plain(out)}")
+                  f"{run.rows - stage.trusted:,}"
+                  + (f" ({ood:,} of them outside the rule's domain)" if ood else "")
+                  + f" -> {plain(out)}")
 
 
 def _print_rule(rule) -> None:

@@ -58,12 +58,29 @@ class ScoreMap:
 
     @classmethod
     def from_dict(cls, d: dict) -> ScoreMap:
+        if not isinstance(d, dict):
+            raise InputError(f"the rule's key 'map' holds {type(d).__name__}, not an object; "
+                             "fit the rule again")
+        key = "kind"
         try:
-            x, c = np.asarray(d["x"], float), np.asarray(d["c"], float)
-            kind, lo, hi = str(d["kind"]), float(d["lo"]), float(d["hi"])
+            kind = str(d[key])
+            for key in ("lo", "hi"):
+                if isinstance(d[key], bool) or not isinstance(d[key], (int, float)):
+                    raise TypeError(f"{d[key]!r} is not a number")
+            lo, hi = float(d["lo"]), float(d["hi"])
+            key = "x"
+            x = np.asarray(d[key], float)
+            key = "c"
+            c = np.asarray(d[key], float)
+            if x.ndim != 1 or c.ndim != 1:
+                raise ValueError("not a list of numbers")
         except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"the rule's `map` is unreadable ({e}); fit the rule again") \
+            what = "is missing" if isinstance(e, KeyError) else f"is unreadable ({e})"
+            raise InputError(f"the rule's key 'map.{key}' {what}; fit the rule again") \
                 from None
+        if kind not in MAP_KINDS:
+            raise InputError(f"the rule's key 'map.kind' is {kind!r}, not one of "
+                             f"{', '.join(MAP_KINDS)}; fit the rule again")
         if len(x) != len(c) or (len(x) > 1 and np.any(np.diff(x) < 0)):
             raise InputError("the rule's `map` knots are not ascending pairs; fit the rule again")
         return cls(kind, x, c, lo, hi)
@@ -89,7 +106,9 @@ def best_centre(y_sorted: np.ndarray, tol: float) -> float:
 def _direction(s, y) -> bool:
     from scipy.stats import spearmanr
 
-    r = spearmanr(s, y).statistic if len(np.unique(s)) > 1 else 1.0
+    if len(np.unique(s)) < 2 or len(np.unique(y)) < 2:  # no direction to read (and no
+        return True                                      # scipy ConstantInputWarning)
+    r = spearmanr(s, y).statistic
     return not (np.isfinite(r) and r < 0)
 
 

@@ -55,6 +55,14 @@ from scoreband.decisions.ltt import (
     threshold_grid,
 )
 from scoreband.decisions.maps import MAP_KINDS, ScoreMap, fit_map
+from scoreband.decisions.rulefile import (
+    as_float,
+    as_mapping,
+    check_rule_doc,
+    read_key,
+    rule_domain,
+    rule_outside,
+)
 from scoreband.decisions.uncertainty import (
     NOT_IN_AUTO,
     UNCERTAINTIES,
@@ -99,7 +107,8 @@ def _scale(scale) -> Scale:
 def _check_levels(tolerance, alpha, delta, scale: Scale) -> None:
     for name, v in (("alpha", alpha), ("delta", delta)):
         if not (isinstance(v, (int, float)) and 0 < v < 1):
-            raise InputError(f"`{name}` must lie in (0, 1), got {v!r}")
+            shown = "`alpha` (the risk, --risk)" if name == "alpha" else "`delta` (--delta)"
+            raise InputError(f"{shown} must lie in (0, 1), got {v!r}")
     if not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0):
         raise InputError(f"`tolerance` must be a number >= 0 on the target's scale, got "
                          f"{tolerance!r}")
@@ -134,6 +143,8 @@ class TriageRule:
     columns: dict = field(default_factory=dict)  #: score, features, groups, uncertainty
     report: dict = field(default_factory=dict)  #: what was measured while fitting
     calibrator: dict | None = None  #: the calibrator document (band-width uncertainty)
+    #: the range of each input over the labeled rows (:func:`rulefile.rule_domain`)
+    domain: dict | None = None
     errors: list[RowError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -155,14 +166,26 @@ class TriageRule:
         if groups is None:
             raise InputError(f"the rule has a threshold per group of column "
                              f"{self.columns.get('groups')!r}; give the items' groups")
-        g = np.asarray(groups).astype(str)
+        g = self.group_labels(groups)
         thr = np.full(len(g), -math.inf)
         for name, v in self.groups.items():
             thr[g == name] = v["threshold"]
-        unseen = sorted(set(g) - set(self.groups))
-        notes = [f"group(s) {', '.join(map(repr, unseen[:5]))} had no calibration rows: "
+        unseen = sorted(set(g.tolist()) - set(self.groups))
+        notes = [f"group(s) {', '.join(repr(str(x)) for x in unseen[:5])} of column "
+                 f"{self.columns.get('groups')!r} had no labeled rows when the rule was "
+                 f"fitted (its groups: {', '.join(repr(k) for k in list(self.groups)[:8])}): "
                  "their items are all escalated"] if unseen else []
         return thr, notes
+
+    def group_labels(self, groups) -> np.ndarray:
+        """Group cells read as the rule wrote its groups: the text as written, and a label
+        that is the same number as one of the rule's (``1`` for ``1.0``, a column with an
+        empty cell read as floats) read as that one (:func:`scoreband.domain.same_labels`).
+        """
+        from scoreband.domain import same_labels
+
+        g = np.array([_label(x) for x in np.asarray(groups, dtype=object)], dtype=object)
+        return np.asarray(same_labels(g, list(self.groups)), dtype=object).astype(str)
 
     def decide(self, score, signals: Signals | None = None, groups=None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,7 +206,7 @@ class TriageRule:
         from scoreband.engine.rows import run_rows
         from scoreband.tables import read_table
 
-        df = read_table(table) if isinstance(table, (str, Path)) else table
+        df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
         stage = TriageStage(self, on_warning=on_warning)
         return run_rows(df, stage).table
 
@@ -198,7 +221,7 @@ class TriageRule:
         return {"format": RULE_FORMAT, "format_version": RULE_VERSION,
                 "scoreband_version": __version__,
                 **_summary(self), "scale": self.scale.to_dict(),
-                "columns": self.columns, "map": self.map.to_dict(),
+                "columns": self.columns, "domain": self.domain, "map": self.map.to_dict(),
                 "uncertainty_model": self.uncertainty.to_dict(), "groups": self.groups,
                 "report": self.report, "calibrator": self.calibrator,
                 "skipped_rows": [e.__dict__ for e in self.errors[:1000]],
@@ -253,27 +276,45 @@ def load_rule(path) -> TriageRule:
 
 
 def rule_from_dict(doc: dict, where="the rule") -> TriageRule:
-    if not isinstance(doc, dict) or doc.get("format") != RULE_FORMAT:
-        raise InputError(f"{where} is not a scoreband triage rule (format != {RULE_FORMAT!r})")
-    if doc.get("format_version") != RULE_VERSION:
-        raise InputError(f"{where} has format version {doc.get('format_version')}; this "
-                         f"scoreband reads version {RULE_VERSION}: fit the rule again")
-    try:
-        groups = {str(k): {**v, "threshold": float(v["threshold"])}
-                  for k, v in doc["groups"].items()}
-        rule = TriageRule(Scale.from_dict(doc["scale"]), float(doc["tolerance"]),
-                          float(doc["risk"]), float(doc["delta"]),
-                          ScoreMap.from_dict(doc["map"]),
-                          uncertainty_from_dict(doc["uncertainty_model"]), groups,
-                          dict(doc.get("columns") or {}), dict(doc.get("report") or {}),
-                          doc.get("calibrator"))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise InputError(f"{where} is incomplete ({type(e).__name__}: {e}); fit the rule "
-                         "again") from None
+    """The rule of a rule document; another format or version, or a damaged key, is an
+    :class:`InputError` naming ``where`` and the key (:mod:`scoreband.decisions.rulefile`)."""
+    where = str(where)
+    check_rule_doc(doc, where, fmt=RULE_FORMAT, version=RULE_VERSION, what="triage rule",
+                   refit="scoreband triage LABELED ... --out rule.json")
+
+    def key(k, parse, **kw):
+        return read_key(doc, k, parse, where, **kw)
+
+    def group(name, v):
+        v = as_mapping(v)
+        return {**v, "threshold": read_key(v, "threshold", as_float, f"{where}: group "
+                                                                     f"{name!r}")}
+
+    groups = key("groups", lambda d: {str(k): group(k, v) for k, v in as_mapping(d).items()})
+    if not groups:
+        raise InputError(f"{where}: key 'groups' is empty; fit the rule again")
+    rule = TriageRule(key("scale", Scale.from_dict), key("tolerance", as_float),
+                      key("risk", as_float), key("delta", as_float),
+                      key("map", ScoreMap.from_dict),
+                      key("uncertainty_model", uncertainty_from_dict), groups,
+                      dict(key("columns", as_mapping, default={}) or {}),
+                      dict(key("report", as_mapping, default={}) or {}),
+                      key("calibrator", lambda d: d if d is None else as_mapping(d),
+                          default=None),
+                      key("domain", lambda d: d if d is None else as_mapping(d),
+                          default=None))
     if rule.uncertainty.name == "band-width" and rule.calibrator is None:
         raise InputError(f"{where} thresholds a calibrator's band width but holds no "
                          "calibrator; fit the rule again")
     return rule
+
+
+def _label(v) -> str:
+    """A group cell as written (a JSON number's literal, text as it is); empty for a
+    missing one."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return getattr(v, "text", None) or str(v)
 
 
 # ------------------------------------------------------------------ fitting on arrays
@@ -335,6 +376,7 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
         raise InputError(f"`map` {map!r}: choose one of {', '.join(MAP_KINDS)}")
     score, y = np.asarray(score, float), np.asarray(y, float)
     n = len(score)
+    _check_spread(y, scale)
     sig = signals if signals is not None else Signals(score)
     sig.score = score
     names = available(sig)
@@ -362,8 +404,8 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
         raise InputError(
             f"{n} labeled row(s): {int(train.sum())} for training and {int(cal.sum())} for "
             f"calibration; the calibration share needs at least {need_cal} to trust anything "
-            f"at alpha = {alpha:g}, delta = {delta:g} (and training at least 20): label "
-            "more rows, or raise `alpha` / `delta`")
+            f"at risk {alpha:g} (`alpha`, --risk), delta {delta:g} (and training at least "
+            "20): label more rows, or raise the risk / delta")
     T, C = np.flatnonzero(train), np.flatnonzero(cal)
 
     folds = (row_uniforms(keys[T], seed, 42) < 0.5).astype(int)
@@ -424,7 +466,7 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
             rec.update(threshold=-math.inf, accepted_share=0.0, start=None,
                        risk_on_calibration=None,
                        note=f"{len(cg)} calibration row(s): fewer than the {need_cal} "
-                            f"needed to trust anything at alpha = {alpha:g}, delta = "
+                            f"needed to trust anything at risk {alpha:g}, delta "
                             f"{delta:g}; every item of this group is escalated")
             if groups is not None:
                 notes.append(f"group {name_g!r}: {rec['note']}")
@@ -438,7 +480,8 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
                    grid_size=int(len(grid_g)),
                    note="" if res["index"] >= 0 else
                    "the first test did not reject: nothing can be trusted at this risk "
-                   "with these labels (every item escalated); label more rows or raise alpha")
+                   "with these labels (every item escalated); label more rows or raise the "
+                   "risk (--risk, `alpha`)")
         out[name_g] = rec
         if res["index"] < 0 and groups is None:
             notes.append(rec["note"])
@@ -457,8 +500,46 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
         "curve": {"threshold": grid, "accepted_share": nC / max(len(C), 1),
                   "risk": np.where(nC > 0, kC / np.maximum(nC, 1), np.nan)},
     }
+    if groups is not None:
+        notes += _per_group_notes(out, len(C), need_cal, alpha, delta)
     return TriageRule(scale, float(tolerance), float(alpha), float(delta), smap, est, out,
-                      report=report, warnings=notes)
+                      report=report, warnings=notes,
+                      domain=rule_domain(score, _domain_inputs(sig)))
+
+
+def _domain_inputs(sig: Signals) -> np.ndarray | None:
+    """The inputs beside the score whose range the rule records: the features, then the
+    uncertainty column (the band width is the embedded calibrator's to check)."""
+    cols = [c for c in (sig.features, None if sig.column is None else
+                        np.asarray(sig.column, float)[:, None]) if c is not None]
+    return np.column_stack(cols) if cols else None
+
+
+def _check_spread(y, scale: Scale) -> None:
+    """Refuse labels that are all one value: the map would send every score to it and the
+    rule trust every item whatever the judge said (a constant column, a wrong --target)."""
+    fin = y[np.isfinite(y)]
+    if len(fin) and np.ptp(fin) == 0:
+        raise InputError(
+            f"every one of the {len(fin)} labeled rows has the same human score "
+            f"({fin[0]:g} on [{scale.lo:g}, {scale.hi:g}]): a rule fitted on them maps every "
+            "judge score to it and trusts every item whatever the judge said. Check the "
+            "target column (--target), or label rows across the scale")
+
+
+def _per_group_notes(out: dict, n_cal: int, need_cal: int, alpha: float,
+                     delta: float) -> list[str]:
+    """Why a per-group rule keeps nothing, with the numbers, and the pooled fit to try."""
+    if any(v["accepted_share"] > 0 for v in out.values()):
+        return []
+    small = {k: v["n_calibration"] for k, v in out.items() if v["n_calibration"] < need_cal}
+    sizes = ", ".join(f"{k!r} {v['n_calibration']}" for k, v in list(out.items())[:8])
+    why = (f"{len(small)} of {len(out)} groups have fewer than the {need_cal} calibration "
+           f"rows a group needs to trust anything at risk {alpha:g}, delta {delta:g}"
+           if small else f"no group's tests rejected at risk {alpha:g}, delta {delta:g}")
+    return [f"the per-group rule keeps nothing: {why} (calibration rows per group: {sizes}; "
+            f"{n_cal} in all). Fit one pooled rule (drop --groups: its guarantee then holds "
+            "over all items, not per group), label more rows per group, or raise the risk"]
 
 
 def _curve(u, loss, grid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -524,7 +605,9 @@ def fit_triage(table, *, target: str, score: str, scale, tolerance: float,
 
     scale = _scale(scale)
     _check_levels(tolerance, alpha, delta, scale)
-    df = read_table(table) if isinstance(table, (str, Path)) else table
+    # cells as written (a group 01 stays 01, as the apply reads it); numbers parsed where
+    # they are used
+    df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
     if not target or not score:
         raise InputError("give the human score's column (`target`) and the judge's score "
                          "column (`score`)")
@@ -558,6 +641,9 @@ def fit_triage(table, *, target: str, score: str, scale, tolerance: float,
                              start=start)
     rule.columns = {"score": score, "features": feats, "groups": groups,
                     "uncertainty": uncertainty, "id_col": id_col, "target": target}
+    rule.domain["names"] = {"median": score, **{f"features[{j}]": c for j, c in
+                                                enumerate([*feats, *([uncertainty] if
+                                                                     uncertainty else [])])}}
     rule.calibrator = cal_doc
     rule.errors = errors
     rule.warnings = [*inp.notes, *rule.warnings]
@@ -622,14 +708,20 @@ class Triage:
 
 # ----------------------------------------------------------------- the row engine's stage
 ERROR_COLUMN = _ERROR_COLUMNS["triage"]
+#: the ``triage_error`` of a row outside the range the rule was fitted on (escalated)
+OUT_OF_DOMAIN = ("out_of_domain: an input lies outside the range of the rows the rule was "
+                 "fitted on; escalated")
 
 
 class TriageStage(Stage):
     """Adds ``triage_score`` (the score on the target's scale), ``triage_uncertainty``,
     ``trusted`` (True / False) and ``triage_error`` to every row (``triage_group`` with a
     per-group rule). A row that cannot be judged (a bad or missing cell, a calibrator band
-    it cannot get) is escalated: ``trusted`` False, the reason in ``triage_error``. After
-    the run: ``errors`` (every bad row), ``judged``, ``trusted`` (counts)."""
+    it cannot get) is escalated: ``trusted`` False, the reason in ``triage_error``. A row
+    whose score or features lie outside the range the rule was fitted on is escalated with
+    :data:`OUT_OF_DOMAIN` (warned once); a table mostly outside it (another scale) is
+    refused (:func:`scoreband.decisions.rulefile.rule_outside`). After the run: ``errors``
+    (every bad row), ``judged``, ``trusted``, ``out_of_domain`` (counts)."""
 
     label = "triaging"
     error_column = ERROR_COLUMN
@@ -644,6 +736,7 @@ class TriageStage(Stage):
         self.errors: list[RowError] = []
         self.judged = 0
         self.trusted = 0
+        self.out_of_domain = 0
         self.cal_pair = self.rule.calibrator_pair() if self.rule.calibrator else None
         self.per_group = "(all)" not in self.rule.groups
 
@@ -706,10 +799,15 @@ class TriageStage(Stage):
         score = np.full(n, np.nan)
         unc_out = np.full(n, np.nan)
         trusted = np.zeros(n, dtype=bool)
+        errors = np.full(n, "", dtype=object)
         if len(keep):
             sig = signals_of(inp, feats, unc, None)
             sig = sig.take(keep)
             sig.band = band
+            ood, note = rule_outside(r.domain, sig.score, _domain_inputs(sig),
+                                     what="triage")
+            if note:
+                self._warn(note)
             groups = None if inp.groups is None else inp.groups[keep]
             thr, notes = r.thresholds_for(groups, len(keep))
             for note in notes:
@@ -717,8 +815,9 @@ class TriageStage(Stage):
             m, u, _ = r.decide(sig.score, sig, groups)
             at = rows[keep]
             score[at], unc_out[at] = m, u
-            trusted[at] = np.isfinite(u) & (u <= thr)
-        errors = np.full(n, "", dtype=object)
+            trusted[at] = np.isfinite(u) & (u <= thr) & ~ood
+            errors[at[ood]] = OUT_OF_DOMAIN
+            self.out_of_domain += int(ood.sum())
         for pos, e in sorted(errs.items()):
             errors[pos] = f"{e.column}: {e.reason}"
             self.errors.append(replace(e, position=pos + self.offset))
@@ -737,7 +836,8 @@ class TriageStage(Stage):
                 "uncertainty": self.rule.uncertainty.name, "map": self.rule.map.kind}
 
     def summary(self) -> dict:
-        return {"judged": self.judged, "trusted": self.trusted, "errors": len(self.errors)}
+        return {"judged": self.judged, "trusted": self.trusted, "errors": len(self.errors),
+                "out_of_domain": self.out_of_domain}
 
 
 def triage_stage(rule: str, on_warning=None, base_dir=None) -> TriageStage:

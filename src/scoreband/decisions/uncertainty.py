@@ -216,8 +216,13 @@ def uncertainty_from_dict(d: dict):
         if name == "fitted-abs":
             return _Binned.from_dict(d)
     except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"the rule's uncertainty {name!r} is unreadable ({e}); fit the rule "
-                         "again") from None
+        why = (f"its key {e.args[0]!r} is missing" if isinstance(e, KeyError) else
+               f"{type(e).__name__}: {e}")
+        raise InputError(f"the rule's key 'uncertainty_model' ({name!r}) is unreadable: "
+                         f"{why}; fit the rule again") from None
+    if name not in UNCERTAINTIES:
+        raise InputError(f"the rule's key 'uncertainty_model.name' is {name!r}, not one of "
+                         f"{', '.join(UNCERTAINTIES)}; fit the rule again")
     return make_uncertainty(str(name))
 
 
