@@ -11,6 +11,8 @@ scoreband`` stays light; ``help(scoreband.calibrate)`` shows each):
 * ``recalibrate(calibration, labeled_table)`` - the conformal step redone on a new domain
 * ``systems(table, system_col=, score=, target=, scale=)`` - which system is better
 * ``propose_labels(table, system_col=, n_labels=)`` - which rows to send to humans
+* ``monitor(calibration_or_rule, stream, target=, false_alarm=)`` - an anytime-valid alarm
+  for the row where a calibrator's misses (a triage rule's trusted errors) exceed its promise
 * ``read_table(path)``, ``example_table()``, ``CalibrationConfig``
 
 One calling convention: the options are keywords naming the columns (``target=``,
@@ -34,12 +36,17 @@ from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 _API = ("evaluate", "calibrate", "calibration_curve", "recalibrate", "apply", "systems",
         "propose_labels", "read_table", "example_table", "CalibrationConfig", "Calibration")
 
-__all__ = ["Band", "Predictions", "Scale", "__version__", *_API]
+#: the monitor's face (:mod:`scoreband.decisions.monitor`), loaded on first use as well
+_MONITOR = ("monitor", "MonitorResult")
+
+__all__ = ["Band", "Predictions", "Scale", "__version__", *_API, *_MONITOR]
 
 
 def __getattr__(name):
     if name in _API:  # PEP 562: the facade loads scoreband.api on first use
         return getattr(importlib.import_module("scoreband.api"), name)
+    if name in _MONITOR:
+        return getattr(importlib.import_module("scoreband.decisions.monitor"), name)
     if name == "Record":  # deprecated: nothing builds one; goes in the next release
         from scoreband.datatypes import Record
 

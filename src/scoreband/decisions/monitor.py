@@ -83,6 +83,7 @@ class MonitorResult:
     errors: list[RowError] = field(default_factory=list)
     advice: str = ""
     warnings: list[str] = field(default_factory=list)
+    refit: str = ""  #: the command that refits the source on the rows since the change
 
     @property
     def alarmed(self) -> dict[str, int]:
@@ -107,7 +108,7 @@ class MonitorResult:
                 "source": self.source, "promise": self.promise,
                 "promise_from": self.promise_from, "false_alarm": self.false_alarm,
                 "guarantee": guarantee_words(self.false_alarm, self.by),
-                "rows": self.rows, "skipped_rows": len(self.errors),
+                "rows": self.rows, "skipped_rows": len(self.errors), "refit": self.refit,
                 "escalated": self.escalated, "by": self.by, "advice": self.advice,
                 "streams": {k: s.to_dict() for k, s in self.streams.items()},
                 "errors": [e.__dict__ for e in self.errors[:1000]],
@@ -187,6 +188,7 @@ class Losses:
     warnings: list[str]
     escalated: int  #: rows a rule escalated (not monitored)
     target: str | None  #: the target column read
+    refit: str = ""  #: the command that refits the source on new rows (SOURCE, ROWS)
 
 
 def _calibrator_losses(pair, df, columns: dict, n_ratings, on_warning):
@@ -208,8 +210,10 @@ def _calibrator_losses(pair, df, columns: dict, n_ratings, on_warning):
     ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(y)
     z = np.full(len(df), np.nan)
     z[ok] = 1.0 - covered(lo[ok], hi[ok], y[ok])
+    flag = f"--ratings {ratings}" if ratings else f"--target {target}"
     return Losses("calibrator", float(cal.alpha), z, [*stage.errors, *bad],
-                  list(stage.warnings), 0, target or ratings)
+                  list(stage.warnings), 0, target or ratings,
+                  f"scoreband recalibrate SOURCE ROWS {flag} --out recalibrated.json")
 
 
 def _rule_losses(rule, df, columns: dict, n_ratings, on_warning):
@@ -232,8 +236,15 @@ def _rule_losses(rule, df, columns: dict, n_ratings, on_warning):
     z = np.full(len(df), np.nan)
     z[ok] = losses(score[ok], rule.scale.from01(y[ok]), rule.tolerance)
     escalated = int((~trusted).sum()) - len({e.position for e in stage.errors})
+    c, sc = rule.columns, rule.scale
+    refit = (f"scoreband triage ROWS --target {target} --score {c.get('score')} --scale "
+             f"{sc.lo:g},{sc.hi:g} --tolerance {rule.tolerance:g} --alpha {rule.alpha:g} "
+             f"--delta {rule.delta:g}" + (f" --groups {c['groups']}" if c.get("groups") else "")
+             + (f" --uncertainty {c['uncertainty']}" if c.get("uncertainty") else "")
+             + " --out rule.json")
     return Losses("triage-rule", float(rule.alpha), z, [*stage.errors, *bad],
-                  list(stage.warnings), max(escalated, 0), columns.get("ratings") or target)
+                  list(stage.warnings), max(escalated, 0), columns.get("ratings") or target,
+                  refit)
 
 
 def stream_losses(source, df, *, columns: dict | None = None, n_ratings=None,
@@ -357,12 +368,14 @@ def monitor(calibration_or_path, stream, *, target: str | None = None,
         f"a {type(calibration_or_path).__name__}"
     res = MonitorResult(min(alarms) if alarms else None, kind, src, p0, frm, false_alarm,
                         len(df), streams, by, got.escalated, errors, warnings=got.warnings)
-    res.advice = advice(res, got.target)
+    src_arg = src if isinstance(calibration_or_path, (str, Path)) else "CALIBRATOR"
+    res.refit = got.refit.replace("SOURCE", src_arg)
+    res.advice = advice(res)
     return res
 
 
-def advice(res: MonitorResult, target: str | None = None) -> str:
-    """What to do after the run: nothing, or relabel and refit from the change on."""
+def advice(res: MonitorResult) -> str:
+    """What to do after the run: nothing, or label the rows since the change and refit."""
     if res.alarm_row is None:
         return (f"no alarm: the stream is consistent with the promised rate {res.promise:g}; "
                 "keep monitoring as labels arrive")
@@ -374,16 +387,11 @@ def advice(res: MonitorResult, target: str | None = None) -> str:
         rate = s.since["loss_rate"] if s.since else math.nan
         lines.append(f"alarm at row {s.alarm_row}{where}: the loss rate since about row "
                      f"{s.change_row} is {rate:.3f} against the promised {res.promise:g}")
-    src = res.source if Path(res.source).suffix else "CALIBRATOR"
-    if res.kind == "triage-rule":
-        fix = ("refit the rule on labeled rows drawn since the change: `scoreband triage "
-               "ROWS_SINCE_CHANGE --target COL --score COL --tolerance T --out rule.json`")
-    else:
-        fix = (f"recalibrate on the labeled rows since the change (`--since-out` writes "
-               f"them): `scoreband recalibrate {src} ROWS_SINCE_CHANGE "
-               f"--target {target or 'COL'} --out recalibrated.json`, then monitor the new "
-               "calibrator on the rows that arrive after them")
-    return "; ".join(lines) + ". Next: " + fix + "."
+    what = ("refit the rule" if res.kind == "triage-rule" else
+            "recalibrate (the fitted model kept, the conformal step redone)")
+    return ("; ".join(lines) + f". Next: {what} on the labeled rows since the change (ROWS: "
+            f"`--since-out` writes them): `{res.refit.replace('ROWS', 'ROWS_SINCE_CHANGE')}`"
+            ", then monitor the new one on the rows that arrive after them.")
 
 
 # ------------------------------------------------------------------ the report's section

@@ -73,6 +73,8 @@ register_kind("triage", "scoreband.decisions.report", "a triage rule",
               marker={"format": "scoreband-triage-rule"})
 register_kind("pairwise-rule", "scoreband.pairwise.rule_report", "a pairwise rule",
               marker={"format": "scoreband-pairwise-rule"})
+register_kind("monitor", "scoreband.decisions.monitor", "a monitor run",
+              marker={"format": "scoreband-monitor"})
 
 
 def section_of(kind: str) -> ReportSection:
