@@ -201,7 +201,7 @@ def _print(doc: dict) -> None:
                 r = v["design_variance_ratio"]
                 extra = (f"; this design vs uniform: {v['predicted_width_ratio']:.2f}x the "
                          f"width (uniform needs ~{int(np.ceil(v['ppi++'] / r))})")
-            console.print(f"  {s}: {ppi} with PPI++, {v['classical']} alone{extra}")
+            console.print(f"  {plain(s)}: {ppi} with PPI++, {v['classical']} alone{extra}")
 
 
 def _propose(table, system_col, scores, target, scale, out, item_col, n, calibrator, strata,
@@ -221,7 +221,8 @@ def _propose(table, system_col, scores, target, scale, out, item_col, n, calibra
     for c in ("system", "rows", "labeled", "expected", "proposed"):
         t.add_column(c, justify="left" if c == "system" else "right")
     for s, v in d["systems"].items():
-        t.add_row(s, str(v["n_rows"]), str(v["n_labeled"]), f"{v['expected_new_labels']:.1f}",
+        t.add_row(plain(s), str(v["n_rows"]), str(v["n_labeled"]),
+                  f"{v['expected_new_labels']:.1f}",
                   str(v["proposed"]))
     console.print(t)
     console.print(f"uncertainty: {d['uncertainty']}; smallest inclusion probability "
@@ -234,10 +235,10 @@ def _propose(table, system_col, scores, target, scale, out, item_col, n, calibra
         console.print(f"labels per system for a {plan:g}-wide interval:")
         for s, v in d["plan"]["systems"].items():
             if v["ppi++"] is None:
-                console.print(f"  {s}: unknown (fewer than {MIN_LABELS} labels and no "
+                console.print(f"  {plain(s)}: unknown (fewer than {MIN_LABELS} labels and no "
                               "calibrator)")
             else:
-                console.print(f"  {s}: {v['ppi++']} uniform, {v['active']} active (PPI++; "
+                console.print(f"  {plain(s)}: {v['ppi++']} uniform, {v['active']} active (PPI++; "
                               f"from {v['from']})")
-    console.print(f"wrote {out}: label the rows with propose_label true, then run systems "
+    console.print(f"wrote {plain(out)}: label the rows with propose_label true, then run systems "
                   "with --inclusion-prob inclusion_prob")

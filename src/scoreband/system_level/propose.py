@@ -132,8 +132,8 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     smaller than what the design would cost were its uncertainty uninformative
     (:func:`scoreband.system_level.active.active_is_worth_it`); False: always the design."""
     if not n_labels > 0:
-        raise InputError(f"`propose_labels` is the expected number of new labels per system "
-                         f"(> 0), got {n_labels}")
+        raise InputError(f"`n_labels` (--propose-labels N), the expected number of new "
+                         f"labels per system, must be > 0; got {n_labels}")
     if not 0 <= mix <= 1:
         raise InputError(f"`mix` (the weight of the uniform design) must lie in [0, 1], "
                          f"got {mix}")

@@ -139,6 +139,22 @@ def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
     return sysv.astype(str).to_numpy(), X, y, items
 
 
+def _vanished_systems(names, keep, errors: dict, system_col: str) -> list[str]:
+    """A warning per system every row of which was skipped (say, its score cells all
+    empty): it would otherwise vanish from the results without a word. Rows with no
+    system name are not a system."""
+    kept = set(names[keep]) if len(keep) else set()
+    named = [i for i in errors if str(errors[i].column) != system_col]
+    out = []
+    for s in sorted(set(names[named]) - kept, key=str):
+        rows = [i for i in named if names[i] == s]
+        cols = sorted({str(errors[i].column) for i in rows})
+        out.append(f"system {s!r}: all of its {len(rows)} rows were skipped (column(s) "
+                   f"{', '.join(map(repr, cols))}: e.g. {errors[rows[0]].reason}): it has no "
+                   "result; fill its cells or drop the system")
+    return out
+
+
 def _design(df, inclusion_prob, strata, labeled, errors: dict):
     """Inclusion probability (NaN where not given) and stratum (None: no strata) of every
     row; a labeled row needs a probability in (0, 1] (bad rows into ``errors``)."""
@@ -147,6 +163,16 @@ def _design(df, inclusion_prob, strata, labeled, errors: dict):
     if inclusion_prob is not None:
         raw = df[inclusion_prob]
         pi = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
+        over = np.isfinite(pi) & (pi > 1 + 1e-12)
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            pct = bool(np.nanmax(pi) <= 100 and np.nanmin(pi[np.isfinite(pi)]) >= 0)
+            raise InputError(
+                f"`inclusion_prob` column {inclusion_prob!r} (--inclusion-prob) holds "
+                f"{int(over.sum())} value(s) above 1 (row {ids[i]}: {raw.iloc[i]!r}): each "
+                "row's probability of being labeled lies in (0, 1]"
+                + ("; these look like percentages: divide the column by 100" if pct else
+                   "; give probabilities, not weights or counts"))
         bad = labeled & ~((pi > 0) & (pi <= 1))
         for i in np.flatnonzero(bad):
             errors.setdefault(i, row_error(
@@ -378,6 +404,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     if len(keep) == 0:
         raise InputError("no usable rows: " + "; ".join(str(e) for e in
                                                         list(errors.values())[:5]))
+    notes.extend(_vanished_systems(names, keep, errors, system_col))
     names, X, y = names[keep], X[keep] if len(scores) else np.zeros((len(keep), 0)), y[keep]
     items = None if items is None else items[keep]
     pi_all = None if pi_all is None else pi_all[keep]
