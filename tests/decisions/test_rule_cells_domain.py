@@ -257,3 +257,55 @@ def test_per_group_rule_that_keeps_nothing_says_why(tmp_path):
     note = " ".join(rule.warnings)
     assert "keeps nothing" in note and "calibration rows per group" in note
     assert "pooled" in note
+
+
+# ------------------------------------------------------------------ text as data
+HOSTILE = ["$5-$10 tier", "$\\undefinedcmd{1}$", "a_b^c"]
+
+
+def test_group_names_are_drawn_as_written(tmp_path):
+    import io
+
+    from scoreband.decisions.report import triage_figure
+
+    df = _table(900, codes=HOSTILE)
+    lab = _write(df, tmp_path / "lab.csv")
+    rule, html = tmp_path / "rule.json", tmp_path / "t.html"
+    res = run("triage", lab, *FIT, "--out", rule, "--html", html)
+    assert res.exit_code == 0, res.output
+    res = run("report", rule, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(rule.read_text())
+    assert sorted(doc["groups"]) == sorted(HOSTILE)
+    thr = [v for v in doc["report"]["curve"]["threshold"] if isinstance(v, float)]
+    for g in doc["groups"].values():  # every group marked on the figure
+        g["threshold"] = thr[len(thr) // 2]
+    f = triage_figure(doc)
+    f.savefig(io.BytesIO(), format="svg")  # mathtext would fail here on \undefinedcmd
+    shown = [t._preprocess_math(t.get_text()) for t in f.axes[0].texts]
+    assert sorted(s.split(": ")[0] for s, _ in shown) == sorted(HOSTILE)
+    assert not any(math for _, math in shown)
+    labels = [ln.get_label() for ln in f.axes[0].get_lines()]
+    assert "risk allowed (--risk) = 0.2" in labels and not any("alpha" in x for x in labels)
+
+
+def test_report_names_the_damaged_key_of_a_rule(tmp_path):
+    rule = _rule(tmp_path)
+    doc = json.loads(rule.read_text())
+
+    def refused(change, *words):
+        d = json.loads(json.dumps(doc))
+        change(d)
+        p = tmp_path / "bad.json"
+        p.write_text(json.dumps(d))
+        res = run("report", p, "--out", tmp_path / "r.html")
+        assert res.exit_code != 0
+        text = said(res)
+        assert "bad.json" in text, text
+        for w in words:
+            assert w in text, (w, text)
+
+    refused(lambda d: d["groups"]["(all)"].update(threshold="abc"),
+            "groups.(all).threshold", "'abc'")
+    refused(lambda d: d["report"]["curve"].update(risk=[0.1]), "report.curve", "length")
+    refused(lambda d: d.update(format_version=99), "format_version", "99")

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from scoreband.report.sections import ReportSection
+from scoreband.textsafe import fig as _fig
 
 __all__ = ["triage_figure", "triage_html", "triage_section", "write_triage_html",
            "accepted_share", "REPORT_SECTION"]
@@ -40,7 +41,7 @@ def _num(v) -> float:
 
 def triage_figure(rule):
     """A matplotlib figure: on the calibration rows, the risk among accepted items (left
-    axis, the target ``alpha`` dashed) and the share accepted (right axis) against the
+    axis, the risk allowed (``--risk``, ``alpha``) dashed) and the share accepted (right axis) against the
     threshold on the uncertainty; the chosen threshold marked (none when nothing could be
     trusted). ``rule``: a :class:`TriageRule`, its JSON document or its path."""
     from scoreband.report.blocks import pyplot
@@ -54,8 +55,9 @@ def triage_figure(rule):
     fin = np.isfinite(thr)
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.plot(thr[fin], risk[fin], color="C3", lw=2, label="risk among accepted")
-    ax.axhline(doc["risk"], color="C3", ls="--", lw=1, label=f"alpha = {doc['risk']:g}")
-    ax.set_xlabel(f"threshold on the uncertainty ({doc['uncertainty']})")
+    ax.axhline(doc["risk"], color="C3", ls="--", lw=1,
+               label=f"risk allowed (--risk) = {doc['risk']:g}")
+    ax.set_xlabel(f"threshold on the uncertainty ({_fig(doc['uncertainty'])})")
     ax.set_ylabel(f"P(off by > {doc['tolerance']:g})", color="C3")
     ax.set_ylim(0, max(0.05, float(np.nanmax(risk[fin], initial=0)) * 1.1,
                        doc["risk"] * 1.5))
@@ -67,7 +69,7 @@ def triage_figure(rule):
         t = _num(g["threshold"])
         if math.isfinite(t):
             ax.axvline(t, color="k", lw=1)
-            label = "" if name == "(all)" else f"{name}: "
+            label = "" if name == "(all)" else f"{_fig(name)}: "
             ax.annotate(f"{label}{g['accepted_share']:.0%} kept", (t, ax.get_ylim()[1]),
                         xytext=(3, -12), textcoords="offset points", fontsize=8)
         elif t == math.inf and fin.any():
@@ -201,28 +203,43 @@ DEFINITIONS = [
 def triage_model():
     """The pydantic model of the keys :func:`triage_section` reads from a rule JSON (the
     report's check of a rule file, :mod:`scoreband.report.schema`)."""
-    from pydantic import BaseModel, ConfigDict
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, model_validator
+
+    from scoreband.decisions.triage import RULE_VERSION
 
     class _M(BaseModel):
         model_config = ConfigDict(strict=True, extra="allow")
 
+    Threshold = float | Literal["inf", "-inf"]  # noqa: N806 - a type
+
     class Curve(_M):
-        threshold: list[float | str]
+        threshold: list[Threshold]
         accepted_share: list[float]
         risk: list[float | None]
+
+        @model_validator(mode="after")
+        def _same_length(self):
+            n = {len(self.threshold), len(self.accepted_share), len(self.risk)}
+            if len(n) > 1:
+                raise ValueError("its lists threshold, accepted_share and risk differ in "
+                                 "length")
+            return self
 
     class Report(_M):
         curve: Curve
         accepted_share: float
 
     class Group(_M):
-        threshold: float | str
+        threshold: Threshold
         accepted_share: float
         n_calibration: int
         risk_on_calibration: float | None = None
         accept_all_risk: float | None = None
 
     class TriageDoc(_M):
+        format_version: Literal[RULE_VERSION]  # another version: fit the rule again
         risk: float
         delta: float
         tolerance: float
