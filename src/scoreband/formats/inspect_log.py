@@ -5,7 +5,9 @@ Columns: ``sample_id``, ``epoch``, ``task``, ``model``, ``target``, ``answer`` (
 completion), ``score_<scorer>`` per scorer (a letter grade as Inspect counts it: C = 1,
 P = 0.5, I = N = 0; a scorer with several values gives ``score_<scorer>_<key>``),
 ``metadata_<key>`` for each plain metadata value of the samples (a human rating kept there
-is a target), ``sample_error`` where a sample failed, and where the outputs carry
+is a target), ``sample_error`` where a sample failed or a field of it could not be read
+(``scores`` or ``metadata`` that is not an object: named, with a warning; the row is kept),
+and where the outputs carry
 ``logprobs`` / ``top_logprobs`` the score-token columns of ``scoreband judge``
 (:mod:`scoreband.formats._answers`: ``logp_<label>``, ``judge_expected`` ...).
 
@@ -16,7 +18,9 @@ model, scorers - and ``samples``, each with ``id``, ``epoch``, ``target``, ``out
 ``scores``, ``metadata``, ``error`` and its ``attachments``, which are put back in place),
 and an ``.eval`` log (a zip of ``header.json`` and ``samples/<id>_epoch_<n>.json``) is read
 with the standard zip module where its members are deflated; a zstd-compressed one (what
-recent Inspect versions write) needs ``inspect_ai``.
+recent Inspect versions write) needs ``inspect_ai``. Log versions 1 (a sample's one
+``score``, read as ``score_<scorer>`` with the scorer's name from the results, as Inspect
+reads it) and 2 (``scores``) are read; another version is refused, naming it.
 """
 
 from __future__ import annotations
