@@ -43,6 +43,7 @@ from scoreband.cli._options import (
 from scoreband.cli._rows import run_stage
 from scoreband.columns import needed_columns
 from scoreband.conformal import load_calibrator
+from scoreband.conformal.base import guarantee_of
 from scoreband.errors import ERROR_COLUMN, RowError
 from scoreband.json_io import write_json
 from scoreband.metrics import band_usefulness
@@ -93,6 +94,7 @@ def print_metrics_table(res: dict, title: str) -> None:
     tc = res["theoretical_coverage"]
     console.print(f"theoretical coverage band (n={tc['n_cal']} items in the conformal step): "
                   f"[{tc['low']:.3f}, {tc['high']:.3f}]")
+    _print_guarantee(res)
     cov = after["coverage"]
     if cov["mean"] > tc["high"] + 2 * cov["std"] / max(res["seeds"], 1) ** 0.5 + 0.005:
         console.print("note: coverage is above the band: ties in the conformity scores "
@@ -107,6 +109,23 @@ def print_metrics_table(res: dict, title: str) -> None:
             g.add_row(plain(name), str(v["n"]), _fmt(v["coverage"]), _fmt(v["sharpness"]))
         console.print(g)
     _print_levels(res)
+
+
+def _print_guarantee(res: dict) -> None:
+    """What the bands promise (``guarantee``) and the share of splits whose test coverage
+    fell below 1 - alpha (``coverage_below_target``): at most about delta with --delta."""
+    below, d = res.get("coverage_below_target"), res.get("delta")
+    if res.get("guarantee"):
+        console.print(f"guarantee: {plain(res['guarantee'])}")
+    if not below:
+        return
+    ci = below.get("ci") or [float("nan")] * 2
+    line = (f"splits covering less than {below['target']:.0%} of their test rows: "
+            f"{below['splits_below']} of {below['splits']} ({below['share']:.0%}, 95 % CI "
+            f"{ci[0]:.2f}-{ci[1]:.2f})")
+    console.print(line + (f"; delta {d:g} allows at most {d:.0%} (each split's test half adds "
+                          "its own sampling noise)" if d is not None else
+                          "; marginal bands: about half, --delta bounds this share"))
 
 
 def usefulness(width: float, scale: dict) -> str:
@@ -192,7 +211,8 @@ def evaluate(
     print_warnings(res.get("warnings", []))
     for note in res.get("notes", []):
         err.print(f"note: {plain(note)}")
-    print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']} · n={res['n']} · "
+    delta = "" if res.get("delta") is None else f" · delta={res['delta']:g}"
+    print_metrics_table(res, f"{res['method']} · alpha={opts['alpha']}{delta} · n={res['n']} · "
                              f"{seeds} seeds")
     for path in (out, html):
         if path:
@@ -257,6 +277,7 @@ def calibrate(
     fit.save(out)
     console.print(f"calibrated {plain(repr(fit.calibrator))} on "
                   f"{fit.inputs['n_calibration']} rows -> {plain(out)}")
+    console.print(f"guarantee: {plain(guarantee_of(fit.calibrator))}")
     _exit_if_mostly_skipped(mostly, len(fit.errors), len(df))
 
 
