@@ -243,7 +243,10 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     # uncertainty uninformative; else uniform labels (mix 1), which cost nothing
     p_design = _design_p(u01[cand], u01[cand], mix) if cand.any() else np.ones(1)
     cost = uninformative_cost(p_design)
-    use_active = active_is_worth_it(pred_ratio, p_design) or not adaptive
+    # ... and only where the plan's own verdict says active labeling pays (the advice and
+    # the design never disagree: "uniform labels do as well" then "design: active" did)
+    use_active = (active_is_worth_it(pred_ratio, p_design) and pred_ratio <= ACTIVE_PAYS
+                  ) or not adaptive
     mix_used = mix if use_active else 1.0
     # ---------------------------------------------------------------- design and draw
     pi = np.full(len(df), np.nan)
