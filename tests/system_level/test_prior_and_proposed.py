@@ -130,3 +130,88 @@ def test_propose_labels_and_plan_escape_system_names(tmp_path):
     r = runner.invoke(app, ["systems", str(src), *args, "--out", str(tmp_path / "s.json")])
     assert r.exit_code == 0, r.output
     assert "\x1b" not in r.output and "\\x1b[31mred" in r.output
+
+
+def _proposed(tmp_path):
+    """A 3 x 200 table with 40 labels per system, a proposal of 20 by image through the
+    command, the proposed rows labeled (the truth table beside it)."""
+    df = _thumb_like(np.random.default_rng(96), 200, 3)
+    df["human"] = np.where(df.image < 40, df.truth, np.nan)
+    src = tmp_path / "t.csv"
+    df.drop(columns="truth").to_csv(src, index=False)
+    r = runner.invoke(app, ["systems", str(src), "--system-col", "system", "--score",
+                            "metric", "--scale", "1,5", "--target", "human", "--item-col",
+                            "image", "--propose-labels", "20", "--out",
+                            str(tmp_path / "p.csv")])
+    assert r.exit_code == 0, r.output
+    p = pd.read_csv(tmp_path / "p.csv")
+    p["human"] = np.where(p.propose_label | p.human.notna(), df.truth, np.nan)
+    return p, tmp_path / "p.csv.design.json"
+
+
+ARGS = ["--system-col", "system", "--score", "metric", "--scale", "1,5", "--target", "human",
+        "--item-col", "image"]
+
+
+def test_the_design_file_round_trips_in_any_row_order(tmp_path):
+    p, design = _proposed(tmp_path)
+    assert design.exists()
+    lab = tmp_path / "lab.csv"
+    p.drop(columns=["inclusion_prob", "propose_label"]).sample(
+        frac=1, random_state=3).to_csv(lab, index=False)
+    r = runner.invoke(app, ["systems", str(lab), *ARGS, "--design", str(design), "--out",
+                            str(tmp_path / "s.json")])
+    assert r.exit_code == 0, r.output
+    assert "effective labels (Kish)" in r.output
+    import json
+
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["design"].startswith("checked")
+    for v in doc["systems"].values():
+        assert v["n_labeled"] == 60 and v["design_effective_labels"] > 0
+    # the same probabilities as the table's column: the same result
+    same = systems_study(p.drop(columns="propose_label"), inclusion_prob="inclusion_prob",
+                         **KW).doc["systems"]
+    for s, v in doc["systems"].items():
+        assert np.allclose(v["ci"], same[s]["ci"])
+
+
+def test_labels_that_do_not_match_the_design_are_refused_naming_rows_and_fix(tmp_path):
+    p, design = _proposed(tmp_path)
+    bad = p.copy()
+    bad.loc[bad.index[bad.propose_label & (bad.system == "sys1")][:2], "human"] = np.nan
+    bad.loc[bad.index[~bad.propose_label & bad.human.isna()][:1], "human"] = 3.0
+    src = tmp_path / "bad.csv"
+    bad.to_csv(src, index=False)
+    r = runner.invoke(app, ["systems", str(src), *ARGS, "--design", str(design), "--out",
+                            str(tmp_path / "s.json")])
+    assert r.exit_code == 2, r.output
+    out = " ".join(r.output.split())
+    assert "2 row(s)" in out and "were proposed but have no label: label them" in out
+    assert "1 row(s)" in out and "labeled but were never proposed" in out
+    # prior labels lost, rows of another table
+    lost = p.copy()
+    lost.loc[lost.index[(lost.image < 40)][:1], "human"] = np.nan
+    with pytest.raises(InputError, match="labeled before the proposal and their label is gone"):
+        systems_study(lost, design=design, **KW)
+    other = p.assign(metric=p.metric + 1)
+    with pytest.raises(InputError, match="not in the `--design` file"):
+        systems_study(other, design=design, **KW)
+    with pytest.raises(InputError, match="not both"):
+        systems_study(p, design=design, inclusion_prob="inclusion_prob", **KW)
+
+
+def test_a_damaged_design_file_is_refused(tmp_path):
+    import json
+
+    p, design = _proposed(tmp_path)
+    d = json.loads(design.read_text())
+    d["rows"][0][1] = 30.0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(d))
+    with pytest.raises(InputError, match="damaged"):
+        systems_study(p, design=bad, **KW)
+    d["format_version"] = 99
+    bad.write_text(json.dumps(d))
+    with pytest.raises(InputError, match="format_version 99"):
+        systems_study(p, design=bad, **KW)

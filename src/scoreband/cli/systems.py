@@ -84,6 +84,12 @@ def systems(
         "--inclusion-prob", metavar="COL",
         help="Column of each row's probability of being labeled (what --propose-labels "
              "wrote): inverse-probability-weighted PPI++ means, differences and ranks.")] = None,
+    design: Annotated[Path | None, typer.Option(
+        "--design", metavar="FILE",
+        help="With --propose-labels: where to write the label design (default: --out "
+             "with .design.json appended). Without: the design to check the labels against "
+             "(proposed rows left unlabeled or labeled rows never proposed are an error) "
+             "and to weight them by, instead of --inclusion-prob.")] = None,
     strata: Annotated[str | None, typer.Option(
         "--strata", metavar="COL",
         help="Column of the stratum (task, dimension): stratified PPI++, strata weighted by "
@@ -131,7 +137,7 @@ def systems(
         only_with("without --pairwise", system_col=system_col, scale=scale, target=target,
                   score=score, item_col=item_col, plan=plan,
                   propose_labels=propose_labels, calibrator=calibrator,
-                  inclusion_prob=inclusion_prob, strata=strata)
+                  inclusion_prob=inclusion_prob, strata=strata, design=design)
         return run_pairwise_systems(table, out=out, probs=probs, verdict=verdict,
                                     label_col=label_col, votes=votes, alpha=alpha,
                                     method=method, by=by, system_a=system_a,
@@ -141,17 +147,22 @@ def systems(
     need("systems", system_col=system_col, scale=scale)
     if propose_labels is not None:
         _propose(table, system_col, score or [], target, scale, out, item_col, propose_labels,
-                 calibrator, strata, mix, seed, alpha, plan)
+                 calibrator, strata, mix, seed, alpha, plan, design)
         return
     if target is None:
         raise InputError("--target: give the column of the human score (only "
                          "--propose-labels runs without labels)")
     if calibrator is not None:
         raise InputError("--calibrator is read by --propose-labels only")
-    res = api.systems(table, system_col=system_col, score=score or [], target=target,
-                      scale=scale, item_col=item_col, alpha=alpha, method=method,
-                      plan=plan, strict=strict, seed=seed, inclusion_prob=inclusion_prob,
-                      strata=strata)
+    kw = dict(system_col=system_col, target=target, scale=scale, item_col=item_col,
+              alpha=alpha, method=method, plan=plan, strict=strict, seed=seed,
+              inclusion_prob=inclusion_prob, strata=strata)
+    if design is None:
+        res = api.systems(table, score=score or [], **kw)
+    else:  # the design's check and weights (scoreband.api.systems has no design yet)
+        from scoreband.system_level.study import systems_study
+
+        res = systems_study(read_table(table), scores=score or [], design=design, **kw)
     res.write(out, html=html)  # the files first: nothing printed can lose them
     report_rows(res.errors, res.doc["n_rows"])
     for w in res.warnings:
@@ -175,6 +186,12 @@ def _print(doc: dict) -> None:
                   f"{s['classical']['ci'][0]:.2f}-{s['classical']['ci'][1]:.2f}",
                   f"{s['effective_labels']:.0f}")
     console.print(t)
+    kish = {k: v["design_effective_labels"] for k, v in doc["systems"].items()
+            if "design_effective_labels" in v}
+    if kish:
+        console.print("labels drawn with unequal probabilities: effective labels (Kish) "
+                      + ", ".join(f"{plain(k)} {v:.1f}" for k, v in kish.items())
+                      + "; eff. is the labels a uniform design would need for the same width")
     sig = [p for p in doc["pairs"] if p["significant"]]
     console.print(f"{len(sig)} of {len(doc['pairs'])} pairs differ at family-wise level "
                   f"{doc['alpha']:g} (Holm):")
@@ -205,7 +222,7 @@ def _print(doc: dict) -> None:
 
 
 def _propose(table, system_col, scores, target, scale, out, item_col, n, calibrator, strata,
-             mix, seed, alpha, plan) -> None:
+             mix, seed, alpha, plan, design) -> None:
     # the table comes back as it went in: its cells read as text for a text output
     prop = api.propose_labels(read_table(table, text=as_text(out)), system_col=system_col,
                               score=scores, target=target, scale=scale, item_col=item_col,
@@ -214,7 +231,11 @@ def _propose(table, system_col, scores, target, scale, out, item_col, n, calibra
     report_rows(prop.errors, prop.doc["n_rows"])
     for w in prop.warnings:
         warn(w)
+    from scoreband.system_level.design import write_design  # lazy: loads pandas
+
+    design = design or out.with_name(out.name + ".design.json")
     write_table(prop.table, out)
+    write_design(design, prop.design)
     d = prop.doc
     t = Table(title=f"rows to label ({n:g} expected new labels per system"
                     + (", by item" if d["by_item"] else "") + ")")
@@ -240,5 +261,6 @@ def _propose(table, system_col, scores, target, scale, out, item_col, n, calibra
             else:
                 console.print(f"  {plain(s)}: {v['ppi++']} uniform, {v['active']} active (PPI++; "
                               f"from {v['from']})")
-    console.print(f"wrote {plain(out)}: label the rows with propose_label true, then run systems "
-                  "with --inclusion-prob inclusion_prob")
+    console.print(f"wrote {plain(out)} and the design {plain(design)}: label the rows with "
+                  f"propose_label true, then run systems with --design {plain(design)} (the "
+                  "labels are checked against it)")

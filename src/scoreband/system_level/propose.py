@@ -45,6 +45,7 @@ from scoreband.system_level.active import (
     systematic_draw,
     uninformative_cost,
 )
+from scoreband.system_level.design import build_design
 from scoreband.system_level.ppi import labels_for_width, ppi_mean, unlabeled_variance
 from scoreband.system_level.study import ACTIVE_PAYS, _rows, cross_fit
 
@@ -68,6 +69,9 @@ class Proposal:
     doc: dict
     errors: list[RowError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: the design keyed by row identity (:mod:`scoreband.system_level.design`), for
+    #: ``systems --design`` to check the labels against
+    design: dict | None = None
 
 
 def _cells(f01, st, r2, fit, pred_f01, pred_st) -> np.ndarray:
@@ -313,7 +317,10 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     out = df.copy()
     out["inclusion_prob"] = pi
     out["propose_label"] = draw
-    return Proposal(out, doc, list(errors.values()), notes)
+    design = build_design(df, pi, labeled, draw, target=target, meta={
+        "system_col": system_col, "item_col": item_col, "seed": seed,
+        "n_labels_per_system": float(n_labels), "design": doc["design"]})
+    return Proposal(out, doc, list(errors.values()), notes, design)
 
 
 def _plan(width, alpha, scale, names, y01, labeled, ok, X, items, u01, cand, ratio,

@@ -383,7 +383,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
                   item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
                   plan: float | None = None, strict: bool = False, folds: int = 5,
                   seed: int = 0, inclusion_prob: str | None = None,
-                  strata: str | None = None) -> SystemsResult:
+                  strata: str | None = None, design=None) -> SystemsResult:
     """Every system's mean human score with a ``1 - alpha`` interval, every pair's
     difference, Holm-adjusted p-values and rank sets (see the module docstring for what
     the coverage assumes: labeled rows a random sample of each system's rows).
@@ -403,7 +403,11 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     pair is paired when, on every item both scored, the two rows had the same probability (an
     item labeled for every system at once) or one of them was certain. ``strata``: a column
     (task, dimension); each system's mean is then the size-weighted mean of per-stratum PPI++
-    estimates, each with its own weight (stratified PPI++).
+    estimates, each with its own weight (stratified PPI++). ``design``: the label design
+    ``propose_labels`` wrote (a path or its dict, :mod:`scoreband.system_level.design`)
+    instead of ``inclusion_prob``: the labels are checked against it (proposed rows left
+    unlabeled, labeled rows never proposed: an error naming them) and rows labeled before
+    the proposal count as certain.
     """
     from scoreband.conformal.core import check_alpha  # lazy: loads pydantic
 
@@ -430,8 +434,16 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     errors: dict[int, RowError] = {}
     notes: list[str] = []
     names, X, y, items = _rows(df, system_col, scores, target, scale, item_col, errors)
-    weighted = inclusion_prob is not None or strata is not None
+    if design is not None and inclusion_prob is not None:
+        raise InputError("give `design` or `inclusion_prob`, not both: the design file holds "
+                         "the probabilities")
+    weighted = inclusion_prob is not None or strata is not None or design is not None
     pi_all, st_all = _design(df, inclusion_prob, strata, np.isfinite(y), errors)
+    if design is not None:
+        from scoreband.system_level.design import design_probabilities, read_design
+
+        design = design if isinstance(design, dict) else read_design(design)
+        pi_all = design_probabilities(df, design, np.isfinite(y))
     keep = np.array(sorted(set(range(len(df))) - set(errors)), dtype=int)
     if len(keep) == 0:
         raise InputError("no usable rows: " + "; ".join(str(e) for e in
@@ -513,10 +525,13 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
             var_y = float(np.sum(wl * (yl - np.sum(wl * yl) / wl.sum()) ** 2) / wl.sum()
                           * len(yl) / max(len(yl) - 1, 1))
             eff = var_y / e.se ** 2 if var_y > 0 else eff
+            kish = float(wl.sum() ** 2 / np.sum(wl ** 2))
         per[s] = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)),
                   **_native(e, scale), "lambda": e.lam, "df": e.df,
                   "classical": _native(cl, scale), "effective_labels": float(eff),
                   "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0, "degenerate": why}
+        if weighted:  # Kish's count of the labels' weights: what the labels are worth
+            per[s]["design_effective_labels"] = kish if e.se > 0 else float(len(yl))
         if st_info is not None:
             per[s]["strata"] = st_info
         if plan is not None:
@@ -527,7 +542,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
                 float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
                 float(unlabeled_variance(fl, fu)), len(fu),
                 tuned=lam is None)
-            if inclusion_prob is not None:
+            if pi_all is not None:
                 ratio = _active_plan(y0[m], f01[m], pi_use[m], labeled[m], lam_s)
                 per[s]["plan"]["design_variance_ratio"] = ratio
                 per[s]["plan"]["predicted_width_ratio"] = float(np.sqrt(ratio))
@@ -549,7 +564,9 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
            "scale": {"lo": scale.lo, "hi": scale.hi}, "target": target, "scores": scores,
            "system_col": system_col, "item_col": item_col, "map": map_info,
            "min_labels": MIN_LABELS, "inclusion_prob": inclusion_prob, "strata": strata,
-           "estimator": ("inverse-probability-weighted (Hajek) PPI" if inclusion_prob else
+           "design": None if design is None else "checked: the labels match the design",
+           "estimator": ("inverse-probability-weighted (Hajek) PPI"
+                         if inclusion_prob or design is not None else
                          "PPI") + (", stratified" if strata else ""),
            "systems": per, "pairs": pairs, "ranking": ranking,
            "n_rows": int(len(df)), "skipped_rows": [str(e) for e in errors.values()],
