@@ -8,15 +8,16 @@ variances with ``ddof = 1``::
 
     theta = lam * mean(f~) + mean(y - lam * f)
     se^2  = lam^2 * var(f~) / N + var(y - lam * f) / n
-    CI    = theta +/- t_{df, 1 - alpha/2} * se     (df = n - 1; n - 2 when lam is tuned)
+    CI    = theta +/- t_{df, 1 - alpha/2} * se     (df = n - 1; n - 2 when lam is tuned
+                                                 on fewer than TUNED_PENALTY_BELOW labels)
 
 ``lam = 1`` is PPI, ``lam = 0`` the classical mean of the labels (Student's t interval,
 ``n - 1`` degrees of freedom). PPI++ takes the ``lam`` in [0, 1] that minimises this
 estimated variance; because that ``lam`` is fitted on the same labels, its interval uses
-``ddof = 2`` and ``n - 2`` degrees of freedom (:func:`ppi_arrays`). It is therefore not
-always narrower than the classical interval: it can be wider by at most
-:func:`ppi_width_bound` (1.27x at 5 labels and nominal 0.90, 1.08x at 10 and 1.01x at 40
-labels at 0.95), the price of estimating ``lam``; with a metric that tracks the humans it is
+``ddof = 2`` and ``n - 2`` degrees of freedom below :data:`TUNED_PENALTY_BELOW` labels
+(:func:`ppi_arrays`). It is therefore not always narrower than the classical interval: it
+can be wider by at most :func:`ppi_width_bound` (1.27x at 5 labels and nominal 0.90, 1.08x
+at 10 labels at 0.95; from 30 labels on never wider), the price of estimating ``lam``; with a metric that tracks the humans it is
 much narrower. Picking whichever of the two intervals is narrower on the same data is not
 done: that choice under-covers (0.84 at 5 labels with a weak metric, nominal 0.90).
 
@@ -48,7 +49,17 @@ from scoreband.system_level import MIN_LABELS
 __all__ = ["MeanEstimate", "classical_mean", "ppi_mean", "tuned_lambda", "difference",
            "holm", "rank_sets", "labels_for_width", "t_crit", "p_value", "ppi_arrays",
            "worst_case_mean", "ppi_width_bound", "welch_df", "MIN_LABELS",
-           "unlabeled_variance"]
+           "unlabeled_variance", "TUNED_PENALTY_BELOW"]
+
+#: PPI++ pays for fitting its weight on the labels (``ddof = 2``, ``n - 2`` degrees of
+#: freedom) below this many labels only. The price is what keeps few labels covered (10
+#: labels, nominal 0.90: 0.868-0.873 without it, 0.891-0.893 with it), but it shrinks as
+#: ``1 / n`` while its width stays ~2 %: at 30 labels the uncorrected interval covers
+#: 0.890-0.899 at nominal 0.90 (``tests/system_level/test_coverage.py``) and is 0.891x the
+#: classical width where the metric-human correlation is 0.54, against 0.908x with the
+#: price (``benchmarks/systems_efficiency.py``; theory 0.874x). A rule on the count only.
+TUNED_PENALTY_BELOW = 30
+
 
 def t_crit(alpha: float, df: float) -> float | np.ndarray:
     """The two-sided Student-t critical value (``df = inf``: the normal one)."""
@@ -134,7 +145,8 @@ def ppi_arrays(y, f, f_unlabeled, lam=None):
 
     A fixed ``lam`` (1: PPI, 0: classical): ``ddof = 1`` residual variance, ``df = n - 1``.
     ``lam=None`` (PPI++) estimates ``lam`` from the same labels, as a regression slope: the
-    residual variance then takes ``ddof = 2`` and ``df = n - 2``, like any regression
+    residual variance then takes ``ddof = 2`` and ``df = n - 2`` below
+    :data:`TUNED_PENALTY_BELOW` labels, like any regression
     estimator with one fitted slope. Without that, choosing ``lam`` to minimise the
     estimated variance on the labels it is judged by under-covers at few labels (0.82 at 5
     labels, 0.865 at 10, nominal 0.90; 0.88-0.89 with it, ``tests/system_level``). The price
@@ -152,7 +164,7 @@ def ppi_arrays(y, f, f_unlabeled, lam=None):
     elif lam is None or N == 0:
         lam = 0.0
     lam = np.broadcast_to(np.asarray(lam, dtype=float), y.shape[:-1])
-    ddof = 2 if tuned else 1
+    ddof = 2 if tuned and n < TUNED_PENALTY_BELOW else 1
     resid = y - lam[..., None] * f
     est = resid.mean(-1) + (lam * fu.mean(-1) if N else 0.0)
     var = np.var(resid, axis=-1, ddof=ddof) / n + \
@@ -162,11 +174,15 @@ def ppi_arrays(y, f, f_unlabeled, lam=None):
 
 def ppi_width_bound(n: int, alpha: float) -> float:
     """The most a PPI++ interval (``lam`` tuned, ``n`` labels) can be wider than the
-    classical interval on the same labels: ``t_{n-2} / t_{n-1} * sqrt((n-1) / (n-2))``.
+    classical interval on the same labels: ``t_{n-2} / t_{n-1} * sqrt((n-1) / (n-2))``
+    below :data:`TUNED_PENALTY_BELOW` labels, 1 from there on (``lam`` minimises the
+    ``ddof = 1`` variance and 0 is a candidate).
 
     >>> round(ppi_width_bound(10, 0.05), 3), round(ppi_width_bound(40, 0.05), 3)
-    (1.081, 1.014)
+    (1.081, 1.0)
     """
+    if n >= TUNED_PENALTY_BELOW:
+        return 1.0
     return float(t_crit(alpha, n - 2) / t_crit(alpha, n - 1) * math.sqrt((n - 1) / (n - 2)))
 
 
@@ -314,7 +330,7 @@ def labels_for_width(width: float, alpha: float, var_y: float, var_resid: float,
         return (h / t_crit(alpha, n - 1)) ** 2
 
     def room_ppi(n):
-        t = t_crit(alpha, n - 2 if tuned else n - 1)
+        t = t_crit(alpha, n - 2 if tuned and n < TUNED_PENALTY_BELOW else n - 1)
         return (h / t) ** 2 - lam ** 2 * var_f / max(n_unlabeled, 1)
 
     classical = _labels_needed(var_y, room_classical) if var_y > 0 else MIN_LABELS
