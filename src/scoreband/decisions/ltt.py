@@ -25,8 +25,21 @@ import math
 import numpy as np
 
 __all__ = ["binomial_pvalues", "accepted_counts", "fixed_sequence", "ltt_threshold",
-           "min_rejectable", "rejection_probability", "predicted_rejection", "choose_start",
-           "threshold_grid"]
+           "min_rejectable", "rejection_probability", "chained_sequences", "predicted_rejection", "choose_start",
+           "threshold_grid", "stated_risk_curve", "label_free_start", "TOP_BLOCK_RESOLUTION",
+           "STATED_RISK_PESSIMISM", "LIKELY_TOLERANCE"]
+
+#: the published rule's resolution on a confidence (Jung et al., ICLR 2025, Trust or Escalate:
+#: 5,000 thresholds evenly spaced on [0, 1]): uncertainties this close to the smallest one
+#: form the top block, which enters the sequence whole (:func:`threshold_grid`)
+TOP_BLOCK_RESOLUTION = 1 / 5000
+#: the label-free prediction of a judge's risk curve adds this share of the risk level to the
+#: error the judge states (:func:`stated_risk_curve`): judges are over-confident
+STATED_RISK_PESSIMISM = 0.5
+#: ``choose_start(rule="likely")`` takes the largest share among the thresholds whose
+#: predicted rejection is within this of the best: a test nearly as sure to reject on more
+#: items skips tests that could only stop the sequence
+LIKELY_TOLERANCE = 0.01
 
 
 def accepted_counts(u, loss, grid) -> tuple[np.ndarray, np.ndarray]:
@@ -85,6 +98,46 @@ def fixed_sequence(p, delta: float, start=0) -> int | np.ndarray:
     first = np.where(fail.any(axis=1), np.argmax(fail, axis=1), J)
     out = np.where(first > start, first - 1, -1)
     return int(out[0]) if one else out
+
+
+def chained_sequences(p, delta: float, starts, weights) -> int:
+    """The largest index rejected by fixed sequences from several ``starts`` sharing
+    ``delta`` (``weights``, summing to at most 1), joined into one chain: the graphical
+    procedure of Bretz et al. (2009) on the graph ``j -> next unrejected j' > j`` (the last
+    back to the first unrejected). Each start is tested at ``weights[i] * delta``; a rejected
+    hypothesis hands its level to the next one up, so a sequence that reaches another's
+    start tests on at their summed level. The family-wise error is at most ``delta`` (a
+    closed test with Bonferroni local tests), so any rejected threshold keeps the
+    guarantee; -1 when none is rejected. ``p``: (J,) ascending thresholds.
+
+    >>> p = np.array([0.01, 0.2, 0.06, 0.01, 0.3])
+    >>> chained_sequences(p, 0.1, [0, 2], [0.5, 0.5])  # the second start at 0.05 fails
+    0
+    >>> chained_sequences(p, 0.1, [0, 3], [0.5, 0.5])  # 3 rejects at 0.05, its level to 4
+    3
+    >>> fixed_sequence(p, 0.1, 2) == chained_sequences(p, 0.1, [2], [1.0])
+    True
+    """
+    p = np.asarray(p, dtype=float)
+    J = len(p)
+    w = np.zeros(J)
+    for s, wt in zip(starts, weights, strict=True):
+        w[int(s)] += float(wt)
+    lo = int(min(starts))
+    rejected = np.zeros(J, bool)
+    while True:
+        hit = np.flatnonzero(~rejected & (w > 0) & (p <= w * delta + 1e-15))
+        if not len(hit):
+            break
+        j = int(hit[0])
+        rejected[j] = True
+        free = np.flatnonzero(~rejected[lo:]) + lo
+        if len(free):
+            up = free[free > j]
+            w[int(up[0]) if len(up) else int(free[0])] += w[j]
+        w[j] = 0.0
+    got = np.flatnonzero(rejected)
+    return int(got[-1]) if len(got) else -1
 
 
 def min_rejectable(alpha: float, delta: float) -> int:
@@ -164,48 +217,106 @@ def predicted_rejection(share, n_train, k_train, n_cal: int, alpha: float,
 
 
 def choose_start(share, n_train, k_train, n_cal: int, alpha: float, delta: float, *,
-                 rule: str = "likely") -> int:
+                 rule: str = "likely", min_share: float = 0.0) -> int:
     """Where the fixed sequence starts, from a risk curve measured on rows the test never
     sees (at threshold j of the training share: ``share[j]`` accepted, ``n_train[j]``
-    items, ``k_train[j]`` wrong). ``rule``:
+    items, ``k_train[j]`` wrong) or predicted without labels (:func:`stated_risk_curve`).
+    ``rule``:
 
     * ``"likely"``: the threshold whose test is predicted most likely to reject
-      (:func:`predicted_rejection`; the first of equals: the sequence climbs on from it);
+      (:func:`predicted_rejection`); among thresholds within :data:`LIKELY_TOLERANCE` of
+      the best, the one accepting the most (the tests it skips could only stop the
+      sequence, not make it reject more);
     * ``"expected"``: the threshold with the largest predicted accepted share if the
       sequence stopped there (``share * P(reject)``);
     * ``"first"``: the first threshold where enough items are accepted for a test to reject
       (``n_cal * share >= min_rejectable``).
 
-    A start at the most confident 1 % decides nothing: too few items to reject.
+    ``min_share``: no start accepting a smaller share (the first tests, on the few most
+    confident items, are the sequence's weakest link). A start at the most confident 1 %
+    decides nothing: too few items to reject.
     """
     share = np.asarray(share, float)
+    floor = np.flatnonzero(share >= min_share - 1e-12)
+    lo = int(floor[0]) if len(floor) else len(share) - 1
     if rule == "first":
         ok = np.flatnonzero(np.round(n_cal * share) >= min_rejectable(alpha, delta))
+        ok = ok[ok >= lo]
         return int(ok[0]) if len(ok) else len(share) - 1
     if rule not in ("likely", "expected"):
         raise ValueError(f"start rule {rule!r}: choose likely, expected or first")
     pr = predicted_rejection(share, n_train, k_train, n_cal, alpha, delta)
+    pr[:lo] = 0.0
     if pr.max() <= 0:
         return len(share) - 1
     if rule == "expected":
         return int(np.argmax(share * pr))
-    return int(np.argmax(pr))
+    return int(np.flatnonzero(pr >= pr.max() - LIKELY_TOLERANCE)[-1])
 
 
-def threshold_grid(u_train, size: int = 200) -> np.ndarray:
+def threshold_grid(u_train, size: int = 200, top_block: float = 0.0) -> np.ndarray:
     """The thresholds tested: up to ``size`` distinct quantiles of the uncertainties of the
-    training share (never of the calibration rows), ascending, the last one +inf (accept
-    every item)."""
+    training share (never of the calibration rows' labels), ascending, the last one +inf
+    (accept every item). Tied values enter together; ``top_block`` > 0: every uncertainty
+    within ``top_block`` of the smallest enters with it (the first threshold ends that
+    block: :data:`TOP_BLOCK_RESOLUTION` is the published rule's grid step, whose first
+    test holds the whole pile of near-certain verdicts).
+
+    >>> threshold_grid([0.0, 0.0001, 0.0001, 0.2, 0.5], 5, top_block=1 / 5000).tolist()
+    [0.0001, 0.2, inf]
+    """
     u = np.asarray(u_train, dtype=float)
     u = u[np.isfinite(u)]
     q = np.unique(np.quantile(u, np.linspace(0, 1, size + 1)[1:], method="inverted_cdf")) \
         if len(u) else np.array([])
-    return np.append(q[:-1] if len(q) else q, np.inf)
+    grid = np.append(q[:-1] if len(q) else q, np.inf)
+    if top_block > 0 and len(u):
+        end = float(np.max(u[u <= u.min() + top_block]))
+        grid = np.unique(np.append(grid[grid > end], end))
+    return grid
 
 
-def ltt_threshold(u, loss, grid, alpha: float, delta: float, start: int = 0) -> dict:
+def stated_risk_curve(u, grid, alpha: float,
+                      pessimism: float = STATED_RISK_PESSIMISM) -> tuple[np.ndarray, ...]:
+    """A risk curve predicted without any label, for :func:`choose_start`: where ``u`` is
+    the error a judge states for its verdict (``1 - max p``), the items accepted at
+    ``grid[j]`` are predicted to err at their mean stated error plus ``pessimism * alpha``
+    (judges are over-confident: a pile of verdicts stated at 99.99 % errs a few percent
+    of the time). Returns ``(share, n, k)`` with ``k = n * predicted risk`` (pseudo-counts:
+    the prediction is as uncertain as a measured risk on ``n`` items)."""
+    us = np.sort(np.asarray(u, float))
+    us = us[np.isfinite(us)]
+    n = np.searchsorted(us, grid, side="right").astype(float)
+    cum = np.concatenate([[0.0], np.cumsum(us)])
+    mean = cum[n.astype(int)] / np.maximum(n, 1)
+    risk = np.clip(mean + pessimism * alpha, 0, 1)
+    return n / max(len(us), 1), n, n * risk
+
+
+def label_free_start(u, grid, alpha: float, delta: float, min_share: float = 0.0) -> int:
+    """The start of a fixed sequence whose items' stated errors ``u`` are the only thing
+    read (no label): the threshold of ``grid`` whose test is predicted most likely to
+    reject under :func:`stated_risk_curve` (``choose_start(rule="likely")``), accepting at
+    least ``min_share``. Where the judge states near-certainty for a large pile of items
+    the predicted risk stays flat across it and the start takes the pile whole: a first
+    test on many items has the power a test on the most confident few lacks.
+
+    >>> u = np.r_[np.full(150, 1e-5), np.linspace(0.01, 0.5, 250)]
+    >>> grid = threshold_grid(u, 80, top_block=TOP_BLOCK_RESOLUTION)
+    >>> int((u <= grid[label_free_start(u, grid, 0.15, 0.1, 0.2)]).sum()) >= 150
+    True
+    """
+    share, n, k = stated_risk_curve(u, grid, alpha)
+    return choose_start(share, n, k, int(len(np.asarray(u))), alpha, delta, rule="likely",
+                        min_share=min_share)
+
+
+def ltt_threshold(u, loss, grid, alpha: float, delta: float, start: int = 0,
+                  starts=None, weights=None) -> dict:
     """The trust-or-escalate threshold on calibration items ``(u, loss)``: fixed-sequence
-    testing of ``H_j: R(grid[j]) > alpha`` from ``start`` upward at level ``delta``.
+    testing of ``H_j: R(grid[j]) > alpha`` from ``start`` upward at level ``delta``; with
+    ``starts`` (and ``weights``, default equal) several sequences sharing ``delta``
+    (:func:`chained_sequences`; ``start`` is then the first of them).
 
     Returns a dict: ``index`` (of the chosen threshold in ``grid``, -1 when nothing can be
     accepted), ``threshold`` (-inf then), ``n`` / ``k`` / ``p`` (per threshold) and
@@ -214,9 +325,16 @@ def ltt_threshold(u, loss, grid, alpha: float, delta: float, start: int = 0) -> 
     u, loss = np.asarray(u, dtype=float), np.asarray(loss, dtype=float)
     n, k = accepted_counts(u, loss, grid)
     p = binomial_pvalues(k, n, alpha)
-    j = int(fixed_sequence(p, delta, start))
+    if starts is not None and len(starts) > 1:
+        weights = [1 / len(starts)] * len(starts) if weights is None else weights
+        j = chained_sequences(p, delta, starts, weights)
+        start = int(min(starts))
+    else:
+        start = int(starts[0]) if starts is not None else int(start)
+        j = int(fixed_sequence(p, delta, start))
     thr = float(grid[j]) if j >= 0 else -math.inf
     acc = u <= thr
     return {"index": j, "threshold": thr, "n": n, "k": k, "p": p, "start": int(start),
+            "starts": [int(x) for x in starts] if starts is not None else [int(start)],
             "accepted": float(acc.mean()) if len(u) else 0.0,
             "risk": float(loss[acc].mean()) if acc.any() else 0.0}

@@ -52,8 +52,10 @@ import numpy as np
 import pandas as pd
 
 from scoreband.decisions.ltt import (
+    TOP_BLOCK_RESOLUTION,
     accepted_counts,
     choose_start,
+    label_free_start,
     ltt_threshold,
     min_rejectable,
     threshold_grid,
@@ -310,12 +312,12 @@ def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndar
     return u, np.array(LABELS, dtype=object)[np.argmax(np.nan_to_num(P, nan=-1), axis=1)]
 
 
-#: where the label-free fixed sequence starts: the first threshold accepting at least this
-#: share of the calibration pairs (and at least enough for a test to reject). The first
-#: tests, on the few most confident pairs, are the sequence's weakest link: a test on 22
-#: pairs rejects (alpha = delta = 0.1) only with no error at all, so where even the most
-#: confident pairs err a few percent of the time one early error stops the sequence. Chosen
-#: on pair tables before any label of the rule's own calibration draw is read, so the
+#: where the label-free fixed sequence starts at the earliest: the first threshold accepting
+#: at least this share of the calibration pairs (and at least enough for a test to reject).
+#: The first tests, on the few most confident pairs, are the sequence's weakest link: a test
+#: on 22 pairs rejects (alpha = delta = 0.1) only with no error at all, so where even the
+#: most confident pairs err a few percent of the time one early error stops the sequence.
+#: Chosen on pair tables before any label of the rule's own calibration draw is read, so the
 #: guarantee is untouched (benchmarks/RESULTS.md, round 12: THumB 0.36 -> 0.40 decided, a
 #: PASCAL-50S-shaped table 0.67 -> 0.71, the simulated world 0.74 -> 0.78 at 400 labels).
 LABEL_FREE_START_SHARE = 0.2
@@ -325,14 +327,28 @@ LABEL_FREE_GRID_STEP = 5
 
 def label_free_threshold(u, loss, alpha: float, delta: float,
                          grid_size: int | None = None,
-                         start_share: float = LABEL_FREE_START_SHARE) -> dict:
+                         start_share: float = LABEL_FREE_START_SHARE,
+                         stated: bool = False) -> dict:
     """The Learn-then-Test threshold where the uncertainties ``u`` and the verdicts (whose
     ``loss`` is 1 when wrong) never looked at a label: every pair calibrates; the grid
     (``grid_size`` quantiles of ``u``; default one per :data:`LABEL_FREE_GRID_STEP` pairs,
-    5 to 400) and the start (the first threshold accepting at least ``start_share`` of the
-    pairs and at least enough for a test to reject,
-    :func:`scoreband.decisions.ltt.min_rejectable`) are read from ``u`` alone. Returns
-    :func:`scoreband.decisions.ltt.ltt_threshold`'s dict with ``grid`` and ``start``.
+    5 to 400) and the start are read from ``u`` alone:
+
+    * ``stated=False`` (``u`` only orders the pairs, e.g. ``1 / (1 + |x|)``): the first
+      threshold accepting at least ``start_share`` of the pairs and at least enough for a
+      test to reject (:func:`scoreband.decisions.ltt.min_rejectable`);
+    * ``stated=True`` (``u = 1 - max p``, the error the judge states): the pairs within
+      :data:`scoreband.decisions.ltt.TOP_BLOCK_RESOLUTION` of the most confident enter as
+      one block (the published rule's first test), and a second sequence starts where a
+      test is predicted most likely to reject if the pairs erred as the judge states plus
+      half the risk level (:func:`scoreband.decisions.ltt.label_free_start`): a judge
+      whose probabilities pile up near 1 gets a test on the whole pile, which one
+      confidently wrong pair does not stop. The two sequences share ``delta``, half each,
+      joined into one chain (:func:`scoreband.decisions.ltt.chained_sequences`: a
+      sequence that reaches the other's start goes on at the full ``delta``), so the
+      guarantee is that of one fixed sequence.
+
+    Returns :func:`scoreband.decisions.ltt.ltt_threshold`'s dict with ``grid`` and ``start``.
 
     >>> u = np.linspace(0.01, 1, 400); loss = (np.arange(400) % 20 == 0) & (u > 0.7)
     >>> res = label_free_threshold(u, loss, 0.1, 0.1)
@@ -342,12 +358,17 @@ def label_free_threshold(u, loss, alpha: float, delta: float,
     u = np.asarray(u, float)
     if grid_size is None:
         grid_size = int(np.clip(len(u) // LABEL_FREE_GRID_STEP, 5, 400))
-    grid = threshold_grid(u, grid_size)
+    grid = threshold_grid(u, grid_size, top_block=TOP_BLOCK_RESOLUTION if stated else 0.0)
     n_acc = np.searchsorted(np.sort(u), grid, side="right")
     need = max(min_rejectable(alpha, delta), int(math.ceil(start_share * len(u))))
     ok = np.flatnonzero(n_acc >= need)
     j0 = int(ok[0]) if len(ok) else len(grid) - 1
-    return {**ltt_threshold(u, loss, grid, alpha, delta, j0), "grid": grid,
+    starts = [j0]
+    if stated:
+        deep = label_free_start(u, grid, alpha, delta, min_share=start_share)
+        if deep > j0:
+            starts.append(deep)
+    return {**ltt_threshold(u, loss, grid, alpha, delta, starts=starts), "grid": grid,
             "start_threshold": float(grid[j0])}
 
 
@@ -614,7 +635,8 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
                          "`alpha` / `delta`")
     uc = u[thr_rows]
     if label_free:
-        res = label_free_threshold(uc, loss[thr_rows], alpha, delta, grid_size)
+        res = label_free_threshold(uc, loss[thr_rows], alpha, delta, grid_size,
+                                   stated=rule.order == "max-prob")
         grid, j0 = res["grid"], res["start"]
     else:
         if grid_size is None:
