@@ -54,7 +54,7 @@ __all__ = ["resolve_path", "atomic_path", "atomic_write_bytes", "atomic_write_te
            "check_output", "declare_input", "record_written", "remove_output",
            "written_by_scoreband", "MANIFEST", "check_readable", "temp_path", "track_temp",
            "untrack_temp", "remove_stale_temps", "file_mode", "protect_foreign",
-           "output_errors"]
+           "output_errors", "output_mode"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
 MANIFEST = ".scoreband-files"
@@ -426,7 +426,7 @@ def atomic_path(path, *, durable: bool = True):
             if durable:
                 with open(tmp, "rb+") as f:
                     os.fsync(f.fileno())
-            os.chmod(tmp, _mode_for(path))
+            os.chmod(tmp, output_mode(path))
             check_output(path)  # again: the path may have changed while the file was written
             record_written(path)  # listed first: a concurrent run that sees the file finds it
             os.replace(tmp, path)
@@ -438,8 +438,9 @@ def atomic_path(path, *, durable: bool = True):
         untrack_temp(tmp)
 
 
-def _mode_for(path: Path) -> int:
-    """The permission bits ``open(path, "w")`` leaves: an existing file's, else the umask's."""
+def output_mode(path: Path) -> int:
+    """The permission bits ``open(path, "w")`` leaves: an existing file's, else the umask's
+    (a writer that renames a temporary file over ``path`` gives it these first)."""
     try:
         st = os.stat(path)
     except OSError:

@@ -121,8 +121,8 @@ def test_an_inspect_log_without_samples_names_the_plain_address(tmp_path):
         read_table(p)
     bad = tmp_path / "bad.eval"
     bad.write_text("not a zip")
-    with pytest.raises(InputError, match="not an Inspect .eval archive"):
-        read_table(bad)
+    with pytest.raises(InputError, match="was read as an Inspect .*e.g. csv:"):
+        read_table(bad)  # by inspect_ai where installed, else by the zip reader
 
 
 def test_answers_keys_that_are_not_read_are_named(tmp_path):
@@ -163,7 +163,7 @@ def test_a_version_1_inspect_log_keeps_its_scores(tmp_path, results, name):
 
 def test_an_unknown_inspect_version_is_refused_naming_it(tmp_path):
     doc = {**_inspect_doc(), "version": 7}
-    with pytest.raises(InputError, match="version 7.*versions 1, 2"):
+    with pytest.raises(InputError, match="version 7"):  # by scoreband or by inspect_ai
         read_table(_write(tmp_path / "run.json", doc))
 
 

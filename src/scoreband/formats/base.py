@@ -125,11 +125,12 @@ class ReadOnlyFormat(TableFormat):
             "write the output as .csv, .tsv, .jsonl, .json or .parquet")
 
     def plain_address(self, path) -> str:
-        """``PLAIN:PATH``: ``path`` addressed as the plain table format of its suffix."""
+        """``PLAIN:PATH``: ``path`` addressed as the plain table format of its suffix (a
+        suffix without one, ``.eval``: examples)."""
         from scoreband.formats import plain_format
 
         plain = plain_format(Path(path))
-        return f"{plain.name if plain else 'csv'}:{path}"
+        return f"{plain.name}:{path}" if plain else f"e.g. csv:{path} or tsv:{path}"
 
     def not_this(self, path, why: str) -> InputError:
         """The error for a file read as this format that is not one: ``why``, and how to

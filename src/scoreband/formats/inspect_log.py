@@ -12,7 +12,9 @@ and where the outputs carry
 (:mod:`scoreband.formats._answers`: ``logp_<label>``, ``judge_expected`` ...).
 
 Reading: through ``inspect_ai.log.read_eval_log`` where ``inspect_ai`` is installed
-(``pip install "scoreband[harness]"``); without it, a ``.json`` log is parsed as the
+(``pip install "scoreband[harness]"``); without it, or where Inspect will not validate the
+log (a sample's ``scores`` that is a list: read here, that row's fields named in its
+``sample_error``), a ``.json`` log is parsed as the
 documented JSON log format (``EvalLog``: ``version``, ``status``, ``eval`` - the task,
 model, scorers - and ``samples``, each with ``id``, ``epoch``, ``target``, ``output``,
 ``scores``, ``metadata``, ``error`` and its ``attachments``, which are put back in place),
@@ -101,7 +103,18 @@ def _load(path: Path, fmt: InspectLog) -> tuple[dict, list[dict]]:
     except ImportError:
         read_eval_log = None
     if read_eval_log is not None:
-        return _load_inspect(read_eval_log, path, fmt)
+        try:
+            return _load_inspect(read_eval_log, path, fmt)
+        except InputError as refused:  # a log Inspect will not validate (a field of the
+            try:                       # wrong type): the documented layout, row by row
+                return _load_own(path, fmt)
+            except InputError:
+                raise refused from None
+    return _load_own(path, fmt)
+
+
+def _load_own(path: Path, fmt: InspectLog) -> tuple[dict, list[dict]]:
+    """The documented JSON layout parsed here (a ``.json`` log, or an ``.eval`` zip)."""
     if path.suffix.lower() == ".json":
         with open(path, encoding="utf-8-sig") as f:
             doc = json.load(f)
