@@ -300,3 +300,64 @@ def test_evaluate_reports_the_guarantee_and_the_share_below():
     assert cond["after"]["coverage"]["mean"] > marg["after"]["coverage"]["mean"]
     assert cond["theoretical_coverage"]["high"] == pytest.approx(
         conditional_rank(150, 0.1, 0.1) / 151)
+
+
+# ------------------------------------------------------------------ the table API and CLI
+def _has_delta_option() -> bool:
+    from scoreband.api import config_fields
+
+    return "delta" in config_fields()
+
+
+needs_option = pytest.mark.skipif(not _has_delta_option(), reason=(
+    "api.CalibrationConfig.delta needs its CLI declaration in cli/_options.py first"))
+
+
+def _table(n=600, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    m = rng.uniform(1, 5, n)
+    return pd.DataFrame({"pred": m, "human": np.clip(m + rng.normal(0, 0.5, n), 1, 5),
+                         "g": np.where(m > 3, "hi", "lo")})
+
+
+@needs_option
+def test_api_calibrate_save_apply_keeps_delta(tmp_path):
+    from scoreband import api
+
+    df = _table()
+    cols = dict(target="human", scale="1,5", median="pred")
+    fit = api.calibrate(df, **cols, delta=0.1, mondrian=True, groups="g")
+    path = fit.save(tmp_path / "cal.json")
+    cal, doc = load_calibrator(path)
+    assert delta_of(cal) == 0.1 and doc["guarantee"]["delta"] == 0.1
+    assert "per group" in doc["guarantee"]["text"]
+    a, b = api.apply(df, fit).table, api.apply(df, path).table
+    assert a["band_lo"].equals(b["band_lo"]) and a["band_hi"].equals(b["band_hi"])
+    plain = api.apply(df, api.calibrate(df, **cols, mondrian=True, groups="g")).table
+    assert (a["band_hi"] - a["band_lo"]).mean() > (plain["band_hi"] - plain["band_lo"]).mean()
+    res = api.evaluate(df, **cols, delta=0.1, seeds=3)
+    assert res["delta"] == 0.1 and res["coverage_below_target"]["splits"] == 3
+    with pytest.raises(InputError, match="crc-same chooses omega and beta"):
+        api.calibrate(df, **cols, lo="pred", hi="pred", method="crc-same", delta=0.1)
+
+
+@needs_option
+def test_cli_delta_gives_the_api_calibrator(tmp_path):
+    from typer.testing import CliRunner
+
+    from scoreband import api
+    from scoreband.cli import app
+
+    df = _table()
+    df.to_csv(tmp_path / "t.csv", index=False)
+    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "t.csv"), "--target", "human",
+                                 "--scale", "1,5", "--median", "pred", "--delta", "0.05",
+                                 "--out", str(tmp_path / "c.json")])
+    assert r.exit_code == 0, r.output
+    assert "probability at least 95 %" in " ".join(r.output.split())
+    cal, _ = load_calibrator(tmp_path / "c.json")
+    fit = api.calibrate(tmp_path / "t.csv", target="human", scale="1,5", median="pred",
+                        delta=0.05)
+    assert cal.delta == 0.05 and cal.params_["q"] == fit.calibrator.params_["q"]
