@@ -237,6 +237,56 @@ def _few_labels_note(s: str, n_pairs: int, n_lab: int, share: float) -> str:
     return note
 
 
+def cyclic_preferences(names, pairs: list[dict], alpha: float) -> list[dict]:
+    """The cycles among the significant head-to-head decisions (``X > Y``, ``Y > Z``,
+    ``Z > X``): the groups of systems each of which is significantly preferred, directly
+    or through others, to every other one of its group (strongly connected components of
+    the decisions' graph, 2 systems or more), with the decisions among them. Win rates of
+    head-to-head pairs need not be transitive (rock, paper, scissors), and no ranking
+    agrees with a cycle: its systems' rank sets must not order them.
+
+    >>> ps = [{"a": "X", "b": "Y", "estimate": .3, "p_adjusted": .01},
+    ...       {"a": "Y", "b": "Z", "estimate": .3, "p_adjusted": .01},
+    ...       {"a": "X", "b": "Z", "estimate": -.3, "p_adjusted": .01}]
+    >>> cyclic_preferences(["X", "Y", "Z"], ps, 0.05)[0]["systems"]
+    ['X', 'Y', 'Z']
+    """
+    names = list(names)
+    idx = {s: i for i, s in enumerate(names)}
+    k = len(names)
+    beats = np.zeros((k, k), dtype=bool)
+    for p in pairs:
+        if p["p_adjusted"] < alpha and p.get("estimate") is not None:
+            hi, lo = (p["a"], p["b"]) if p["estimate"] > 0 else (p["b"], p["a"])
+            beats[idx[hi], idx[lo]] = True
+    reach = beats.copy()
+    for m in range(k):  # Warshall: reach[i, j] = i beats j through any chain
+        reach |= reach[:, m:m + 1] & reach[m:m + 1, :]
+    both = reach & reach.T
+    out, seen = [], set()
+    for i in range(k):
+        if i in seen or not both[i].any():
+            continue
+        members = sorted({i, *np.flatnonzero(both[i]).tolist()})
+        seen.update(members)
+        out.append({"systems": [names[j] for j in members],
+                    "preferences": [[names[x], names[z]] for x in members for z in members
+                                    if beats[x, z]]})
+    return out
+
+
+def _cycle_note(cycles: list[dict], alpha: float) -> str:
+    parts = []
+    for c in cycles[:3]:
+        prefs = ", ".join(f"{a!r} > {b!r}" for a, b in c["preferences"][:8])
+        more = ", ..." if len(c["preferences"]) > 8 else ""
+        parts.append(f"{', '.join(map(repr, c['systems']))} ({prefs}{more})")
+    return (f"the head-to-head preferences are cyclic (not transitive) at level {alpha:g}: "
+            f"{'; '.join(parts)}. No ranking agrees with a cycle, so these systems' rank "
+            "sets do not order them among themselves; their win rates (or --by "
+            "bradley-terry) give one order, the head-to-head verdicts none")
+
+
 def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                 by: str = "head-to-head") -> dict:
     """The ranking document from arrays: ``a``, ``b`` system names per pair, ``f`` the
@@ -358,7 +408,15 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
     for p, q in zip(pairs, adj, strict=True):
         p["p_adjusted"] = float(q)
         p["significant"] = bool(q < alpha and p.get("estimate") is not None)
-    ranks = rank_sets(names, [p for p in pairs if p.get("estimate") is not None], alpha)
+    decided = [p for p in pairs if p.get("estimate") is not None]
+    cycles = cyclic_preferences(names, decided, alpha)
+    if cycles:
+        notes.append(_cycle_note(cycles, alpha))
+        inside = {s: i for i, c in enumerate(cycles) for s in c["systems"]}
+        # a cycle's own decisions order nothing: its systems' rank sets span each other
+        decided = [p for p in decided if not (p["a"] in inside and p["b"] in inside
+                                              and inside[p["a"]] == inside[p["b"]])]
+    ranks = rank_sets(names, decided, alpha)
 
     def key(s):
         return -(per[s]["estimate"] if per[s]["estimate"] is not None else -1)
@@ -371,6 +429,7 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                         "systems; tie = 1/2)",
             "systems": per, "pairs": pairs, "ranking": ranking,
             "skipped_systems": skipped,
+            "transitive": not cycles, "cycles": cycles,
             "bradley_terry_reference": bt["reference"] if bt else None,
             "min_labels": MIN_LABELS, "n_pairs": int(len(a)),
             "n_pairs_ranked": int(use.sum()),
