@@ -25,6 +25,21 @@ class SimulatedJudge:
     bias: float = 0.0
     lenient: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        import math
+
+        from scoreband.errors import InputError
+        from scoreband.world.pairwise import check_judge_params
+
+        check_judge_params(self.name, noise=self.noise, temperature=self.temperature)
+        if isinstance(self.bias, bool) or not isinstance(self.bias, (int, float)) or \
+                not math.isfinite(self.bias):
+            raise InputError(f"simulated judge {self.name!r}: bias must be a finite number "
+                             f"(a shift on [0, 1]), got {self.bias!r}")
+        if not all(isinstance(v, (int, float)) and 0 <= v < 1 for v in self.lenient.values()):
+            raise InputError(f"simulated judge {self.name!r}: lenient floors must lie in "
+                             f"[0, 1), got {self.lenient!r}")
+
 
 _BASE = {"colour": 0.08, "shape": 0.10, "counting": 0.22, "spatial": 0.28,
          "long_description": 0.16}

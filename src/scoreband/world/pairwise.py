@@ -37,6 +37,41 @@ class SimulatedPairJudge:
     position_bias: float = 0.0
     tie: float = 0.5
 
+    def __post_init__(self):
+        check_judge_params(self.name, noise=self.noise, temperature=self.temperature,
+                           bias=self.position_bias, tie=self.tie)
+
+
+def check_judge_params(name: str, *, noise, temperature, bias=None, tie=None) -> None:
+    """Refuse a simulated judge's parameters before any row is judged: ``noise`` (a number
+    or a dict of them) finite and >= 0, ``temperature`` finite and >= 1e-6, ``bias`` (the
+    position bias) in [0, 0.5), ``tie`` finite and >= 0. Temperature 0 is refused, not read
+    as the argmax: its verdict probabilities would be exactly 0 and 1, log-probs -inf,
+    which every reader of judge log-probs rejects as a missing score token (and a 0 / 0 at
+    a tie) - give a small temperature (0.01) for a nearly deterministic judge."""
+    import math
+
+    from scoreband.errors import InputError
+
+    def num(v):
+        return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+    noises = noise.values() if isinstance(noise, dict) else [noise]
+    if not all(num(v) and v >= 0 for v in noises):
+        raise InputError(f"simulated judge {name!r}: noise must be a finite number >= 0 (the "
+                         f"sd of its reading error), got {noise!r}")
+    if not (num(temperature) and temperature >= 1e-6):
+        raise InputError(f"simulated judge {name!r}: temperature must be a finite number "
+                         f">= 1e-06, got {temperature!r} (0 would give probabilities of exactly 0 "
+                         "and 1, log-probs -inf; use e.g. 0.01 for a nearly deterministic "
+                         "judge)")
+    if bias is not None and not (num(bias) and 0 <= bias < 0.5):
+        raise InputError(f"simulated judge {name!r}: position bias must lie in [0, 0.5), got "
+                         f"{bias!r}")
+    if tie is not None and not (num(tie) and tie >= 0):
+        raise InputError(f"simulated judge {name!r}: tie must be a finite number >= 0 (0: no "
+                         f"tie verdict), got {tie!r}")
+
 
 SIMULATED_PAIR_JUDGES = {
     "sim-pair-strong": SimulatedPairJudge("sim-pair-strong", 0.06, 0.05, 0.03),
@@ -67,8 +102,6 @@ def simulated_pair_judge(spec: str) -> SimulatedPairJudge:
             kw[alias[k.strip()]] = float(v)
         except ValueError:
             raise InputError(f"simulated judge option {k}={v!r} is not a number") from None
-    if not 0 <= kw.get("position_bias", base.position_bias) < 0.5:
-        raise InputError("simulated judge position bias must lie in [0, 0.5)")
     return SimulatedPairJudge(**{**base.__dict__, **kw, "name": spec})
 
 
