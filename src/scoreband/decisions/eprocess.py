@@ -76,28 +76,20 @@ def _check(z: np.ndarray, p0: float) -> None:
         raise ValueError("the losses must lie in [0, 1]")
 
 
-def bets(z, p0: float, start: int = 0, *, cap: float = CAP, prior: float = PRIOR
-         ) -> np.ndarray:
-    """The bet ``lambda_t`` at each row of ``z`` (..., T) of the wealth started at row
-    ``start`` (0 before it): predictable (from the rows ``start..t-1`` only), in
-    ``[0, cap / p0]``."""
+def bets(z, p0: float, *, cap: float = CAP, prior: float = PRIOR) -> np.ndarray:
+    """The bet ``lambda_t`` at each row of ``z`` (..., T) of a wealth started at its first
+    row: predictable (from the rows before t only), in ``[0, cap / p0]``."""
     z = np.asarray(z, dtype=float)
     _check(z, p0)
-    T = z.shape[-1]
     past = np.cumsum(z, axis=-1) - z  # the losses before each row
-    t = np.arange(T)
-    before = past[..., start:start + 1] if start < T else np.zeros(z.shape[:-1] + (1,))
-    seen = np.maximum(t - start, 0)
-    m = (prior * p0 + (past - before)) / (prior + seen)
-    lam = np.clip((m - p0) / (p0 * (1.0 - p0)), 0.0, cap / p0)
-    return np.where(t >= start, lam, 0.0)
+    m = (prior * p0 + past) / (prior + np.arange(z.shape[-1]))
+    return np.clip((m - p0) / (p0 * (1.0 - p0)), 0.0, cap / p0)
 
 
-def log_wealth(z, p0: float, start: int = 0, *, cap: float = CAP, prior: float = PRIOR
-               ) -> np.ndarray:
-    """``log K_start(t)`` at each row of ``z`` (..., T): 0 before ``start``."""
+def log_wealth(z, p0: float, *, cap: float = CAP, prior: float = PRIOR) -> np.ndarray:
+    """``log K(t)`` after each row of ``z`` (..., T) of a wealth started at its first row."""
     z = np.asarray(z, dtype=float)
-    lam = bets(z, p0, start, cap=cap, prior=prior)
+    lam = bets(z, p0, cap=cap, prior=prior)
     return np.cumsum(np.log1p(lam * (z - p0)), axis=-1)
 
 
@@ -111,17 +103,13 @@ def log_eprocess(z, p0: float, *, every: int = EVERY, cap: float = CAP,
     if not 0.0 < cap < 1.0 or every < 1 or prior <= 0:
         raise ValueError("need 0 < cap < 1, every >= 1 and prior > 0")
     T = z.shape[-1]
-    n_starts = max(1, -(-T // every))
-    t = np.arange(T)
-    # the wealths not yet started: weight 1 / (k + 2) after the last started k, each at 1
-    started = t // every
-    terms = [np.broadcast_to(np.log(1.0 / (started + 2.0)), z.shape)]
-    for k in range(n_starts):
-        lw = log_wealth(z, p0, k * every, cap=cap, prior=prior)
-        terms.append(np.where(t >= k * every, np.log(start_weight(k)) + lw, -np.inf))
-    stacked = np.stack(terms)
-    top = stacked.max(axis=0)
-    return top + np.log(np.exp(stacked - top).sum(axis=0))
+    # the wealths not yet started, each at 1: weight 1 / (k + 2) after the last started k
+    out = np.broadcast_to(-np.log(np.arange(T) // every + 2.0), z.shape).copy()
+    for k in range(-(-T // every)):
+        s = k * every
+        lw = np.log(start_weight(k)) + log_wealth(z[..., s:], p0, cap=cap, prior=prior)
+        out[..., s:] = np.logaddexp(out[..., s:], lw)
+    return out
 
 
 def first_alarm(log_e, false_alarm: float) -> int:
