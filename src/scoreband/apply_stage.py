@@ -60,7 +60,7 @@ def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray
     """The columns ``apply`` adds for ``n`` table rows of which ``inp.rows`` were banded:
     band_lo, band_median, band_hi (the target's scale), band_lo01, band_median01, band_hi01
     (on [0, 1]), band_flag
-    (full_range / group_fallback / the calibrator's note), band_sets (R2CCP's union of
+    (full_range and / or group_fallback, else the calibrator's note), band_sets (R2CCP's union of
     intervals), band_group, band_error."""
     out: dict[str, np.ndarray] = {}
     values = dict.fromkeys(BAND_COLUMNS) if band is None else band_values(band)
@@ -71,8 +71,7 @@ def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray
         out[k] = col
     flags = np.full(n, "", dtype=object)
     if band is not None:
-        flags[inp.rows] = np.where(band.full_range, "full_range",
-                                   np.where(band.fallback, "group_fallback", band.note or ""))
+        flags[inp.rows] = _flags(band)
     out["band_flag"] = flags
     if band is not None and band.sets01 is not None and all(v is not None
                                                             for v in band.sets01):
@@ -90,6 +89,18 @@ def band_columns(band: Band | None, inp: Inputs, n: int) -> dict[str, np.ndarray
         errs[e.position] = f"{e.column}: {e.reason}"
     out[ERROR_COLUMN["apply"]] = errs
     return out
+
+
+def _flags(band: Band) -> list[str]:
+    """Each row's ``band_flag``: ``full_range`` and / or ``group_fallback`` (a Mondrian group
+    too small or unseen at calibration: the whole scale, or the pooled band), comma-joined;
+    else the calibrator's note."""
+    full = np.asarray(band.full_range, dtype=bool)
+    fb = (np.zeros(len(full), dtype=bool) if band.fallback is None
+          else np.asarray(band.fallback, dtype=bool))
+    names = np.where(full & fb, "full_range,group_fallback",
+                     np.where(full, "full_range", np.where(fb, "group_fallback", "")))
+    return [f or (band.note or "") for f in names.tolist()]
 
 
 class ApplyStage(Stage):

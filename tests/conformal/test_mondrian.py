@@ -1,9 +1,10 @@
 """Mondrian (group-conditional) calibration: data-built groups fitted on a share the conformal
-step never sees, and small groups pooled instead of given the marginal band (SPEC section 4).
+step never sees, and small groups given the whole scale (valid for each of them), or pooled
+on request (valid for them together), never the marginal band (SPEC section 4).
 
 The statistical tests check the Mondrian guarantee over many seeded resplits: coverage of
-every calibration group (the band's own group: a group calibrated alone, the pooled group,
-the whole-scale fallback) and marginal coverage >= 1 - alpha - 2.5 SE, with SE <= 0.006."""
+every group the item belongs to (and, for ``pool-together``, of the pooled group) and
+marginal coverage >= 1 - alpha - 2.5 SE, with SE <= 0.006."""
 
 import json
 import warnings
@@ -101,10 +102,12 @@ def test_group_share_size():
         group_share_size(3)
 
 
-def test_marginal_is_the_former_name_of_pool():
-    assert Mondrian(SplitConformal(0.1), small_group="marginal").small_group == "pool"
-    assert make_calibrator("split", 0.1, mondrian="given").small_group == "pool"
-    with pytest.raises(InputError, match="pool, full, error"):
+def test_pool_and_marginal_are_former_names_of_full():
+    for old in ("marginal", "pool"):
+        assert Mondrian(SplitConformal(0.1), small_group=old).small_group == "full"
+    assert make_calibrator("split", 0.1, mondrian="given").small_group == "full"
+    assert Mondrian(SplitConformal(0.1)).small_group == "full"
+    with pytest.raises(InputError, match="full, pool-together, error"):
         Mondrian(SplitConformal(0.1), small_group="nope")
 
 
@@ -119,22 +122,26 @@ def _difficulty_data(rng, n):
 
 @pytest.mark.statistical
 def test_difficulty_groups_cover_every_group_at_13_items():
-    """Split, alpha 0.2, 13 calibration items. With the tertiles fitted on the calibrated
-    items themselves Medium covered 0.766 (marginal 0.792). The calibration rows are sorted
-    by target: a share taken by row position would be a biased one."""
+    """Split, alpha 0.2, 13 calibration items, 60 applied. With the tertiles fitted on the
+    calibrated items themselves Medium covered 0.766 (marginal 0.792); with the small groups
+    pooled (the former default, now ``pool-together``) the hard group covered 0.565: the
+    pool's band is valid for the pool, not for its hardest group. Each difficulty group an
+    item belongs to is covered now. The calibration rows are sorted by target: a share taken
+    by row position would be a biased one."""
     alpha, n, n_test, reps = 0.2, 13, 60, 4000
     rng = np.random.default_rng(20)
-    t = _Tally()
+    own = _Tally()
     for r in range(reps):
         p, y = _difficulty_data(rng, n + n_test)
         order = np.argsort(y[:n])
+        test = p.take(np.arange(n, n + n_test))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cal = make_calibrator("split", alpha, mondrian="difficulty", seed=r)
             cal.fit(p.take(order), y[order])
-            b = cal.predict(p.take(np.arange(n, n + n_test)))
-        t.add(covered(b.lo01, b.hi01, y[n:]), _calibration_group(b))
-    t.check(alpha, [*DIFFICULTY_LABELS, "pooled"])
+            b = cal.predict(test)
+        own.add(covered(b.lo01, b.hi01, y[n:]), cal.group_labels(test))
+    own.check(alpha, DIFFICULTY_LABELS)
     assert cal.params_["group_share"] == {"from": "held-out", "n": 3, "frac": 0.2,
                                           "seed": reps - 1}
 
@@ -150,11 +157,13 @@ def _rare_groups_data(rng, n):
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("alpha", [0.1, 0.2])
-def test_rare_hard_groups_are_pooled_not_given_the_marginal_band(alpha):
+@pytest.mark.parametrize("policy", ["full", "pool-together"])
+def test_rare_hard_groups_are_not_given_the_marginal_band(alpha, policy):
     """40 calibration items: the five hard groups have 0-6 items each (2 on average). The
     marginal band on them covered 0.625 / 0.418 and marginal coverage fell to 0.842 / 0.718
-    (alpha 0.1 / 0.2). The hard groups are alike, so each of them is covered in the pool."""
-    n, n_test, reps = 40, 200, 2000
+    (alpha 0.1 / 0.2). By default they get the whole scale; pooled on request, the hard
+    groups are alike here, so each of them is covered in the pool too."""
+    n, n_test, reps = 40, 200, 1000
     rng = np.random.default_rng(30 + int(alpha * 10))
     by_band, by_own = _Tally(), _Tally()
     pooled_any, easy_fallback = 0, False
@@ -162,7 +171,7 @@ def test_rare_hard_groups_are_pooled_not_given_the_marginal_band(alpha):
         p, y, g = _rare_groups_data(rng, n + n_test)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cal = make_calibrator("split", alpha, mondrian="given", seed=r)
+            cal = Mondrian(SplitConformal(alpha), small_group=policy, seed=r)
             cal.fit(p.take(np.arange(n)), y[:n], g[:n])
             b = cal.predict(p.take(np.arange(n, n + n_test)), g[n:])
         cov = covered(b.lo01, b.hi01, y[n:])
@@ -171,8 +180,42 @@ def test_rare_hard_groups_are_pooled_not_given_the_marginal_band(alpha):
         pooled_any += cal.params_.get("pool") is not None
         easy_fallback |= bool(b.fallback[g[n:] == "easy"].any())
     by_own.check(alpha, ["easy", "r1", "r2", "r3", "r4", "r5"])
-    by_band.check(alpha, ["easy", "pooled"])
-    assert pooled_any > reps / 2 and not easy_fallback
+    assert not easy_fallback
+    if policy == "pool-together":
+        by_band.check(alpha, ["easy", "pooled"])
+        assert pooled_any > reps / 2
+    else:
+        assert pooled_any == 0
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("alpha", [0.1, 0.2])
+def test_groups_of_one_to_three_items_keep_their_own_coverage(alpha):
+    """13 calibration items: ten of an easy group and groups of 1, 2 and 3 items of which
+    one is much harder (a selected subpopulation). Every group, the hard one included, is
+    covered at >= 1 - alpha by default (the whole scale); pooled, the hard one is not."""
+    sizes, n_test, reps = [10, 1, 2, 3], 30, 2000
+    noise = np.array([0.02, 0.02, 0.3, 0.02])
+    rng = np.random.default_rng(50 + int(alpha * 10))
+    own, pooled = _Tally(), _Tally()
+    for _ in range(reps):
+        gi = np.r_[np.repeat(np.arange(4), sizes), rng.integers(0, 4, n_test)]
+        m = rng.uniform(0.3, 0.7, len(gi))
+        y = np.clip(m + rng.normal(0, 1, len(gi)) * noise[gi], 0, 1)
+        g, n = np.char.add("g", gi.astype(str)), sum(sizes)
+        test = Predictions(m[n:])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b = Mondrian(SplitConformal(alpha)).fit(Predictions(m[:n]), y[:n], g[:n]) \
+                .predict(test, g[n:])
+            bp = Mondrian(SplitConformal(alpha), small_group="pool-together") \
+                .fit(Predictions(m[:n]), y[:n], g[:n]).predict(test, g[n:])
+        own.add(covered(b.lo01, b.hi01, y[n:]), g[n:])
+        pooled.add(covered(bp.lo01, bp.hi01, y[n:]), g[n:])
+        assert b.full_range[g[n:] != "g0"].all() and b.fallback[g[n:] != "g0"].all()
+    own.check(alpha, ["g0", "g1", "g2", "g3"])
+    if alpha == 0.2:  # a pool of 6 >= 4 items (at alpha 0.1 it is too small: whole scale)
+        assert pooled.group("g2")[0] < 1 - alpha - 0.1
 
 
 @pytest.mark.statistical
@@ -180,7 +223,7 @@ def test_cluster_mondrian_at_30_items():
     """crc-cluster-mondrian, alpha 0.1, 30 calibration items, three clusters of 60 / 25 /
     15 % with growing residuals: marginal coverage was 0.872 (the small clusters got the
     marginal band: 0.750); the clusters are now fitted on a held-out share and the small ones
-    pooled."""
+    given the whole scale."""
     import sklearn.cluster  # noqa: F401 - loaded first: the limit below applies to loaded libraries
     from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
 
@@ -190,7 +233,8 @@ def test_cluster_mondrian_at_30_items():
     # one thread: k-means on a few points is 25x slower with the OpenMP pool
     with threadpool_limits(1):
         cal = _cluster_resplits(rng, t, alpha, n, n_test, reps)
-    t.check(alpha, ["alone", "pooled"])
+    t.check(alpha, ["alone"])
+    assert "whole-scale" in t.per and "pooled" not in t.per
     assert cal.params_["group_share"]["from"] == "held-out"
 
 
@@ -223,13 +267,28 @@ def _tiny_groups(rng, sizes):
     return Predictions(m), y, g
 
 
-def test_groups_of_one_to_three_items_are_pooled_and_flagged():
+def test_groups_of_one_to_three_items_get_the_whole_scale_flagged():
+    rng = np.random.default_rng(1)
+    p, y, g = _tiny_groups(rng, [200, 1, 2, 3, 3])
+    with pytest.warns(SmallGroupWarning, match=r"g1 \(n=1\), g2 \(n=2\), g3 \(n=3\), g4 "
+                                               r"\(n=3\); their items get the whole scale"):
+        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+    assert cal.params_["small"] == ["g1", "g2", "g3", "g4"] and cal.params_["pool"] is None
+    b = cal.predict(p, g)
+    small = g != "g0"
+    assert b.fallback[small].all() and b.full_range[small].all()
+    assert not b.fallback[~small].any() and not b.full_range[~small].any()
+    assert (b.lo01[small] == 0).all() and (b.hi01[small] == 1).all()
+    np.testing.assert_array_equal(b.group, g)
+
+
+def test_groups_of_one_to_three_items_pooled_on_request():
     rng = np.random.default_rng(1)
     p, y, g = _tiny_groups(rng, [200, 1, 2, 3, 3])  # need 9 at alpha 0.1: a pool of 9
     with pytest.warns(SmallGroupWarning, match=r"g1 \(n=1\), g2 \(n=2\), g3 \(n=3\), g4 "
                                                r"\(n=3\); they are calibrated together as "
                                                r"one pooled group of 9 items"):
-        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+        cal = Mondrian(SplitConformal(0.1), small_group="pool-together").fit(p, y, g)
     assert cal.params_["small"] == ["g1", "g2", "g3", "g4"] and cal.params_["pool_n"] == 9
     b = cal.predict(p, g)
     small = g != "g0"
@@ -248,7 +307,7 @@ def test_a_pool_too_small_gets_the_whole_scale():
     rng = np.random.default_rng(2)
     p, y, g = _tiny_groups(rng, [200, 1, 2, 3])  # a pool of 6 < 9
     with pytest.warns(SmallGroupWarning, match="they have 6 items, too few as well"):
-        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+        cal = Mondrian(SplitConformal(0.1), small_group="pool-together").fit(p, y, g)
     b = cal.predict(p, g)
     small = g != "g0"
     assert b.full_range[small].all() and b.fallback[small].all()
@@ -259,9 +318,16 @@ def test_a_pool_too_small_gets_the_whole_scale():
 def test_unseen_group_at_apply():
     rng = np.random.default_rng(3)
     p, y, g = _tiny_groups(rng, [200, 4, 6])
+    pt = Predictions([0.5, 0.5, 0.5])
     with pytest.warns(SmallGroupWarning):
         cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
-    pt = Predictions([0.5, 0.5, 0.5])
+    with pytest.warns(SmallGroupWarning, match=r"not seen at calibration: new; they get "
+                                               "the whole scale"):
+        b = cal.predict(pt, ["g0", "new", "g1"])
+    assert b.fallback.tolist() == b.full_range.tolist() == [False, True, True]
+    assert b.group.tolist() == ["g0", "new", "g1"]
+    with pytest.warns(SmallGroupWarning):
+        cal = Mondrian(SplitConformal(0.1), small_group="pool-together").fit(p, y, g)
     with pytest.warns(SmallGroupWarning, match=r"not seen at calibration: new; they get "
                                                "the pooled small-group band"):
         b = cal.predict(pt, ["g0", "new", "g1"])
@@ -286,7 +352,7 @@ def test_a_borderline_group_is_calibrated_alone_and_lends_its_items_to_the_pool(
     rng = np.random.default_rng(4)
     p, y, g = _tiny_groups(rng, [200, 9, 2])
     with pytest.warns(SmallGroupWarning, match="pooled group of 11 items"):
-        cal = Mondrian(SplitConformal(0.1)).fit(p, y, g)
+        cal = Mondrian(SplitConformal(0.1), small_group="pool-together").fit(p, y, g)
     b = cal.predict(p, g)
     assert not b.fallback[g == "g1"].any() and b.fallback[g == "g2"].all()
     assert cal.params_["pool_groups"] == ["g1", "g2"]
@@ -335,7 +401,8 @@ def test_a_learned_base_fits_the_thresholds_on_its_training_share():
 
 # ------------------------------------------------------------------------- persistence
 @pytest.mark.parametrize("make, given", [
-    (lambda: Mondrian(SplitConformal(0.1, scale=Scale(1, 5)), by="given"), True),
+    (lambda: Mondrian(SplitConformal(0.1, scale=Scale(1, 5)), by="given",
+                      small_group="pool-together"), True),
     (lambda: Mondrian(SplitConformal(0.1, scale=Scale(1, 5)), by="difficulty"), False),
     (lambda: ClusterConservative(CRC(0.1, scale=Scale(1, 5)), n_clusters=3, rule="mondrian"),
      False),
@@ -358,7 +425,8 @@ def test_save_load_round_trip(tmp_path, make, given):
         warnings.simplefilter("error")  # a file of this version loads without a warning
         back, _ = load_calibrator(path)
     assert back.params_["group_share"] == cal.params_["group_share"]
-    assert back.get_config() == cal.get_config() and back.small_group == "pool"
+    assert back.get_config() == cal.get_config()
+    assert back.small_group == ("pool-together" if given else "full")
     gt = np.array(["big", "s1", "s2", "unseen"] * 10) if given else None
     pt = p.take(np.arange(200, 240))
     with warnings.catch_warnings():
@@ -433,3 +501,48 @@ def test_former_cluster_files_still_load(tmp_path):
     with pytest.warns(SmallGroupWarning, match="clusters on the very items"):
         old, _ = load_calibrator(path)
     np.testing.assert_array_equal(old.predict(p).hi01, mond.predict(p).hi01)
+
+
+def test_a_file_saved_with_the_former_pool_default_gives_the_whole_scale(tmp_path):
+    """``small_group: pool`` files gave their small groups the pooled band (valid for them
+    together only): they load, warn, and give those groups the whole scale."""
+    rng = np.random.default_rng(11)
+    p, y, g = _tiny_groups(rng, [200, 4, 6])
+    with pytest.warns(SmallGroupWarning):
+        cal = Mondrian(SplitConformal(0.1), small_group="pool-together").fit(p, y, g)
+    path = save_calibrator(tmp_path / "c.json", cal)
+    doc = json.loads(path.read_text())
+    doc["calibrator"]["config"]["small_group"] = "pool"
+    doc["checksum"] = content_checksum(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.warns(SmallGroupWarning, match=r"saved with small_group 'pool'.*g1, g2.*"
+                                               "whole scale"):
+        old, _ = load_calibrator(path)
+    b = old.predict(p, g)
+    small = g != "g0"
+    assert b.full_range[small].all() and not b.full_range[~small].any()
+
+
+def test_apply_flags_an_unseen_or_small_group_group_fallback():
+    """``apply``: a row of a group unseen at calibration (or too small) gets the whole scale,
+    flagged ``full_range,group_fallback`` (it was ``full_range`` alone), in its own group."""
+    import pandas as pd
+
+    from scoreband import api
+
+    rng = np.random.default_rng(12)
+    n = 200
+    g = np.where(np.arange(n) < 196, "t-big", "t-small")
+    m = rng.uniform(1.5, 4.5, n)
+    df = pd.DataFrame({"y": np.clip(np.round(m + rng.normal(0, 0.5, n)), 1, 5), "m": m,
+                       "g": g})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = api.calibrate(df, dict(target="y", scale=(1, 5), median="m", groups="g"),
+                            {"method": "split", "mondrian": True})
+        out = api.apply(pd.DataFrame({"m": [3.0, 3.0, 3.0], "g": ["t-big", "t-small",
+                                                                  "t-new"]}), fit).table
+    assert out["band_flag"].tolist() == ["", "full_range,group_fallback",
+                                         "full_range,group_fallback"]
+    assert out["band_group"].tolist() == ["t-big", "t-small", "t-new"]
+    assert out["band_lo"].tolist()[1:] == [1.0, 1.0] and out["band_hi"].tolist()[1:] == [5, 5]

@@ -10,10 +10,14 @@ Two rules keep the per-group guarantee exact (SPEC section 4):
   held-out split drawn from the calibrator's seed), then applied to calibration and test
   items alike from their own predictions. Groups fitted on the very items then calibrated
   make a test item never the extreme of its group: coverage (k - 1) / n_g, not k / (n_g + 1).
-* a group with too few calibration items for alpha is not given the marginal band (the rare
-  groups are a selected, often harder, subpopulation: 0.34 coverage at alpha 0.2 was seen);
-  the small groups are pooled into one group calibrated on their own items
-  (:func:`pool_plan`), or given the whole scale.
+* a group with too few calibration items for alpha (fewer than ``ceil(1/alpha) - 1``) gets
+  the whole scale, flagged: that is the only band valid for the group itself, whatever its
+  items look like (its own conformal quantile is infinite; a band borrowed from other groups -
+  the marginal band, or a band of the small groups pooled together - under-covers a group
+  harder than the ones it borrows from: the pooled hard group of 13 difficulty-grouped items
+  covered 0.565 at a promised 0.80). The pooled band is still offered, as an explicit choice
+  with the weaker guarantee it has (``small_group="pool-together"``: coverage of the small
+  groups together, not of each).
 """
 
 from __future__ import annotations
@@ -47,13 +51,16 @@ DIFFICULTY_LABELS = ("easy", "medium", "hard")
 MONDRIAN_BY = ("given", "difficulty", "predicted")
 #: the number of point-score bins of ``by="predicted"`` (quantiles of the held-out share)
 PREDICTED_BINS = 5
-#: what a group too small for alpha gets: ``"pool"`` (pooled with the other small groups),
-#: ``"full"`` (the whole scale) or ``"error"``
-SMALL_GROUP_POLICIES = ("pool", "full", "error")
-#: former names of the policies, still accepted (saved files, ``--small-group marginal``):
-#: ``"marginal"`` gave the small groups the marginal band, which under-covers them; it now
-#: means the valid pooled rule
-SMALL_GROUP_ALIASES = {"marginal": "pool"}
+#: what a group too small for alpha (or unseen at calibration) gets: ``"full"`` (the whole
+#: scale: valid for each group), ``"pool-together"`` (the band of the small groups pooled:
+#: valid for them together, not for each) or ``"error"``
+SMALL_GROUP_POLICIES = ("full", "pool-together", "error")
+#: former names of the policies, still accepted (saved files, ``--small-group pool``):
+#: ``"marginal"`` gave the small groups the marginal band and ``"pool"`` the pooled band,
+#: both of which under-cover a small group harder than the others; both now mean ``"full"``
+SMALL_GROUP_ALIASES = {"marginal": "full", "pool": "full"}
+#: the policy that pools the small groups
+POOL_TOGETHER = "pool-together"
 #: prefix of the group label of an item calibrated in the pooled group
 POOLED = "pooled:"
 #: share of the calibration items held out to fit data-built groups (when the base has no
@@ -73,7 +80,7 @@ def _policy(small_group: str) -> str:
     if name not in SMALL_GROUP_POLICIES:
         raise InputError(
             f"small_group must be one of {', '.join(SMALL_GROUP_POLICIES)} (or the former "
-            f"name 'marginal' for 'pool'), got {small_group!r}")
+            f"names 'pool' and 'marginal' for 'full'), got {small_group!r}")
     return name
 
 
@@ -192,10 +199,10 @@ def _base_from(state: dict, scale: Scale) -> Calibrator:
 
 
 class _Grouped(Calibrator):
-    """Shared machinery: fit the base's params per group (pooling the small groups), apply
-    per group."""
+    """Shared machinery: fit the base's params per group (the small groups: whole scale, or
+    pooled), apply per group."""
 
-    def __init__(self, base: Calibrator, *, small_group: str = "pool",
+    def __init__(self, base: Calibrator, *, small_group: str = "full",
                  group_frac: float = GROUP_FRAC, seed: int | None = None):
         super().__init__(base.alpha, scale=base.scale, clip=base.clip)
         self.small_group = _policy(small_group)
@@ -240,6 +247,15 @@ class _Grouped(Calibrator):
         obj.params_ = _unjson(state["params"])
         if "pool" not in obj.params_:
             obj._load_legacy()
+        elif (obj.params_.get("pool") is not None and obj._applies_groups
+              and SMALL_GROUP_ALIASES.get(state["config"].get("small_group")) == "full"):
+            warnings.warn(
+                f"this calibrator was saved with small_group "
+                f"{state['config']['small_group']!r}, which gave its groups too small for "
+                f"alpha={obj.alpha} ({_names(obj.params_.get('small') or [])}) the band of "
+                "the small groups pooled: valid for them together, not for each, so their "
+                "items now get the whole scale (flagged); small_group='pool-together' keeps "
+                "the pooled band", SmallGroupWarning, stacklevel=3)
         return obj
 
     #: each item gets its own group's parameters (False: the conservative cluster rule)
@@ -252,13 +268,12 @@ class _Grouped(Calibrator):
         p["pool"], p["pool_groups"] = None, []
         small = sorted(g for g, v in (p.get("groups") or {}).items() if v is None)
         p["small"] = small
-        if small and self.small_group == "pool" and self._applies_groups:
+        if small and self.small_group != "error" and self._applies_groups:
             warnings.warn(
                 f"this calibrator was saved by an older scoreband, which gave its groups too "
                 f"small for alpha={self.alpha} ({_names(small)}) the marginal band: that "
-                "under-covers them, so their items now get the whole scale (flagged); "
-                "recalibrate to calibrate them as one pooled group", SmallGroupWarning,
-                stacklevel=4)
+                "under-covers them, so their items now get the whole scale (flagged)",
+                SmallGroupWarning, stacklevel=4)
 
     # --- fitting --------------------------------------------------------------------------
     def _prepare(self, pred: Predictions, y01, groups=None, *, share_floor: int | None = None):
@@ -301,7 +316,8 @@ class _Grouped(Calibrator):
                        known=(), pool: bool = True) -> dict:
         """Marginal params, params per group (None for a group too small for alpha), the
         group sizes (``known`` groups without items count 0) and, with ``pool`` and the
-        ``"pool"`` policy, the pooled group's params (None when it is too small itself)."""
+        ``"pool-together"`` policy, the pooled group's params (None when it is too small
+        itself)."""
         need = min_calibration_size(self.alpha)
         counts = dict.fromkeys((str(g) for g in known), 0)
         uniq, cnt = np.unique(labels, return_counts=True)
@@ -319,13 +335,14 @@ class _Grouped(Calibrator):
         msg = (f"groups too small for alpha={self.alpha} (at least {need} calibration items "
                f"needed): {_names(f'{g} (n={counts[g]})' for g in small)}")
         if self.small_group == "error":
-            raise InputError(msg + "; merge them, or use small_group='pool' or 'full'")
+            raise InputError(msg + "; merge them, or use small_group='full'")
         if not pool:
             warnings.warn(f"{msg}; they are left out of the choice", SmallGroupWarning,
                           stacklevel=4)
             return out
         if self.small_group == "full":
-            warnings.warn(f"{msg}; their items get the whole scale as band",
+            warnings.warn(f"{msg}; their items get the whole scale as band (flagged "
+                          "group_fallback): the only band valid for a group this small",
                           SmallGroupWarning, stacklevel=4)
             return out
         in_pool = np.isin(labels, pool_groups)
@@ -350,11 +367,12 @@ class _Grouped(Calibrator):
     # --- applying -------------------------------------------------------------------------
     def _apply_groups(self, pred: Predictions, labels: np.ndarray, params: dict):
         """Bands per group: a group's own params, else (small or unseen at calibration) the
-        pooled group's params (``"pool"`` policy, when the pool was large enough), else the
-        whole scale. Returns ``(lo, hi, full_range, fallback, sets, band_group)``; an item
-        calibrated in the pooled group has the label ``"pooled:<its group>"``."""
+        whole scale, or with the ``"pool-together"`` policy the pooled group's params (when
+        the pool was large enough). Returns ``(lo, hi, full_range, fallback, sets,
+        band_group)``; an item calibrated in the pooled group has the label
+        ``"pooled:<its group>"``."""
         per_group = params["groups"]
-        pool = params.get("pool") if self.small_group == "pool" else None
+        pool = params.get("pool") if self.small_group == POOL_TOGETHER else None
         n = len(pred)
         lo, hi = np.empty(n), np.empty(n)
         full = np.zeros(n, dtype=bool)
@@ -365,10 +383,10 @@ class _Grouped(Calibrator):
         if unseen and self.small_group == "error":
             raise InputError(f"groups not seen at calibration: {_names(unseen)}; they have no "
                              "calibration items (small_group='error'): calibrate with them, "
-                             "or use small_group='pool' or 'full'")
+                             "or use small_group='full'")
         if unseen:
             action = ("they get the pooled small-group band" if pool is not None else
-                      "they get the whole scale (no pooled small-group band to give them)")
+                      "they get the whole scale")
             warnings.warn(f"groups not seen at calibration: {_names(unseen)}; {action}, "
                           "flagged as fallback", SmallGroupWarning, stacklevel=3)
         for g in np.unique(labels):
@@ -415,13 +433,18 @@ class Mondrian(_Grouped):
     small_group : what a group with fewer than ``ceil(1/alpha) - 1`` calibration items (and a
         group unseen at calibration) gets:
 
-        * ``"pool"`` (default; ``"marginal"`` is its former name, still accepted): the small
-          groups are calibrated together, as one pooled group, on their own items
-          (:func:`pool_plan`); if the pool is too small as well, or at apply no pool was
-          fitted, the whole scale. Flagged ``fallback``; a pooled item's ``band.group`` is
-          ``"pooled:<group>"``. (The former ``"marginal"`` rule gave them the marginal band,
-          which under-covers them: they are a selected, often harder, subpopulation.)
-        * ``"full"``: the whole scale, flagged ``full_range`` and ``fallback``;
+        * ``"full"`` (default; ``"pool"`` and ``"marginal"`` are former names, still
+          accepted): the whole scale, flagged ``full_range`` and ``fallback``; its
+          ``band.group`` is the item's own group. This is the only band valid for each such
+          group on its own: with fewer than ``ceil(1/alpha) - 1`` items the group's conformal
+          quantile is infinite, and any band borrowed from other groups under-covers a group
+          harder than they are (the pooled hard group of 13 difficulty-grouped items covered
+          0.565 at 0.80).
+        * ``"pool-together"``: the small groups are calibrated together, as one pooled group,
+          on their own items (:func:`pool_plan`); if the pool is too small as well, or at
+          apply no pool was fitted, the whole scale. Flagged ``fallback``; a pooled item's
+          ``band.group`` is ``"pooled:<group>"``. The guarantee is for the pooled groups
+          together, not for each: choose it only where the small groups are alike.
         * ``"error"``: an :class:`~scoreband.errors.InputError` at fit (and at apply for a
           group unseen at calibration).
     group_frac : the held-out share for difficulty groups and predicted bins (no effect with
@@ -441,15 +464,15 @@ class Mondrian(_Grouped):
     ...     cal = Mondrian(SplitConformal(0.1)).fit(Predictions(m), y, g)
     >>> print(w[0].message)  # doctest: +ELLIPSIS
     groups too small for alpha=0.1 (at least 9 calibration items needed): b (n=4), c (n=6); \
-they are calibrated together as one pooled group of 10 items ...
+their items get the whole scale as band ...
     >>> band = cal.predict(Predictions([0.5, 0.5, 0.5]), ["a", "b", "c"])
-    >>> band.group.tolist(), band.fallback.tolist()
-    (['a', 'pooled:b', 'pooled:c'], [False, True, True])
+    >>> band.group.tolist(), band.fallback.tolist(), band.full_range.tolist()
+    (['a', 'b', 'c'], [False, True, True], [False, True, True])
     """
 
     method = "mondrian"
 
-    def __init__(self, base: Calibrator, *, by: str = "given", small_group: str = "pool",
+    def __init__(self, base: Calibrator, *, by: str = "given", small_group: str = "full",
                  group_frac: float = GROUP_FRAC, seed: int | None = None,
                  n_bins: int = PREDICTED_BINS):
         super().__init__(base, small_group=small_group, group_frac=group_frac, seed=seed)
@@ -551,7 +574,7 @@ class ClusterConservative(_Grouped):
     item gets its own cluster's parameters instead (group-conditional coverage): there the
     k-means clusters (and an ``"auto"`` k) are fitted on a share the conformal step never
     sees, as :class:`Mondrian` fits its difficulty groups, and clusters too small for alpha
-    are handled by ``small_group`` as in :class:`Mondrian` (pooled by default).
+    are handled by ``small_group`` as in :class:`Mondrian` (the whole scale by default).
 
     Parameters
     ----------
@@ -575,7 +598,7 @@ class ClusterConservative(_Grouped):
 
     @classmethod
     def build(cls, alpha, *, scale=None, preset=None, wrap=lambda c: c, n_clusters="auto",
-              small_group="pool", seed=0, **_):
+              small_group="full", seed=0, **_):
         """CRC (mapped by ``wrap`` when asked) per cluster of the image embeddings."""
         from scoreband.conformal.crc import CRC
 
@@ -583,7 +606,7 @@ class ClusterConservative(_Grouped):
                    small_group=small_group, seed=seed, **(preset or {}))
 
     def __init__(self, base: Calibrator, *, n_clusters: int | str = "auto",
-                 rule: str = "conservative", small_group: str = "pool",
+                 rule: str = "conservative", small_group: str = "full",
                  group_frac: float = GROUP_FRAC, seed: int = 0):
         super().__init__(base, small_group=small_group, group_frac=group_frac, seed=seed)
         if rule not in ("conservative", "mondrian"):
