@@ -309,3 +309,20 @@ def test_report_names_the_damaged_key_of_a_rule(tmp_path):
             "groups.(all).threshold", "'abc'")
     refused(lambda d: d["report"]["curve"].update(risk=[0.1]), "report.curve", "length")
     refused(lambda d: d.update(format_version=99), "format_version", "99")
+
+
+@pytest.mark.parametrize("ext", [".csv", ".parquet"])
+def test_apply_command_with_a_rule_reads_groups_and_checks_the_domain(tmp_path, ext):
+    """`apply TABLE --calibrator RULE` runs the same stage: 01 kept, 0-100 refused."""
+    df = _table()
+    lab = _write(df.iloc[:700], tmp_path / f"lab{ext}")
+    new = _write(df.iloc[700:].drop(columns="human"), tmp_path / f"new{ext}")
+    rule, out = tmp_path / "rule.json", tmp_path / f"out{ext}"
+    assert run("triage", lab, *FIT, "--out", rule).exit_code == 0
+    _check_groups_matched(run("apply", new, "--calibrator", rule, "--out", out), out)
+    big = df.iloc[700:].drop(columns="human")
+    big["judge"] = (big["judge"] - 1) * 25
+    res = run("apply", _write(big, tmp_path / f"big{ext}"), "--calibrator", rule, "--out",
+              tmp_path / f"o2{ext}")
+    assert res.exit_code != 0 and "outside the range" in said(res)
+    assert not (tmp_path / f"o2{ext}").exists()

@@ -191,8 +191,9 @@ DEFINITIONS = [
     ("risk among accepted", "The share of trusted items whose score is off the human score by "
                             "more than the tolerance."),
     ("Learn-then-Test", "The threshold is the last of a fixed sequence of binomial tests of "
-                        "'the risk at this threshold exceeds alpha' that all reject at level "
-                        "delta: the chosen threshold's risk is at most alpha with probability "
+                        "'the risk at this threshold exceeds the risk allowed (--risk)' that "
+                        "all reject at level delta: the chosen threshold's risk is at most the "
+                        "risk allowed with probability "
                         "at least 1 - delta over the labeled rows."),
     ("tolerance-aware map", "Near each score, the human score most often within the tolerance "
                             "(kept monotone): the value a kept score is read as."),

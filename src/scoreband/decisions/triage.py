@@ -150,7 +150,7 @@ class TriageRule:
 
     def __repr__(self) -> str:
         thr = {g: round(v["threshold"], 4) for g, v in self.groups.items()}
-        return (f"TriageRule(tolerance={self.tolerance:g}, alpha={self.alpha:g}, "
+        return (f"TriageRule(tolerance={self.tolerance:g}, risk={self.alpha:g}, "
                 f"delta={self.delta:g}, uncertainty={self.uncertainty.name!r}, "
                 f"map={self.map.kind!r}, thresholds={thr})")
 
