@@ -82,8 +82,9 @@ def systems(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draw and the folds.")] = 0,
     inclusion_prob: Annotated[str | None, typer.Option(
         "--inclusion-prob", metavar="COL",
-        help="Column of each row's probability of being labeled (what --propose-labels "
-             "wrote): inverse-probability-weighted PPI++ means, differences and ranks.")] = None,
+        help="Column of each row's probability of being labeled, in (0, 1] (a design of "
+             "your own; for a proposal prefer --design, which also checks the labels): "
+             "inverse-probability-weighted PPI++ means, differences and ranks.")] = None,
     design: Annotated[Path | None, typer.Option(
         "--design", metavar="FILE",
         help="With --propose-labels: where to write the label design (default: --out "

@@ -26,8 +26,11 @@ DEFINITIONS = [
                        "the humans."),
     ("cross-fitting", "The metric-to-human map is fitted on other folds of the labeled rows "
                       "than the ones it corrects, so no label both fits and rectifies it."),
-    ("effective labels", "How many labels the labels-alone interval would need to be as "
-                         "narrow as the PPI++ interval: n x (classical width / PPI++ width)^2."),
+    ("effective labels", "How many labels drawn uniformly the labels-alone interval would "
+                         "need to be as narrow as this interval: n x (classical width / PPI++ "
+                         "width)^2; with labels drawn by a design, the design-weighted label "
+                         "variance over the interval's squared standard error (the JSON's "
+                         "design_effective_labels is Kish's count of the weights)."),
     ("paired difference", "Two systems compared on the items labeled for both, as the mean "
                           "of the per-item difference, when enough items are (see "
                           "pairing_reason); unpaired: the difference of the two means, their "
