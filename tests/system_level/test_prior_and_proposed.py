@@ -215,3 +215,21 @@ def test_a_damaged_design_file_is_refused(tmp_path):
     bad.write_text(json.dumps(d))
     with pytest.raises(InputError, match="format_version 99"):
         systems_study(p, design=bad, **KW)
+
+
+def test_the_proposal_never_says_uniform_and_draws_actively():
+    """Where the plan's verdict is 'uniform labels do as well' the proposal draws uniformly
+    (it said so, then printed 'design: active')."""
+    for seed in range(6):
+        rng = np.random.default_rng([97, seed])
+        df = _thumb_like(rng, 300, 2)
+        spread = np.where(df.image % 3 == 0, 1.2, 0.2) * (seed % 3)
+        df["human"] = np.clip(df.truth + rng.normal(0, 1, len(df)) * spread, 1, 5)
+        df.loc[df.image >= 60, "human"] = np.nan
+        doc = propose_labels(df.drop(columns="truth"), system_col="system", n_labels=20,
+                             scores=["metric"], target="human", scale="1,5",
+                             seed=seed).doc
+        if doc["case"] == "uniform":
+            assert doc["design"] == "uniform", doc
+        if doc["design"] == "active":
+            assert doc["case"] == "active", doc
