@@ -219,17 +219,20 @@ def test_a_damaged_design_file_is_refused(tmp_path):
 
 def test_the_proposal_never_says_uniform_and_draws_actively():
     """Where the plan's verdict is 'uniform labels do as well' the proposal draws uniformly
-    (it said so, then printed 'design: active')."""
+    (it said so, then printed 'design: active'). Error spreads by stratum: seeds 1, 4, 5
+    draw actively; seed 2 is predicted 0.95x (not <= ACTIVE_PAYS) with a gain above the
+    uninformative cost, the case that disagreed."""
+    designs = []
     for seed in range(6):
         rng = np.random.default_rng([97, seed])
         df = _thumb_like(rng, 300, 2)
-        spread = np.where(df.image % 3 == 0, 1.2, 0.2) * (seed % 3)
-        df["human"] = np.clip(df.truth + rng.normal(0, 1, len(df)) * spread, 1, 5)
-        df.loc[df.image >= 60, "human"] = np.nan
+        df["metric"] = df.truth + rng.normal(0, 1, len(df)) * np.where(
+            df.image % 2 == 0, 0.05 + 0.4 * (seed % 3), 0.05)
+        df["human"] = np.where(df.image < 60, df.truth, np.nan)
+        df["kind"] = df.image % 2
         doc = propose_labels(df.drop(columns="truth"), system_col="system", n_labels=20,
-                             scores=["metric"], target="human", scale="1,5",
-                             seed=seed).doc
-        if doc["case"] == "uniform":
-            assert doc["design"] == "uniform", doc
-        if doc["design"] == "active":
-            assert doc["case"] == "active", doc
+                             scores=["metric"], target="human", scale="1,5", seed=seed,
+                             strata="kind").doc
+        assert doc["design"] == doc["case"], doc
+        designs.append(doc["design"])
+    assert "active" in designs and "uniform" in designs
