@@ -153,6 +153,24 @@ def test_a_full_disk_names_the_output_and_the_fix(tmp_path, monkeypatch, name):
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
 
 
+@pytest.mark.xfail(strict=True, reason="engine/stream.py's ChunkWriter (the streamed apply "
+                   "path) does not yet wrap its writes in files.output_errors / output_mode")
+def test_a_full_disk_names_the_output_when_streamed(tmp_path, monkeypatch):
+    """``apply --out`` streamed chunk by chunk (CSV / TSV / JSONL / Parquet): the same
+    message, no temporary file left, and the output gets open()'s mode."""
+    out = tmp_path / "out.csv"
+    out.write_text("old")
+    sink = type(get_format("csv").sink(tmp_path / "probe.csv"))
+    (tmp_path / "probe.csv").unlink(missing_ok=True)
+    monkeypatch.setattr(sink, "write", lambda self, df: (_ for _ in ()).throw(
+        OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    with pytest.raises(OSError) as e, ChunkWriter(out) as w:
+        w.write(TABLE)
+    assert e.value.filename == str(out) and "choose another output path" in str(e.value)
+    assert out.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
 def test_other_errors_pass_as_they_are(tmp_path):
     """An error about another file (an input read while writing) is not blamed on the
     output."""
