@@ -128,42 +128,58 @@ class PairRule:
         ``decided``, ``sets`` (n, 3). ``bad``: rows that are not judged (a reported row
         error: a probability outside [0, 1], probabilities not summing to 1): no
         probabilities, no verdict, an empty set."""
+        # the judge's probabilities are used as they are: a verdict no labeled pair had
+        # keeps its mass (a fitted model gives such a class 0 itself)
         P = self.model.proba(X)
-        if len(self.classes) < 3:  # a label no pair had: its mass goes to the others
-            live = np.array([c in self.classes for c in LABELS])
-            P = np.where(live[None, :], P, 0.0)
-            P = P / P.sum(axis=1, keepdims=True)
         if bad is not None:
             P[np.asarray(bad, bool)] = np.nan
         ok = np.isfinite(P).all(axis=1)
         u, best = confidence_order(P, X, self.order)
         u = np.where(ok, u, np.nan)
         decided = ok & np.isfinite(u) & (u <= self.threshold)
+        unseen: list[str] = []
         if POOLED in self.set_q:
             q = np.full(len(P), self.set_q[POOLED])
         else:
             g = np.asarray(groups).astype(str) if groups is not None else \
                 np.full(len(P), "")
             q = np.array([self.set_q.get(x, math.inf) for x in g])
+            unseen = sorted(set(g[ok].tolist()) - set(self.set_q))
         sets = prediction_sets(np.nan_to_num(P), q, self.set_method, self.classes) & \
             ok[:, None]
         return {"P": P, "verdict": np.where(decided, best, ""), "u": u, "decided": decided,
-                "sets": sets, "ok": ok, "verdict_all": best}
+                "sets": sets, "ok": ok, "verdict_all": best, "unseen_groups": unseen}
 
-    def apply(self, table) -> pd.DataFrame:
+    def unseen_note(self, unseen) -> str | None:
+        """What a table is told when its pairs hold groups the rule has no set quantile for
+        (no labeled pair of that group): their sets hold every verdict."""
+        if not unseen:
+            return None
+        known = [k for k in self.set_q if k != POOLED]
+        return (f"group(s) {', '.join(repr(x) for x in unseen[:5])}"
+                + (f" and {len(unseen) - 5} more" if len(unseen) > 5 else "")
+                + f" of column {self.groups_col!r} had no labeled pairs when the rule was "
+                f"fitted (its groups: {', '.join(repr(k) for k in known[:8])}): their "
+                "prediction sets hold every verdict (the verdicts and the threshold are "
+                "pooled and still apply)")
+
+    def apply(self, table, on_warning=None) -> pd.DataFrame:
         """Every row and column of ``table`` (a DataFrame, or a path: its cells read as
         text) with :data:`PAIR_COLUMNS` added: ``verdict`` empty where the pair is not
         decided, ``verdict_error`` saying why a row could not be judged (such a row gets no
         verdict, no probabilities and an empty set). The same :class:`PairStage` on the row
         engine as the command line; a table that already has one of these columns is
-        refused. The row errors are kept in ``last_errors``."""
+        refused. The row errors are kept in ``last_errors``, the warnings (pairs of a
+        group the rule has no labeled pair of) in ``last_warnings`` and sent to
+        ``on_warning``."""
         from scoreband.engine.rows import run_rows
         from scoreband.tables import read_table
 
         df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
-        stage = PairStage(self)
+        stage = PairStage(self, on_warning=on_warning)
         run = run_rows(df, stage)
         self.last_errors = stage.errors
+        self.last_warnings = stage.warnings
         return run.table
 
     def to_dict(self) -> dict:
@@ -177,7 +193,7 @@ class PairRule:
                  f"({self.set_method.upper()}"
                  + (f", per group of {self.groups_col!r}" if self.groups_col else "") +
                  "); for pairs drawn like the labeled ones.")
-        return {"format": PAIR_RULE_FORMAT, "format_version": 1,
+        return {"format": PAIR_RULE_FORMAT, "format_version": PAIR_RULE_VERSION,
                 "scoreband_version": __version__, "threshold": self.threshold,
                 "decided_share": self.report.get("decided_share"),
                 "risk": self.alpha, "delta": self.delta, "set_alpha": self.set_alpha,
@@ -196,25 +212,66 @@ class PairRule:
         return Path(path)
 
 
+#: the pairwise rule files this scoreband writes and reads
+PAIR_RULE_VERSION = 1
+
+
 def load_pair_rule(path) -> PairRule:
-    """Read a rule written by :meth:`PairRule.save`."""
+    """Read a rule written by :meth:`PairRule.save`: another ``format`` or
+    ``format_version``, an unknown model kind or a damaged key is an :class:`InputError`
+    naming the file, the key and the fix (the one check of every rule file,
+    :mod:`scoreband.decisions.rulefile`)."""
+    from scoreband.decisions.rulefile import as_float, as_mapping, check_rule_doc, read_key
     from scoreband.json_io import read_json
 
+    refit = "scoreband triage LABELED --pairwise ... --out rule.json"
     doc = read_json(path, what="pairwise rule",
                     missing="write one with `scoreband pairwise-triage ... --out rule.json`",
                     fix="is it a rule written by `scoreband pairwise-triage --out`?")
-    if not isinstance(doc, dict) or doc.get("format") != PAIR_RULE_FORMAT:
-        raise InputError(f"{path} is not a scoreband pairwise rule")
-    try:
-        return PairRule(VerdictModel.from_dict(doc["model"]), float(doc["risk"]),
-                        float(doc["delta"]), float(doc["set_alpha"]), doc["set_method"],
-                        list(doc["classes"]), float(doc["threshold"]),
-                        {k: float(v) for k, v in doc["set_quantile"].items()},
-                        doc.get("groups_col"), dict(doc.get("report") or {}),
-                        order=str(doc.get("order", "max-prob")))
-    except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{path} is incomplete ({type(e).__name__}: {e}); fit the rule "
-                         "again") from None
+    where = str(path)
+    check_rule_doc(doc, where, fmt=PAIR_RULE_FORMAT, version=PAIR_RULE_VERSION,
+                   what="pairwise rule", refit=refit)
+
+    def prob(v):
+        x = as_float(v)
+        if not 0 < x < 1:
+            raise ValueError(f"expected a number in (0, 1), got {v!r}")
+        return x
+
+    def labels(v):
+        if not isinstance(v, list) or not v or not all(c in LABELS for c in v):
+            raise ValueError(f"expected a list of labels among {', '.join(LABELS)}")
+        return list(v)
+
+    def order(v):
+        if v not in ORDERS:
+            raise ValueError(f"expected one of {', '.join(ORDERS)}")
+        return v
+
+    def column(v):
+        if v is not None and not isinstance(v, str):
+            raise TypeError("expected a column name")
+        return v
+
+    def method(v):
+        if v not in SET_METHODS:
+            raise ValueError(f"expected one of {', '.join(SET_METHODS)}")
+        return v
+
+    model = read_key(doc, "model", VerdictModel.from_dict, where)
+    return PairRule(model, read_key(doc, "risk", prob, where),
+                    read_key(doc, "delta", prob, where),
+                    read_key(doc, "set_alpha", prob, where),
+                    read_key(doc, "set_method", method, where),
+                    read_key(doc, "classes", labels, where),
+                    read_key(doc, "threshold", as_float, where),
+                    read_key(doc, "set_quantile",
+                             lambda v: {str(k): as_float(x) for k, x in as_mapping(v).items()},
+                             where),
+                    read_key(doc, "groups_col", column, where, default=None),
+                    read_key(doc, "report", lambda v: dict(as_mapping(v or {})), where,
+                             default={}),
+                    order=read_key(doc, "order", order, where, default="max-prob"))
 
 
 class PairStage(Stage):
@@ -236,9 +293,12 @@ class PairStage(Stage):
     outputs = {"verdict": "", "p_a": np.nan, "p_b": np.nan, "p_tie": np.nan,
                "pair_uncertainty": np.nan, "decided": False, "pair_set": ""}
 
-    def __init__(self, rule, *, base_dir=None):
+    def __init__(self, rule, *, on_warning=None, base_dir=None):
         super().__init__(base_dir)
         self.rule = load_pair_rule(rule) if isinstance(rule, (str, Path)) else rule
+        self.on_warning = on_warning
+        #: what the run was warned of (each once; also to ``on_warning``)
+        self.warnings: list[str] = []
         self.errors: list[RowError] = []
         self.judged = 0
         self.decided = 0
@@ -261,6 +321,11 @@ class PairStage(Stage):
         bad = np.zeros(n, bool)
         bad[[e.position for e in errs]] = True
         res = r.decide(X, g, bad=bad)
+        note = r.unseen_note(res["unseen_groups"])
+        if note is not None and note not in self.warnings:
+            self.warnings.append(note)
+            if self.on_warning is not None:
+                self.on_warning(note)
         why = np.full(n, "", dtype=object)
         for e in errs:
             why[e.position] = e.reason
@@ -283,9 +348,9 @@ class PairStage(Stage):
         return {"judged": self.judged, "decided": self.decided}
 
 
-def pair_stage(rule: str, base_dir=None) -> PairStage:
+def pair_stage(rule: str, on_warning=None, base_dir=None) -> PairStage:
     """The stage from plain values (the rule file), as the command line builds it."""
-    return PairStage(rule, base_dir=base_dir)
+    return PairStage(rule, on_warning=on_warning, base_dir=base_dir)
 
 
 def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndarray]:
@@ -482,6 +547,23 @@ def _no_usable_pair(columns, X: np.ndarray, labeled: np.ndarray, errors: list[Ro
             f"{', '.join(map(repr, columns))}")
 
 
+def _nothing_decided(y, P, alpha: float) -> str:
+    """Why no pair is decided, and where the labels' ties make it so: a verdict of A or B
+    is wrong on every pair a human called a tie."""
+    msg = ("the first test did not reject: no pair can be decided at this risk with these "
+           "labels; label more pairs or raise alpha (`--risk`)")
+    ties = float(np.mean(np.asarray(y) == "tie")) if len(y) else 0.0
+    tie_verdicts = bool(np.nanmax(np.asarray(P)[:, 2], initial=0.0) > 0) if len(P) else False
+    if ties > 0 and not tie_verdicts:
+        msg += (f". {ties:.0%} of the labeled pairs are ties, and the judge never gives a tie "
+                f"verdict (no p(tie) column, or p(tie) 0): every tie counts as an error"
+                + (f", more than the risk {alpha:g} allows on its own" if ties > alpha else "")
+                + "; give the judge's p(tie) column, or leave ties out of the labels")
+    elif ties > 0:
+        msg += f" ({ties:.0%} of the labeled pairs are ties)"
+    return msg
+
+
 def _plural(k: int, noun: str) -> str:
     """``1 labeled pair``, ``2 labeled pairs``."""
     return f"{k:,} {noun}{'' if k == 1 else 's'}"
@@ -584,7 +666,10 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     fit_rows = T if sets_fitted else canonical_order(keys, within)
     model = fit_verdict_model(X[fit_rows], y[fit_rows], list(columns), kind=kind,
                               symmetric=symmetric)
-    classes = [c for c in LABELS if (y == c).any()]
+    # the verdicts a pair may get: those labeled, and every one the judge's probabilities
+    # give (used as they are: a verdict no labeled pair had is not dropped)
+    classes = [c for c in LABELS if (y == c).any() or
+               (kind == "probs" and (c != "tie" or X.shape[1] == 3))]
     rule = PairRule(model, float(alpha), float(delta), float(set_alpha), set_method,
                     classes, -math.inf, {}, None,
                     order="abs-feature" if label_free and fitted else "max-prob")
@@ -647,8 +732,7 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
         res = ltt_threshold(uc, loss[thr_rows], grid, alpha, delta, j0)
     rule.threshold = res["threshold"]
     if res["index"] < 0:
-        rule.warnings.append("the first test did not reject: no pair can be decided at this "
-                             "risk with these labels; label more pairs or raise alpha")
+        rule.warnings.append(_nothing_decided(y, P, alpha))
     sets = prediction_sets(P[Cl], [rule.set_q.get(POOLED, math.inf)] * len(Cl)
                            if groups is None else
                            [rule.set_q[x] for x in np.asarray(groups).astype(str)[Cl]],

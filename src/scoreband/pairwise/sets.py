@@ -37,9 +37,11 @@ from scoreband.errors import InputError
 from scoreband.pairwise.pairs import LABELS
 
 __all__ = ["VerdictModel", "fit_verdict_model", "conformity", "conformal_quantile",
-           "prediction_sets", "set_labels", "SET_METHODS"]
+           "prediction_sets", "set_labels", "SET_METHODS", "MODEL_KINDS"]
 
 SET_METHODS = ("lac", "aps")
+#: the verdict models a rule may hold
+MODEL_KINDS = ("logistic", "probs")
 
 
 @dataclass
@@ -93,8 +95,41 @@ class VerdictModel:
 
     @classmethod
     def from_dict(cls, d: dict) -> VerdictModel:
-        return cls(d["kind"], list(d["columns"]), list(d["classes"]), d.get("coef"),
-                   d.get("intercept"), d.get("mean"), d.get("scale"))
+        """The model of a rule file; an unknown ``kind``, columns that are not a list of
+        names, a logistic model without its coefficients or classes outside A / B / tie
+        are an :class:`InputError` naming the key (never an internal error at apply)."""
+        if not isinstance(d, dict):
+            raise InputError(f"key 'model' holds a {type(d).__name__}, not an object")
+        kind = d.get("kind")
+        if kind not in MODEL_KINDS:
+            raise InputError(f"key 'model.kind' is {kind!r}: this scoreband knows "
+                             f"{' and '.join(MODEL_KINDS)}")
+        cols, classes = d.get("columns"), d.get("classes", list(LABELS))
+        if not isinstance(cols, list) or not cols or \
+                not all(isinstance(c, str) for c in cols):
+            raise InputError(f"key 'model.columns' is {cols!r}, not a list of column names")
+        if kind == "probs" and len(cols) not in (2, 3):
+            raise InputError(f"key 'model.columns' holds {len(cols)} probability columns: "
+                             "p(A), p(B) and optionally p(tie)")
+        if not isinstance(classes, list) or not classes or \
+                not all(isinstance(c, str) for c in classes) or not set(classes) <= set(LABELS):
+            raise InputError(f"key 'model.classes' is {classes!r}: labels among "
+                             f"{', '.join(LABELS)}")
+        if kind == "logistic":
+            for k in ("coef", "intercept", "mean", "scale"):
+                if not _numbers(d.get(k)):
+                    raise InputError(f"key 'model.{k}' is missing or not a list of finite "
+                                     "numbers")
+        return cls(kind, list(cols), list(classes), d.get("coef"), d.get("intercept"),
+                   d.get("mean"), d.get("scale"))
+
+
+def _numbers(v) -> bool:
+    """Whether ``v`` is a non-empty (nested) list of finite JSON numbers (no bool, no
+    text)."""
+    if isinstance(v, list):
+        return bool(v) and all(_numbers(x) for x in v)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def fit_verdict_model(X, labels, columns, *, kind: str = "logistic",
@@ -151,10 +186,15 @@ def conformity(P, y_idx, method: str = "lac") -> np.ndarray:
 
 def conformal_quantile(scores, alpha: float) -> float:
     """The ``ceil((n + 1)(1 - alpha))``-th smallest score; +inf when that exceeds n (the
-    set is then every label: too few calibration pairs for this alpha)."""
-    s = np.sort(np.asarray(scores, float))
-    k = math.ceil((len(s) + 1) * (1 - alpha) - 1e-12)
-    return float(s[k - 1]) if 1 <= k <= len(s) else math.inf
+    set is then every label: too few calibration pairs for this alpha). The one conformal
+    quantile of the project (:func:`scoreband.conformal.core.conformal_quantile`).
+
+    >>> conformal_quantile([0.1, 0.2], 0.1)
+    inf
+    """
+    from scoreband.conformal.core import conformal_quantile as core_quantile
+
+    return core_quantile(np.asarray(scores, float).ravel(), alpha)
 
 
 def prediction_sets(P, q, method: str = "lac", classes=LABELS) -> np.ndarray:
