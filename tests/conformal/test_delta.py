@@ -361,3 +361,19 @@ def test_cli_delta_gives_the_api_calibrator(tmp_path):
     fit = api.calibrate(tmp_path / "t.csv", target="human", scale="1,5", median="pred",
                         delta=0.05)
     assert cal.delta == 0.05 and cal.params_["q"] == fit.calibrator.params_["q"]
+
+
+def test_mondrian_groups_too_small_for_delta_are_small_groups():
+    """A group with enough rows for alpha (9) but not for delta (22) is a small group: the
+    whole scale, flagged (the default policy), never a band from a rank it cannot reach."""
+    rng = np.random.default_rng(8)
+    m, y = truth(rng, 215)
+    g = np.r_[np.full(200, "big"), np.full(15, "few")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = make_calibrator("split", 0.1, mondrian="given", delta=0.1).fit(
+            Predictions(m), y, groups=g)
+        band = cal.predict(Predictions(m), groups=g)
+    assert cal.params_["need"] == min_calibration_size(0.1, 0.1) == 22
+    assert cal.params_["groups"]["few"] is None
+    assert band.full_range[g == "few"].all() and not band.full_range[g == "big"].any()

@@ -34,6 +34,7 @@ from scoreband.conformal.base import (
     calibrator_from_state,
     check_targets,
     check_unit_predictions,
+    delta_of,
     register,
 )
 from scoreband.conformal.core import min_calibration_size, whole_scale
@@ -318,7 +319,7 @@ class _Grouped(Calibrator):
         group sizes (``known`` groups without items count 0) and, with ``pool`` and the
         ``"pool-together"`` policy, the pooled group's params (None when it is too small
         itself)."""
-        need = min_calibration_size(self.alpha)
+        need = min_calibration_size(self.alpha, delta_of(self.base))  # delta: a later rank
         counts = dict.fromkeys((str(g) for g in known), 0)
         uniq, cnt = np.unique(labels, return_counts=True)
         counts.update({str(g): int(c) for g, c in zip(uniq, cnt, strict=True)})
