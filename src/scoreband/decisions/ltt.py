@@ -100,7 +100,7 @@ def fixed_sequence(p, delta: float, start=0) -> int | np.ndarray:
     return int(out[0]) if one else out
 
 
-def chained_sequences(p, delta: float, starts, weights) -> int:
+def chained_sequences(p, delta: float, starts, weights, *, mask: bool = False):
     """The largest index rejected by fixed sequences from several ``starts`` sharing
     ``delta`` (``weights``, summing to at most 1), joined into one chain: the graphical
     procedure of Bretz et al. (2009) on the graph ``j -> next unrejected j' > j`` (the last
@@ -108,7 +108,8 @@ def chained_sequences(p, delta: float, starts, weights) -> int:
     hypothesis hands its level to the next one up, so a sequence that reaches another's
     start tests on at their summed level. The family-wise error is at most ``delta`` (a
     closed test with Bonferroni local tests), so any rejected threshold keeps the
-    guarantee; -1 when none is rejected. ``p``: (J,) ascending thresholds.
+    guarantee; -1 when none is rejected. ``p``: (J,) ascending thresholds. ``mask``: the
+    (J,) booleans of every rejected hypothesis instead.
 
     >>> p = np.array([0.01, 0.2, 0.06, 0.01, 0.3])
     >>> chained_sequences(p, 0.1, [0, 2], [0.5, 0.5])  # the second start at 0.05 fails
@@ -136,6 +137,8 @@ def chained_sequences(p, delta: float, starts, weights) -> int:
             up = free[free > j]
             w[int(up[0]) if len(up) else int(free[0])] += w[j]
         w[j] = 0.0
+    if mask:
+        return rejected
     got = np.flatnonzero(rejected)
     return int(got[-1]) if len(got) else -1
 
