@@ -25,7 +25,7 @@ from scoreband.conformal.base import needs_whole_table, uses_row_draws
 from scoreband.conformal.persist import check_scorer
 from scoreband.conformal.randomness import frame_keys
 from scoreband.datatypes import Band
-from scoreband.domain import check_mostly_inside, same_labels
+from scoreband.domain import check_domain, off_scale_rows, same_labels
 from scoreband.engine.rows import Stage
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 
@@ -196,8 +196,9 @@ class ApplyStage(Stage):
         if self.row_draws:  # randomised tie-breaking: each row's draw from its own cells
             inp.pred.keys = frame_keys(df.iloc[inp.rows])
         domain = self.recorded.get("domain")
-        ood, note = check_mostly_inside(domain, inp.pred, "apply",
-                                        _off_scale(inp.errors, self._roles(df)))
+        ood, note = check_domain(domain, inp.pred, "apply",
+                                 off_scale_rows(inp.errors, self._roles(df)),
+                                 n_calibration=self.recorded.get("n_calibration"))
         groups = same_labels(inp.groups, (domain or {}).get("groups"))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -267,15 +268,6 @@ class ApplyStage(Stage):
     def summary(self) -> dict:
         return {"method": self.method or self.cal.method, "alpha": self.alpha,
                 "banded": self.banded, "shift": self.shift}
-
-
-def _off_scale(errors, roles: dict[str, str]) -> dict[str, int]:
-    """Rows refused because a prediction lay outside its scale, by input role."""
-    out: dict[str, int] = {}
-    for e in errors:
-        if e.column in roles and "outside the prediction scale" in e.reason:
-            out[roles[e.column]] = out.get(roles[e.column], 0) + 1
-    return out
 
 
 def apply_stage(calibrator: str, calibrator_text: str | None = None,
