@@ -614,8 +614,9 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     most likely to reject, read from the training share's labels, so it takes the
     training-share path). ``grid_size``: the thresholds tested, quantiles of uncertainties
     the tests never read labels of (default: one per 20 calibration pairs, 5 to 200; one
-    per 5, 5 to 400, on the label-free path, which starts at the most confident fifth:
-    :func:`label_free_threshold`). On the training-share path, where the sequence starts
+    per 5, 5 to 400, on the label-free path, which starts at the most confident fifth and,
+    with the judge's probabilities, also where their stated errors predict a test most
+    likely to reject, the two sequences sharing ``delta``: :func:`label_free_threshold`). On the training-share path, where the sequence starts
     at the first test able to reject, a fine grid over few calibration pairs stops the
     fixed sequence at the first unlucky step: on THumB caption pairs (200 calibration pairs)
     200 thresholds decided 0.18 of the pairs and 10 decided 0.40 at the same guarantee.
@@ -744,7 +745,8 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
         "threshold_calibration": ("every labeled pair (label-free ordering and verdict)"
                                   if label_free else "the calibration share"),
         "order": rule.order, "seed": seed, "train_frac": train_frac if fitted else None,
-        "start_rule": "first" if label_free else start, "start": int(j0),
+        "start_rule": ("stated" if rule.order == "max-prob" else "first") if label_free
+        else start, "start": int(j0), "starts": [int(x) for x in res.get("starts", [j0])],
         "grid_size": int(len(grid)),
         "decided_share": float(acc.mean()),
         "error_among_decided_on_calibration": float(loss[thr_rows][acc].mean())
