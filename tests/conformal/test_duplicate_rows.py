@@ -69,10 +69,15 @@ def test_copies_get_independent_draws_and_distinct_keys_keep_theirs():
     # tie-breaking draws stay one per key
     t = item_uniforms(keys, 3, 31)
     assert all(len(set(t[keys == k].tolist())) == 1 for k in range(1, 41))
-    # a set of distinct keys: the same draws as before copies were numbered
+    # a set of distinct keys is not renumbered; its draws are seeded by the set (issue 43:
+    # the same key drew the same uniform in every data set, so a discrete table's split was
+    # a fixed function of its counts): the same set in any order draws alike, another set
+    # draws afresh
     distinct = np.arange(1, 41, dtype=np.uint64)
     assert np.array_equal(split_keys(distinct), distinct)
-    assert np.array_equal(row_uniforms(distinct, 3, 31), item_uniforms(distinct, 3, 31))
+    d = row_uniforms(distinct, 3, 31)
+    assert np.array_equal(row_uniforms(distinct[::-1], 3, 31)[::-1], d)
+    assert not np.array_equal(row_uniforms(distinct[:-1], 3, 31), d[:-1])
 
 
 def test_numbered_copies_do_not_depend_on_row_order():

@@ -22,7 +22,8 @@ from scoreband.conformal.bins import (
 from scoreband.conformal.core import row_matmul, whole_scale
 from scoreband.conformal.learned import LearnedCalibrator, features_of
 from scoreband.conformal.pointfit import fit_standardiser, standardise
-from scoreband.conformal.randomness import item_uniforms, keys_of
+from scoreband.conformal.randomness import draw_seed, item_uniforms, keys_of, row_uniforms
+from scoreband.conformal.split import quantile_params
 from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
 
@@ -157,15 +158,33 @@ class CHR(LearnedCalibrator):
             P = spread_histogram(P, m["coarse_edges"], c.lo_edges, c.hi_edges)
         return P
 
-    def _uniforms(self, pred: Predictions, stream: int) -> np.ndarray | None:
+    def _uniforms(self, pred: Predictions, stream: int, seed=None) -> np.ndarray | None:
+        """A test row's tie-breaking draw: a function of its identity and the calibration's
+        draw seed (``params["draw_seed"]``), so a row gets the same band alone or in a table
+        while every calibration draws afresh; copies of a row share it."""
         if not self.randomize:
             return None
-        return item_uniforms(keys_of(pred), self.seed, stream)  # tie-breaking: copies share it
+        return item_uniforms(keys_of(pred), self.seed if seed is None else seed, stream)
 
-    def conformity(self, pred, y):
+    def fit_conformal(self, pred, y):
+        """The conformal step on calibration items, each with a draw of its own: copies of
+        an item are numbered (:func:`~scoreband.conformal.randomness.row_uniforms`) and the
+        draws are seeded by this calibration (:func:`~scoreband.conformal.randomness.
+        draw_seed`). Copies sharing one draw, the same on every calibration, kept the ties of
+        a discrete table tied: coverage 0.86 at a promised 0.90 (issue 43)."""
+        if not self.randomize:
+            return super().fit_conformal(pred, y)
+        seed = draw_seed(self.seed, pred, y)
+        scores = self.conformity(pred, y, row_uniforms(keys_of(pred), seed, 0))
+        return {**quantile_params(scores, self.alpha, self.randomize, delta=self.delta),
+                "draw_seed": seed}
+
+    def conformity(self, pred, y, u=None):
         """Mass of the nested interval when the item's class joins it (randomised: the mass
-        before it plus a uniform share of its own)."""
-        classes, P, u = self._classes(), self.probs(pred), self._uniforms(pred, 0)
+        before it plus a uniform share ``u`` of its own; default: the items' draws from the
+        method's seed)."""
+        classes, P = self._classes(), self.probs(pred)
+        u = self._uniforms(pred, 0) if u is None else u
         if classes.kind == "bins":
             return nested_scores(P, classes.classify(y), u)
         # a band on a grid or on the values the targets take runs from value to value: a
@@ -186,7 +205,7 @@ class CHR(LearnedCalibrator):
         n = len(P)
         if math.isinf(q):
             return whole_scale(n)
-        lo_c, hi_c, _ = nested_bands(P, q, self._uniforms(pred, 1))
+        lo_c, hi_c, _ = nested_bands(P, q, self._uniforms(pred, 1, params.get("draw_seed")))
         lo, hi = self._classes().band(lo_c, hi_c)
         return lo.astype(float), hi.astype(float), np.zeros(n, dtype=bool)
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from scoreband.conformal.base import Calibrator
 from scoreband.conformal.core import open_tied_edges, unbounded
-from scoreband.conformal.randomness import item_uniforms, keys_of
+from scoreband.conformal.randomness import draw_seed, item_uniforms, keys_of
 from scoreband.conformal.scores import ModelOutput
 from scoreband.conformal.split import quantile_params
 from scoreband.datatypes import Band, Predictions
@@ -86,7 +86,8 @@ class LearnedCalibrator(Calibrator):
         if not self.randomize:
             return lo, hi
         return open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
-                               item_uniforms(keys_of(pred), self.seed, 2))
+                               item_uniforms(keys_of(pred), params.get("draw_seed", self.seed),
+                                             2))
 
     def _model_state(self):
         return self.model_
@@ -125,9 +126,12 @@ class LearnedCalibrator(Calibrator):
         return self._band(Predictions(self.band_median(pred)), lo, hi, full)
 
     def fit_conformal(self, pred, y):
-        """The conformal step: quantile of the method's conformity scores."""
-        return quantile_params(self.conformity(pred, y), self.alpha, self.randomize,
-                               delta=self.delta)
+        """The conformal step: quantile of the method's conformity scores (randomised: with
+        the seed of this calibration's draws, :func:`~scoreband.conformal.randomness.
+        draw_seed`)."""
+        return {**quantile_params(self.conformity(pred, y), self.alpha, self.randomize,
+                                  delta=self.delta),
+                **({"draw_seed": draw_seed(self.seed, pred, y)} if self.randomize else {})}
 
     def check_pred(self, pred):
         features_of(pred, self.method)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["keys_of", "prediction_keys", "array_keys", "fold_of", "frame_keys", "row_uniforms",
-           "item_uniforms", "split_keys", "canonical_order", "mix64"]
+           "item_uniforms", "split_keys", "canonical_order", "draw_seed", "mix64"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -245,17 +245,52 @@ def row_uniforms(keys, seed, stream: int, within=None) -> np.ndarray:
     """One uniform in [0, 1) per row, for a split or a fold: :func:`item_uniforms` of the
     rows' :func:`split_keys` (``within``: see there), so the copies of a key are drawn
     independently - a share of repeated rows is a random draw, not every copy or none -
-    while a row's draw depends on ``(seed, stream, its key)`` and how many copies of its
-    key the rows hold, never on their order. Distinct keys get their :func:`item_uniforms`.
+    under a seed mixed with a fingerprint of the rows given (the wrapping sum of their
+    numbered keys). A row's draw depends on ``(seed, stream, its key)`` and on which rows
+    are split with it, never on their order or chunking.
+
+    The fingerprint is what makes a split random across data sets: with ``(seed, key)``
+    alone the k-th copy of a row fell into the same share on every calibration, so on a
+    discrete table (25 distinct judge-score x rating rows) the shares were a fixed function
+    of the counts, not a random split, and CHR's bands covered 0.891 at a promised 0.90
+    (issue 43; now 0.903).
 
     >>> k = np.array([7, 8, 7], dtype=np.uint64)
     >>> u = row_uniforms(k, 0, 2)
-    >>> bool(u[0] != u[2]), bool(u[1] == item_uniforms(k, 0, 2)[1])
+    >>> bool(u[0] != u[2]), bool(u[1] != row_uniforms(k[1:], 0, 2)[0])
     (True, True)
     >>> sorted(row_uniforms(k[::-1], 0, 2).tolist()) == sorted(u.tolist())
     True
     """
-    return item_uniforms(split_keys(keys, within), seed, stream)
+    numbered = split_keys(keys, within)
+    with np.errstate(over="ignore"):
+        fp = np.sum(mix64(numbered), dtype=np.uint64)
+    s = mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
+    return item_uniforms(numbered, int(_combine(s, fp)[0]), stream)
+
+
+def draw_seed(seed, pred, y) -> int:
+    """The seed of a calibration's tie-breaking draws: ``seed`` mixed with a fingerprint of
+    the calibration items (the wrapping sum of their :func:`fit_keys`, so it does not depend
+    on their order or on how they were chunked). Saved with the calibration, it makes the
+    same calibration and row give the same band, while another calibration draw gives every
+    row a fresh uniform: with a fixed seed alone, every copy of a cell drew the same uniform
+    on every calibration, so randomisation never averaged over calibration draws and on a
+    discrete judge-score x rating table the column's name decided which way coverage fell
+    (0.84-0.92 at a promised 0.90, issue 43).
+
+    >>> from scoreband.datatypes import Predictions
+    >>> p, y = Predictions(np.array([0.1, 0.5, 0.5])), np.array([0.2, 0.4, 0.4])
+    >>> a = draw_seed(0, p, y)
+    >>> a == draw_seed(0, p.take(np.array([2, 0, 1])), y[[2, 0, 1]]), a == draw_seed(1, p, y)
+    (True, False)
+    >>> a == draw_seed(0, p.take(np.array([0, 1])), y[:2])
+    False
+    """
+    with np.errstate(over="ignore"):
+        fp = np.sum(mix64(fit_keys(pred, y)), dtype=np.uint64)
+    s = mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
+    return int(_combine(s, fp)[0])
 
 
 def fit_keys(pred, y) -> np.ndarray:

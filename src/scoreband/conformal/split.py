@@ -18,7 +18,7 @@ from scoreband.conformal.core import (
     tie_keep_probability,
     unbounded,
 )
-from scoreband.conformal.randomness import item_uniforms, keys_of
+from scoreband.conformal.randomness import draw_seed, item_uniforms, keys_of
 from scoreband.conformal.scores import (
     ABSOLUTE_RESIDUAL,
     ConformityScore,
@@ -226,6 +226,7 @@ class SplitConformal(Calibrator):
         r = self.score.score(pred, y01)
         return {**quantile_params(r, self.alpha, self.randomize, overwrite=not self.randomize,
                                   delta=self.delta),
+                **({"draw_seed": draw_seed(self.seed, pred, y01)} if self.randomize else {}),
                 **self._custom_score()}
 
     def apply_params(self, pred: Predictions, params: dict):
@@ -234,8 +235,8 @@ class SplitConformal(Calibrator):
         full, q = unbounded(params["q"], len(pred), at=self.score.full_at)
         lo, hi = self.score.interval(pred, q)
         if self.randomize:
-            lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0),
-                                     item_uniforms(keys_of(pred), self.seed, 2))
+            lo, hi = open_tied_edges(lo, hi, params.get("tie_keep", 1.0), item_uniforms(
+                keys_of(pred), params.get("draw_seed", self.seed), 2))
         return lo, hi, full
 
     def difficulty(self, pred: Predictions) -> np.ndarray:
