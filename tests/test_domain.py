@@ -202,8 +202,6 @@ def test_the_refusal_level_holds_for_exchangeable_rows():
             assert p_sim <= outside_probability(int(q), m, n) + 3 * np.sqrt(p_sim / 20000)
 
 
-@pytest.mark.xfail(strict=True, reason="api.recalibrate must pass the rows refused off the "
-                   "prediction scale to check_domain (domain.off_scale_rows): see H4's report")
 def test_recalibrate_a_1_5_calibrator_on_a_0_1_table_is_refused():
     """It refitted on the 62 of 600 rows that happen to be 1.0 and printed a guarantee."""
     df = _table()

@@ -153,8 +153,6 @@ def test_a_full_disk_names_the_output_and_the_fix(tmp_path, monkeypatch, name):
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
 
 
-@pytest.mark.xfail(strict=True, reason="engine/stream.py's ChunkWriter (the streamed apply "
-                   "path) does not yet wrap its writes in files.output_errors / output_mode")
 def test_a_full_disk_names_the_output_when_streamed(tmp_path, monkeypatch):
     """``apply --out`` streamed chunk by chunk (CSV / TSV / JSONL / Parquet): the same
     message, no temporary file left, and the output gets open()'s mode."""

@@ -43,7 +43,7 @@ from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.mondrian import MONDRIAN_BY  # what ``mondrian_by`` may name
 from scoreband.conformal.randomness import frame_keys
-from scoreband.domain import check_mostly_inside, fit_domain
+from scoreband.domain import check_mostly_inside, fit_domain, off_scale_rows
 from scoreband.engine.rows import run_file, run_rows
 from scoreband.errors import ERROR_COLUMN, InputError, RowError, check_known_keys
 from scoreband.tables import read_table
@@ -53,11 +53,13 @@ if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with score
 
     from scoreband.system_level.study import SystemsResult
 from scoreband.datatypes import Band, Scale
+from scoreband.decisions.monitor import MonitorResult, monitor  # noqa: F401, E402
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
            "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
            "calibration_curve", "curve_splits", "reads_whole_rows", "config_fields",
-           "band_columns", "read_table", "example_table", "ERROR_COLUMN", "MONDRIAN_BY"]
+           "band_columns", "read_table", "example_table", "ERROR_COLUMN", "MONDRIAN_BY",
+           "monitor", "MonitorResult"]
 
 @dataclass
 class CalibrationConfig:
@@ -73,6 +75,13 @@ class CalibrationConfig:
         names, inputs and parameters: ``METHODS.choices()`` lists them with their help).
     alpha : float in (0, 1), default 0.1
         Target miscoverage: bands cover 1 - alpha.
+    delta : float in (0, 1) or None, default None
+        A training-conditional guarantee: coverage >= 1 - alpha with probability
+        >= 1 - delta over the calibration draw, not only on average over calibrations (a
+        later conformal rank, from the exact Beta tail:
+        :func:`scoreband.conformal.core.conditional_rank`; per group with Mondrian). Methods
+        without an exact finite-sample rank (weighted-split, crc-same, the cluster rules)
+        refuse it, saying why. None: the marginal guarantee.
     mondrian : bool, default False
         Group-conditional bands: per ``groups`` label when the columns name one, else per
         Easy/Medium/Hard difficulty group (``mondrian_by`` chooses).
@@ -83,9 +92,10 @@ class CalibrationConfig:
         coverage differs by predicted level). None: given with ``groups``, else difficulty.
     clusters : int or ``"auto"``, default ``"auto"``
         k for the cluster rules (``"auto"``: elbow + silhouette).
-    small_group : ``"pool"``, ``"full"`` or ``"error"``, default ``"pool"`` (``"marginal"``
-        is the former name of ``"pool"``)
-        What a Mondrian group too small for alpha gets.
+    small_group : ``"full"``, ``"pool-together"`` or ``"error"``, default ``"full"``
+        What a Mondrian group too small for alpha gets: the whole scale, flagged (the only
+        band valid for such a group on its own), one band calibrated on the small groups
+        pooled (valid for them together, not for each), or an error.
     map : ``"none"``, ``"isotonic"`` or ``"linear"``, default ``"none"``
         A monotone map of a raw metric onto the target's scale, fitted on its own share.
     randomize : bool or None, default None
@@ -98,10 +108,11 @@ class CalibrationConfig:
 
     method: str = "split"
     alpha: float = 0.1
+    delta: float | None = None
     mondrian: bool = False
     mondrian_by: str | None = None
     clusters: int | str = "auto"
-    small_group: str = "pool"
+    small_group: str = "full"
     map: str = "none"
     randomize: bool | None = None
     adjust_boundary: bool = False
@@ -152,7 +163,8 @@ class CalibrationConfig:
             return make_calibrator(self.method, self.alpha, scale=scale, mondrian=by,
                                    n_clusters=k, small_group=self.small_group, map=self.map,
                                    randomize=self.randomize,
-                                   adjust_boundary=self.adjust_boundary, seed=seed)
+                                   adjust_boundary=self.adjust_boundary, seed=seed,
+                                   delta=self.delta)
 
         make()
         return make
@@ -456,7 +468,10 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
 
     if uses_row_draws(cal):
         inp.pred.keys = frame_keys(df.iloc[inp.rows])
-    _, note = check_mostly_inside(inputs.get("domain"), inp.pred, "recalibrate")
+    roles = {c: r for r, c in (("median", spec.median), ("lo", spec.lo), ("hi", spec.hi)) if c}
+    _, note = check_mostly_inside(inputs.get("domain"), inp.pred, "recalibrate",
+                                  off_scale_rows(inp.errors, roles),
+                                  n_calibration=inputs.get("n_calibration"))
     if note and on_warning is not None:
         on_warning(note)
     with warnings.catch_warnings(record=on_warning is not None) as caught:
@@ -564,7 +579,8 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
             target: str, scale: str | tuple[float, float] | Scale,
             item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
             plan: float | None = None, strict: bool = False, seed: int = 0,
-            inclusion_prob: str | None = None, strata: str | None = None) -> SystemsResult:
+            inclusion_prob: str | None = None, strata: str | None = None,
+            design=None) -> SystemsResult:
     """Which system is better, and by how much in human terms: each system's mean human
     score with a ``1 - alpha`` Student-t interval from its few labeled rows and many scored
     ones, assuming the labeled rows are a random sample of each system's rows (PPI++;
@@ -576,7 +592,10 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
     cross-fitted map). ``inclusion_prob``: the column of each row's probability of having
     been labeled (from :func:`propose_labels`): the inverse-probability-weighted
     (self-normalised) PPI++ estimate; ``strata``: a column to estimate stratum by stratum
-    and combine by size (stratified PPI++).
+    and combine by size (stratified PPI++). ``design``: the label design
+    :func:`propose_labels` wrote (a path or its loaded object): the labels found are checked
+    against it, and labels held before the proposal count as a stratum labeled with
+    probability 1.
     Returns a :class:`scoreband.system_level.study.SystemsResult` (``.doc``, ``.table()``,
     ``.write(out, html=None)``); the same as ``scoreband systems``.
 
@@ -596,7 +615,7 @@ def systems(table: pd.DataFrame | str | Path, *, system_col: str, score: str | l
     return systems_study(_frame(table), system_col=system_col, scores=score, target=target,
                          scale=scale, item_col=item_col, alpha=alpha, method=method,
                          plan=plan, strict=strict, seed=seed, inclusion_prob=inclusion_prob,
-                         strata=strata)
+                         strata=strata, design=design)
 
 
 def propose_labels(table: pd.DataFrame | str | Path, *, system_col: str, n_labels: float,

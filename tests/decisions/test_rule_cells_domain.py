@@ -202,7 +202,8 @@ def test_format_version_and_damaged_keys_are_named(tmp_path):
                   tmp_path / "o.csv")
         assert res.exit_code != 0
         text = said(res)
-        assert "bad.json" in text, text
+        # the console wraps a long temporary path anywhere, even inside the file's name
+        assert "bad.json" in res.output.replace("\n", ""), text
         for w in words:
             assert w in text, (w, text)
         with pytest.raises(InputError):
@@ -301,7 +302,8 @@ def test_report_names_the_damaged_key_of_a_rule(tmp_path):
         res = run("report", p, "--out", tmp_path / "r.html")
         assert res.exit_code != 0
         text = said(res)
-        assert "bad.json" in text, text
+        # the console wraps a long temporary path anywhere, even inside the file's name
+        assert "bad.json" in res.output.replace("\n", ""), text
         for w in words:
             assert w in text, (w, text)
 

@@ -9,7 +9,8 @@ from scoreband.report.sections import KINDS, ReportSection, kind_of, register_ki
 
 def test_every_kind_names_a_module_with_its_section_and_schema():
     assert KINDS.names() == ["evaluate", "demo", "judge-study", "roundtrip-study", "stress",
-                             "systems", "pairwise-systems", "triage", "pairwise-rule"]
+                             "systems", "pairwise-systems", "triage", "pairwise-rule",
+                             "monitor"]
     for kind in KINDS.names():
         s = section_of(kind)
         assert isinstance(s, ReportSection) and callable(s.build), kind
@@ -22,8 +23,8 @@ def test_kinds_are_told_apart_and_the_error_lists_them():
     assert kind_of({"format": "scoreband-pairwise-rule"}) == "pairwise-rule"
     assert kind_of({"study": "pairwise-systems"}) == "pairwise-systems"
     with pytest.raises(ValueError, match=r"\(evaluate, demo, .*pairwise-systems, a triage "
-                                         r"rule or a pairwise rule\): its key 'study' is "
-                                         r"'bogus'"):
+                                         r"rule, a pairwise rule or a monitor run\): its key "
+                                         r"'study' is 'bogus'"):
         kind_of({"study": "bogus"})
 
 

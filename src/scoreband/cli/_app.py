@@ -178,7 +178,7 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped",
             err.print(f"  {plain(as_flags(str(e)))}")
         if len(errors) > 20:
             where = (f"all listed in {plain(listed_in)}" if listed_in else
-                     "give --out to list them all")
+                     "the first 20 shown")
             err.print(f"  ... and {len(errors) - 20} more ({where})")
     return 2 * len(errors) > total
 

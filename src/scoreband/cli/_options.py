@@ -100,6 +100,13 @@ def positive(value: float | None) -> float | None:
 
 AlphaOpt = Annotated[float, typer.Option("--alpha", callback=open_unit,
                                          help="Target miscoverage, in (0, 1).")]
+DeltaOpt = Annotated[float | None, typer.Option(
+    "--delta", callback=open_unit,
+    help="A training-conditional guarantee: coverage >= 1 - alpha with probability "
+         ">= 1 - delta over the calibration draw (a later conformal rank, from the exact "
+         "Beta tail; per group with --mondrian). Not for weighted-split, crc-same and the "
+         "cluster rules, which say why. Default: none (1 - alpha on average over "
+         "calibrations).")]
 MondrianOpt = Annotated[bool, typer.Option(
     "--mondrian", help="Group-conditional calibration: per --groups label, or Easy/Medium/Hard "
                        "difficulty groups when no --groups is given.")]
@@ -111,9 +118,10 @@ PredScaleOpt = Annotated[str | None, typer.Option(
 KOpt = Annotated[str, typer.Option("--clusters", help="k for the cluster rules, or 'auto' "
                                                       "(elbow + silhouette).")]
 SmallOpt = Annotated[str, typer.Option(
-    "--small-group", help="Mondrian groups too small for alpha: pool (default: calibrated "
-                          "together as one pooled group, or the whole scale if that pool is "
-                          "too small as well; 'marginal' is its former name) | full | error.")]
+    "--small-group", help="Mondrian groups too small for alpha: full (default: the whole "
+                          "scale, flagged; the only band valid for each small group) | "
+                          "pool-together (one pooled band: valid for the small groups "
+                          "together, not each) | error.")]
 IdOpt = Annotated[str | None, typer.Option("--id-col", help="Column naming each row in "
                                                             "error reports.")]
 NRatingsOpt = Annotated[int | None, typer.Option(
@@ -140,7 +148,8 @@ _COLUMN_OPTS = {"scale": ScaleOpt, "target": TargetOpt, "ratings": RatingsOpt,
                 "median": MedianOpt, "lo": LoOpt, "hi": HiOpt, "features": FeaturesOpt,
                 "embedding": EmbeddingOpt, "groups": GroupsOpt, "id_col": IdOpt,
                 "pred_scale": PredScaleOpt}
-_CONFIG_OPTS = {"method": MethodOpt, "alpha": AlphaOpt, "mondrian": MondrianOpt,
+_CONFIG_OPTS = {"method": MethodOpt, "alpha": AlphaOpt, "delta": DeltaOpt,
+                "mondrian": MondrianOpt,
                 "mondrian_by": MondrianByOpt, "clusters": KOpt, "small_group": SmallOpt,
                 "map": MapOpt, "randomize": RandomizeOpt, "adjust_boundary": AdjustOpt}
 #: a field whose Python name is not a good parameter name (``map`` is a builtin)

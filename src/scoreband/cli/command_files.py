@@ -15,7 +15,7 @@ from scoreband.files import check_output, output_policy
 __all__ = ["OUTPUT_OPTIONS", "FOLDER_COMMANDS", "path_of", "declared_files", "outputs_checked"]
 
 #: options that name what a command writes; every other path option is an input
-OUTPUT_OPTIONS = ("out", "html", "cache", "keep_images", "apply_out")
+OUTPUT_OPTIONS = ("out", "html", "cache", "keep_images", "apply_out", "since_out")
 #: commands whose --out is a folder (only files they wrote there may be replaced)
 FOLDER_COMMANDS = {"demo", "stress", "judge_study", "roundtrip_study", "train", "world"}
 

@@ -302,8 +302,8 @@ def apply_pair_rule(rule, table: Path, out: Path) -> None:
     kw, local = ({"rule": str(rule)}, None) if isinstance(rule, (str, Path)) else \
         ({}, {"rule": rule})
     run, stage = run_stage(table, out, "scoreband.pairwise.selective:pair_stage", kw, None,
-                           error_column=ERROR_COLUMN["pairwise-rule"], local=local,
-                           vectorized=True)
+                           error_column=ERROR_COLUMN["pairwise-rule"],
+                           local={**(local or {}), "on_warning": warn}, vectorized=True)
     report_rows(stage.errors, run.rows, action="left undecided (could not be judged)")
     if stage.judged == 0:
         fail(f"no pair of {str(table)!r} could be judged (see the reasons above; "
@@ -394,7 +394,11 @@ def _print_pair_rule(rule) -> None:
               "error (calibration)", "accuracy deciding all", "set coverage", "set size"):
         t.add_column(c, justify="right")
     e = rep["error_among_decided_on_calibration"]
-    t.add_row(str(rep["n_labeled"]), str(rep["n_calibration"]), f"{rule.threshold:.4g}",
+    # the pairs the threshold was calibrated on (every labeled pair on the label-free
+    # path), as the JSON's n_threshold_calibration says; n_calibration is the sets' share
+    t.add_row(str(rep["n_labeled"]), str(rep.get("n_threshold_calibration",
+                                                 rep["n_calibration"])),
+              f"{rule.threshold:.4g}",
               f"{rep['decided_share']:.1%}", "-" if e is None else f"{e:.3f}",
               f"{rep['accuracy_deciding_all']:.3f}",
               f"{rep['set_coverage_on_calibration']:.3f}",

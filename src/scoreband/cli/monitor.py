@@ -52,7 +52,7 @@ def monitor(
         "--promise", callback=open_unit,
         help="Loss rate to hold the source to (default: the calibrator's alpha, the "
              "rule's risk).")] = None,
-    since_out: Annotated[str | None, typer.Option(
+    since_out: Annotated[Path | None, typer.Option(
         "--since-out", help="On an alarm, write the stream's rows from the estimated change "
                             "on (of the alarming --by value): the rows to recalibrate "
                             "on.")] = None,

@@ -64,7 +64,7 @@ for _m in pkgutil.iter_modules(__path__):
 
 
 def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: str | None = None,
-                    n_clusters="auto", small_group: str = "pool", seed: int = 0,
+                    n_clusters="auto", small_group: str = "full", seed: int = 0,
                     map: str | None = None, randomize: bool | None = None,
                     adjust_boundary: bool = False, delta: float | None = None) -> Calibrator:
     """Build a calibrator by name.
@@ -82,18 +82,18 @@ def make_calibrator(method: str, alpha: float = 0.1, *, scale=None, mondrian: st
         ``chr``, ``marginal`` and ``auto``'s candidates; None: each method's default (on for
         ``chr`` and ``auto``, off for the others)
     small_group : a Mondrian group with fewer than ``ceil(1/alpha) - 1`` calibration items:
-        ``"pool"`` (default; the small groups calibrated together as one pooled group on
-        their own items, the whole scale when the pool is too small as well; ``"marginal"``
-        is its former name), ``"full"`` (the whole scale) or ``"error"``
+        ``"full"`` (default: the whole scale, flagged - the only band valid for such a group
+        on its own), ``"pool-together"`` (the small groups calibrated as one pooled group:
+        valid for them together, not for each) or ``"error"``
     adjust_boundary : ``auto`` compares widths after snapping to the achievable targets
     delta : None (the marginal guarantee), or the training-conditional level: coverage
         ``>= 1 - alpha`` with probability ``>= 1 - delta`` over the calibration draw, from
         the rank of :func:`~scoreband.conformal.core.conditional_rank` (per group with
         ``mondrian``); a method without an exact finite-sample rank refuses it, saying why
     """
-    if small_group not in ("pool", "marginal", "full", "error"):
-        raise InputError(f"unknown `small_group` {small_group!r}; choose pool, full or error "
-                         "('marginal' is the former name of pool)")
+    if small_group not in ("full", "pool-together", "error"):
+        raise InputError(f"unknown `small_group` {small_group!r}; choose full, pool-together "
+                         "or error")
     if map not in (None, "none", *MAP_KINDS):
         raise InputError(f"unknown map {map!r}; choose one of none, {', '.join(MAP_KINDS)}")
 

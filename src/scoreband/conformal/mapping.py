@@ -11,7 +11,14 @@ import warnings
 
 import numpy as np
 
-from scoreband.conformal.base import Calibrator, _jsonable, _unjson, calibrator_from_state, register
+from scoreband.conformal.base import (
+    Calibrator,
+    _jsonable,
+    _short,
+    _unjson,
+    calibrator_from_state,
+    register,
+)
 from scoreband.conformal.randomness import key_split, keys_of
 from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import InputError
@@ -187,4 +194,6 @@ class Mapped(Calibrator):
         return obj
 
     def __repr__(self) -> str:
-        return f"Mapped({self.kind}, {self.base!r})"
+        # the fitted parameters live here, not on the base (which stays unfitted)
+        fitted = "unfitted" if self.params_ is None else _short(self.params_)
+        return f"Mapped({self.kind}, {type(self.base).__name__}(alpha={self.base.alpha}), {fitted})"

@@ -17,6 +17,8 @@ from scoreband.errors import InputError
 from scoreband.files import (
     check_output,
     check_readable,
+    output_errors,
+    output_mode,
     record_written,
     remove_stale_temps,
     temp_path,
@@ -104,7 +106,8 @@ class ChunkWriter:
         self.tmp = temp_path(self.path)
         track_temp(self.tmp)  # removed on SIGTERM / SIGINT / SIGHUP too
         # created now, with the umask (O_EXCL: never someone else's file)
-        os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        with output_errors(self.path, self.tmp):
+            os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         self._sink = fmt.sink(self.tmp)
         self.rows = 0
         self.columns: list | None = None
@@ -118,17 +121,21 @@ class ChunkWriter:
                 raise InputError(f"chunk {self.rows}+ adds columns {extra} the first chunk "
                                  "did not have")
             df = df.reindex(columns=self.columns, fill_value="")
-        self._sink.write(df)
+        with output_errors(self.path, self.tmp):
+            self._sink.write(df)
         self.rows += len(df)
 
     def close(self) -> Path:
-        self._sink.close()
+        with output_errors(self.path, self.tmp):
+            self._sink.close()
         if self.columns is None:  # write() never called
             self.abort()
             raise InputError("nothing was written: the table has no rows")
         check_output(self.path)
         record_written(self.path)  # listed first: a concurrent run that sees it finds it
-        os.replace(self.tmp, self.path)
+        with output_errors(self.path, self.tmp):
+            os.chmod(self.tmp, output_mode(self.path))  # open()'s mode, not the temp's
+            os.replace(self.tmp, self.path)
         untrack_temp(self.tmp)
         return self.path
 
@@ -142,7 +149,11 @@ class ChunkWriter:
 
     def __exit__(self, exc_type, *_):
         if exc_type is None:
-            self.close()
+            try:
+                self.close()
+            except BaseException:
+                self.abort()  # a failed close leaves no temporary file
+                raise
         else:
             self.abort()
 
