@@ -53,13 +53,12 @@ if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with score
 
     from scoreband.system_level.study import SystemsResult
 from scoreband.datatypes import Band, Scale
-from scoreband.decisions.monitor import MonitorResult, monitor  # noqa: F401, E402
 
 __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evaluate",
            "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
            "calibration_curve", "curve_splits", "reads_whole_rows", "config_fields",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN", "MONDRIAN_BY",
-           "monitor", "MonitorResult"]
+           "monitor"]
 
 @dataclass
 class CalibrationConfig:
@@ -636,3 +635,20 @@ def propose_labels(table: pd.DataFrame | str | Path, *, system_col: str, n_label
     return _propose(_frame(table), system_col=system_col, n_labels=n_labels, scores=score,
                     target=target, scale=scale, item_col=item_col, calibrator=calibrator,
                     strata=strata, mix=mix, seed=seed, alpha=alpha, plan=plan)
+
+
+def monitor(source, stream, **kw):
+    """An anytime-valid monitor of a calibrator or a triage rule on newly labeled rows:
+    :func:`scoreband.decisions.monitor.monitor` (the same as ``scoreband monitor``; imported
+    here lazily, since the monitor runs the apply stage this module also drives)."""
+    from scoreband.decisions.monitor import monitor as _monitor
+
+    return _monitor(source, stream, **kw)
+
+
+def __getattr__(name):
+    if name == "MonitorResult":
+        from scoreband.decisions.monitor import MonitorResult
+
+        return MonitorResult
+    raise AttributeError(name)

@@ -67,8 +67,11 @@ def mean_population_coverage(method: str, name: str, draws: int, n: int = 200,
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("method", ["split", "chr"])
-@pytest.mark.parametrize("name", ["judge", "score", "llm_score", "gpt4o"])
+@pytest.mark.parametrize("method,name", [
+    *(("split", n) for n in ("judge", "score", "llm_score", "gpt4o")),
+    # CHR fits a classifier per calibration (~0.1 s): the two names whose draws fell
+    # furthest apart before (0.92 vs 0.84 for split)
+    ("chr", "judge"), ("chr", "llm_score")])
 def test_randomised_ties_cover_for_any_column_name(method, name):
     # 500 calibrations: the per-calibration coverage has sd ~0.03, so the mean's standard
     # error is ~0.0015; 0.006 below 1 - alpha is four of them (the old draws: 0.84 - 0.88)

@@ -41,7 +41,8 @@ def _cli(*args):
 # ------------------------------------------------------------------ Inspect
 @pytest.fixture(scope="module")
 def inspect_logs(tmp_path_factory):
-    pytest.importorskip("inspect_ai")
+    pytest.importorskip("inspect_ai", reason="a real Inspect eval needs inspect_ai: "
+                        'pip install -c constraints.txt -e ".[harness]"')
     from tests.formats.inspect_mock import run
 
     ratings = [1 + (i * 7) % 5 for i in range(40)]
@@ -261,7 +262,8 @@ def test_promptfoo_made_by_promptfoo(tmp_path):
     not installed: ``npm install promptfoo``)."""
     npx = shutil.which("npx")
     if npx is None:
-        pytest.skip("no node / npx")
+        pytest.skip("a real promptfoo run needs node / npx: apt-get install nodejs npm, "
+                    "then npm install -g promptfoo")
     tool = [shutil.which("promptfoo")] if shutil.which("promptfoo") else \
         [npx, "--no-install", "promptfoo"]
     env = {"PATH": __import__("os").environ["PATH"], "HOME": str(tmp_path),
@@ -270,7 +272,7 @@ def test_promptfoo_made_by_promptfoo(tmp_path):
         subprocess.run([*tool, "--version"], check=True,
                        capture_output=True, timeout=120, env=env, cwd=tmp_path)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        pytest.skip("promptfoo is not installed here")
+        pytest.skip("promptfoo is not installed here: npm install -g promptfoo")
     (tmp_path / "promptfooconfig.yaml").write_text(PROMPTFOO_CONFIG)
     subprocess.run([*tool, "eval", "-c", "promptfooconfig.yaml",
                     "-o", "results.json", "--no-cache", "--no-progress-bar", "--no-write"],

@@ -25,7 +25,7 @@ df.iloc[500:].to_csv("audit.csv", index=False)        # audit labels, in arrival
 COMMANDS = """\
 scoreband world --out w --n 1300 --seed 1
 python judge.py
-scoreband calibrate labeled.csv --target human --scale 1,5 --median judge --pred-scale 1,5 --method split --out cal.json
+scoreband calibrate labeled.csv --target human --scale 1,5 --median judge --pred-scale 1,5 --method split --delta 0.05 --out cal.json
 scoreband monitor cal.json audit.csv --target human --false-alarm 0.05 --out monitor.json --since-out since.csv
 scoreband recalibrate cal.json since.csv --target human --out cal_new.json
 scoreband report monitor.json --out monitor.html

@@ -68,7 +68,7 @@ def test_without_position_bias_the_section_has_two_figures(ranking, tmp_path):
     assert out.read_text().count("<figure>") == 2
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here: apt-get install chromium (.ci/run does)")
 def test_every_pairwise_figure_is_visible_in_chromium(ranking, tmp_path):
     d, _ = ranking
     page = d / "rank.html"

@@ -73,7 +73,7 @@ def test_a_report_explains_itself(results, tmp_path):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here: apt-get install chromium (.ci/run does)")
 @pytest.mark.parametrize("name", ["ev.html", "js/report.html", "st/report.html"])
 def test_report_opens_in_headless_chromium(results, name, tmp_path):
     page = results / name
@@ -115,7 +115,7 @@ def test_the_evaluate_report_shows_the_evidence(results):
 
 
 @pytest.mark.slow  # headless Chromium per report (7-10 s each)
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here: apt-get install chromium (.ci/run does)")
 @pytest.mark.parametrize("name,least", [("st/report.html", 3), ("ev.html", 6)])
 def test_every_figure_of_a_report_is_visible(results, tmp_path, name, least):
     """Each figure of the stress and evaluate reports (inline SVGs and the PNGs written),

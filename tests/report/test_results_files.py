@@ -92,7 +92,7 @@ HOSTILE = ["<script>document.title='pwned'</script>", "<a href='https://evil.exa
            "[link=https://evil.example/]B[/link]", "$\\textbf{ours}$", "a|b & c"]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (.ci/run installs it)")
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium here: apt-get install chromium (.ci/run does)")
 def test_hostile_names_are_text_in_chromium(results, tmp_path):
     """A report whose groups are HTML: Chromium's DOM has no script and no link from them,
     and shows each name as text."""

@@ -103,7 +103,7 @@ class CHR(LearnedCalibrator):
     ...                                                   n_ratings=np.ones(600)), y)
     >>> band = cal.predict(Predictions(np.full(3, np.nan), features=[[0.0], [0.5], [1.0]]))
     >>> band.lo.tolist(), band.hi.tolist()                      # bands on achievable targets
-    ([1.0, 1.0, 4.0], [2.0, 4.0, 5.0])
+    ([1.0, 2.0, 4.0], [2.0, 4.0, 5.0])
     """
 
     method = "chr"

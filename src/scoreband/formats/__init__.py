@@ -40,6 +40,7 @@ from pathlib import Path
 
 from scoreband.errors import InputError
 from scoreband.files import declare_input, protect_foreign
+from scoreband.formats import base as _base_module
 from scoreband.formats.base import ReadOnlyFormat, Sink, TableFormat
 from scoreband.formats.common import json_lines, top_level
 from scoreband.registry import Registry
@@ -168,6 +169,9 @@ def plain_format(p: Path) -> TableFormat | None:
     and what a ``PLAIN:PATH`` address forces), None when the suffix has none."""
     suf = Path(p).suffix.lower()
     return next((f for f in all_formats() if suf in f.suffixes and not f.sniffs), None)
+
+
+_base_module.PLAIN_LOOKUP[:] = [plain_format]
 
 
 def _say_plain(p: Path, plain: TableFormat, logs, head: str) -> None:

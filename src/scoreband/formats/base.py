@@ -16,6 +16,12 @@ from scoreband.errors import InputError
 __all__ = ["TableFormat", "ReadOnlyFormat", "Sink"]
 
 
+
+#: the registry's lookup of a suffix's plain table format (``scoreband.formats.plain_format``),
+#: registered by the registry when it loads: this module sits below the registry and never
+#: imports it (no import cycle)
+PLAIN_LOOKUP: list = []
+
 class Sink:
     """A table written chunk after chunk into one (temporary) file: ``write(df)`` then
     ``close()``; ``abort()`` closes without finishing (the caller removes the file)."""
@@ -127,9 +133,7 @@ class ReadOnlyFormat(TableFormat):
     def plain_address(self, path) -> str:
         """``PLAIN:PATH``: ``path`` addressed as the plain table format of its suffix (a
         suffix without one, ``.eval``: examples)."""
-        from scoreband.formats import plain_format
-
-        plain = plain_format(Path(path))
+        plain = PLAIN_LOOKUP[0](Path(path)) if PLAIN_LOOKUP else None
         return f"{plain.name}:{path}" if plain else f"e.g. csv:{path} or tsv:{path}"
 
     def not_this(self, path, why: str) -> InputError:
