@@ -263,10 +263,7 @@ def row_uniforms(keys, seed, stream: int, within=None) -> np.ndarray:
     True
     """
     numbered = split_keys(keys, within)
-    with np.errstate(over="ignore"):
-        fp = np.sum(mix64(numbered), dtype=np.uint64)
-    s = mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
-    return item_uniforms(numbered, int(_combine(s, fp)[0]), stream)
+    return item_uniforms(numbered, keyed_seed(seed, numbered), stream)
 
 
 def draw_seed(seed, pred, y) -> int:
@@ -287,8 +284,14 @@ def draw_seed(seed, pred, y) -> int:
     >>> a == draw_seed(0, p.take(np.array([0, 1])), y[:2])
     False
     """
+    return keyed_seed(seed, fit_keys(pred, y))
+
+
+def keyed_seed(seed, keys) -> int:
+    """``seed`` mixed with a fingerprint of ``keys``: their wrapping sum after mixing, so it
+    depends on the multiset of keys, never on their order or chunking."""
     with np.errstate(over="ignore"):
-        fp = np.sum(mix64(fit_keys(pred, y)), dtype=np.uint64)
+        fp = np.sum(mix64(np.asarray(keys, dtype=np.uint64)), dtype=np.uint64)
     s = mix64(np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
     return int(_combine(s, fp)[0])
 
