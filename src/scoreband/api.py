@@ -646,9 +646,50 @@ def monitor(source, stream, **kw):
     return _monitor(source, stream, **kw)
 
 
-def __getattr__(name):
-    if name == "MonitorResult":
-        from scoreband.decisions.monitor import MonitorResult
+#: names the CLI reaches through this module (its one door into the library), each imported
+#: from where it lives on first use (PEP 562), so that ``import scoreband.api`` stays light:
+#: ``{module: names}``
+ELSEWHERE = {
+    "scoreband.tables": "read_table write_table table_columns",
+    "scoreband.files": "check_output check_readable output_policy atomic_write_bytes",
+    "scoreband.json_io": "write_json",
+    "scoreband.provenance": "provenance write_provenance",
+    "scoreband.extras": "install_hint",
+    "scoreband.datatypes": "Scale",
+    "scoreband.columns": "ColumnSpec needed_columns shared_option_fields",
+    "scoreband.conformal": "METHODS load_calibrator",
+    "scoreband.conformal.base": "guarantee_of",
+    "scoreband.conformal.recalibrate": "label_plan min_labels",
+    "scoreband.metrics": "band_usefulness",
+    "scoreband.formats": "resolve split_address",
+    "scoreband.engine.stream": "as_text iter_chunks",
+    "scoreband.engine.rows": "check_added_columns",
+    "scoreband.report.html": "write_report",
+    "scoreband.report.sections": "kinds_help",
+    "scoreband.decisions.monitor": "MonitorResult",
+    "scoreband.decisions.triage": "RULE_FORMAT fit_triage load_rule",
+    "scoreband.decisions.report": "write_triage_html",
+    "scoreband.pairwise.selective": "PairStage PAIR_RULE_FORMAT fit_pairwise_triage",
+    "scoreband.pairwise.pairs": "make_pairs",
+    "scoreband.pairwise.ranking": "rank_systems",
+    "scoreband.pairwise.report": "position_bias_by_task",
+    "scoreband.system_level": "MIN_LABELS",
+    "scoreband.system_level.study": "systems_study",
+    "scoreband.system_level.design": "write_design",
+}
+_ELSEWHERE = {name: module for module, names in ELSEWHERE.items() for name in names.split()}
 
-        return MonitorResult
-    raise AttributeError(name)
+
+def __getattr__(name):
+    module = _ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scoreband.api' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_ELSEWHERE})
