@@ -168,6 +168,19 @@ def test_holm_and_rank_sets():
     assert rank_sets(["x", "y", "z"], pairs, 0.05) == {"x": (1, 2), "y": (2, 3), "z": (1, 3)}
 
 
+def test_the_label_plan_is_the_first_count_that_reaches_the_width():
+    """labels_for_width's search (conformal.core.first_passing, shared with
+    conditional_rank) gives the smallest count whose interval is no wider than asked: a
+    linear scan agrees."""
+    from scoreband.system_level.ppi import labels_for_width, t_crit
+
+    for width, var_y in ((0.2, 1.0), (0.5, 0.3), (0.05, 0.04), (1.0, 0.01)):
+        got = labels_for_width(width, 0.05, var_y, 0.25, 0.9, 1.0, 10_000)["classical"]
+        scan = next(n for n in range(5, 10 ** 6)
+                    if var_y / n <= (width / 2 / t_crit(0.05, n - 1)) ** 2)
+        assert got == scan, (width, var_y, got, scan)
+
+
 def test_several_score_columns_combine_in_one_map():
     rng = np.random.default_rng(4)
     df = outputs(rng, n_items=2000, n_labels=100, noise=1.0)

@@ -19,6 +19,7 @@ __all__ = [
     "check_delta",
     "conformal_rank",
     "conditional_rank",
+    "first_passing",
     "min_calibration_size",
     "conformal_quantile",
     "coverage_bounds",
@@ -120,7 +121,20 @@ def conditional_rank(n: int, alpha: float, delta: float) -> int:
     def ok(k: int) -> bool:  # P(coverage < 1 - alpha) = I_{1-alpha}(k, n + 1 - k) <= delta
         return k > n or float(betainc(k, n + 1 - k, p)) <= d
 
-    lo, hi = k0, n + 1  # ok(hi) holds; the tail falls as k rises: bisect for the first
+    return first_passing(ok, k0, n + 1)  # ok(n + 1) holds; the tail falls as k rises
+
+
+def first_passing(ok, lo: int, hi: int) -> int:
+    """The smallest integer ``k`` in ``[lo, hi]`` with ``ok(k)``, for a predicate that is
+    false and then true from some point on, taken to hold at ``hi``: bisection, about
+    ``log2(hi - lo)`` calls. The one integer search of :func:`conditional_rank` and of the
+    label plans (:func:`scoreband.system_level.ppi.labels_for_width`).
+
+    >>> first_passing(lambda k: k * k >= 50, 1, 100)
+    8
+    >>> first_passing(lambda k: True, 3, 10), first_passing(lambda k: k > 99, 0, 10)
+    (3, 10)
+    """
     if ok(lo):
         return lo
     while hi - lo > 1:

@@ -297,18 +297,14 @@ def rank_sets(names, pairs: list[dict], alpha: float) -> dict[str, tuple[int, in
 def _labels_needed(var: float, room) -> int:
     """Smallest ``n >= MIN_LABELS`` with ``var / n <= room(n)`` (``room``: the squared
     half-width over ``t_{n-1}^2`` left for the labeled part, increasing in ``n``), by
-    bisection up to 10^7."""
+    bisection up to 10^7 (:func:`scoreband.conformal.core.first_passing`)."""
+    from scoreband.conformal.core import first_passing  # lazy: the conformal package
+
     def ok(n):
         r = room(n)
         return r > 0 and var / n <= r
 
-    lo, hi = MIN_LABELS, 10 ** 7
-    if ok(lo):
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
+    return first_passing(ok, MIN_LABELS, 10 ** 7)
 
 
 def labels_for_width(width: float, alpha: float, var_y: float, var_resid: float,
