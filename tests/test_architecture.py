@@ -7,10 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
-from scoreband._deprecated import MOVED
-
 SRC = Path(__file__).resolve().parents[1] / "src" / "scoreband"
 
 #: part -> the files and folders it holds (a longer path wins), as in docs/ARCHITECTURE.md
@@ -32,10 +28,6 @@ PARTS = {
     "report": ["report/"],
     "face": ["api.py", "__init__.py", "studies/", "integrations/"],
     "cli": ["cli/", "__main__.py"],
-    "shims": ["records.py", "bands.py", "protocol.py", "io.py", "inference/",
-              "scorers/scoring.py", "scorers/backbone_scorer.py", "judges/features.py",
-              "judges/extract.py",
-              "conformal/_core.py", "studies/base.py", "_deprecated.py"],
 }
 
 _BELOW = {"base": set(), "answers": {"base"}, "tables": {"base", "answers"},
@@ -48,9 +40,8 @@ _BELOW = {"base": set(), "answers": {"base"}, "tables": {"base", "answers"},
           "report": {"base", "records", "methods"},
           "decisions": {"base", "answers", "tables", "records", "engine", "methods",
                         "judges", "world", "report", "stages"},
-          "face": set(PARTS) - {"cli", "shims"},
-          "cli": set(PARTS) - {"shims"},
-          "shims": set()}
+          "face": set(PARTS) - {"cli"},
+          "cli": set(PARTS)}
 #: what each part may import: itself and the parts under it
 MAY_IMPORT = {p: below | {p} for p, below in _BELOW.items()}
 
@@ -108,20 +99,12 @@ def test_no_part_imports_a_part_it_may_not():
     bad = []
     for rel, module, _ in IMPORTS:
         target = _module_file(module)
-        if target is None or rel == "_deprecated.py":
+        if target is None:
             continue
         a, b = part_of(rel), part_of(target)
-        if rel in PARTS["shims"] or (part_of(rel) == "shims"):
-            continue
         if b not in MAY_IMPORT[a]:
             bad.append(f"{rel} ({a}) imports {module} ({b})")
     assert not bad, "imports against docs/ARCHITECTURE.md:\n" + "\n".join(bad)
-
-
-def test_no_module_imports_a_deprecated_path():
-    bad = [f"{rel} imports {module}" for rel, module, _ in IMPORTS
-           if module in MOVED and part_of(rel) != "shims"]
-    assert not bad, "\n".join(bad)
 
 
 def _package(rel: str) -> str:
@@ -132,7 +115,7 @@ def test_no_private_name_crosses_a_package():
     bad = []
     for rel, module, names in IMPORTS:
         target = _module_file(module)
-        if target is None or part_of(rel) == "shims":
+        if target is None:
             continue
         # _version is the one private-named module every layer may read (__version__)
         private_module = module != "scoreband._version" and any(
@@ -142,9 +125,3 @@ def test_no_private_name_crosses_a_package():
             if (private or private_module) and _package(rel) != _package(target):
                 bad.append(f"{rel} takes {n or module} from {module}")
     assert not bad, "private names across packages:\n" + "\n".join(bad)
-
-
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_old_paths_are_written_down(old):
-    assert (SRC.parent / (old.replace(".", "/") + ".py")).exists() or \
-        (SRC.parent / old.replace(".", "/") / "__init__.py").exists()

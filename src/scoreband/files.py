@@ -31,14 +31,12 @@ from __future__ import annotations
 import contextvars
 import errno
 import glob
-import importlib
 import os
 import re
 import secrets
 import signal
 import stat
 import threading
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -522,23 +520,6 @@ def check_readable(path, what: str = "file", *, folder_ok: bool = False) -> Path
         raise InputError(f"{what} {str(p)!r} is not a regular file (a device, FIFO or "
                          "socket); give a file")
     return p
-
-
-#: names this module held before the split (house round 3): still found here for one release,
-#: with a DeprecationWarning naming their new module (a lazy lookup: those modules import this)
-_MOVED = {**dict.fromkeys(("write_json", "to_jsonable", "read_json", "json_depth",
-                           "MAX_JSON_BYTES", "MAX_JSON_DEPTH"), "scoreband.json_io"),
-          **dict.fromkeys(("file_sha256", "SUMS_FILE", "write_checksums", "verify_checksums"),
-                          "scoreband.checksums"),
-          "model_source": "scoreband.model_sources"}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        warnings.warn(f"scoreband.files.{name} is deprecated: import it from {_MOVED[name]}; "
-                      "the old path goes in the next release", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_path(value, base_dir=None) -> Path:

@@ -87,17 +87,6 @@ def test_crc_with_one_omega_spends_every_item_on_beta():
     assert cal.params_["omega"] == 1.3 and math.isclose(cal.params_["beta"], r[k - 1])
 
 
-def test_the_former_private_core_module_still_imports_with_a_deprecation_warning():
-    import scoreband.conformal._core as old
-    from scoreband.conformal import core
-
-    with pytest.warns(DeprecationWarning, match="import split_at from scoreband.conformal.core"):
-        f = old.split_at
-    assert f is core.split_at
-    with pytest.raises(AttributeError):
-        old.no_such_name  # noqa: B018
-
-
 #: modules outside scoreband.conformal that still import its private ``_core`` and that
 #: their owners are to move to ``scoreband.conformal.core``; this list may only shrink
 STILL_PRIVATE: set[str] = set()

@@ -1,5 +1,0 @@
-"""Deprecated: moved to :mod:`scoreband.evaluation` (this path goes in the next release)."""
-
-from scoreband._deprecated import moved
-
-__getattr__ = moved(__name__, "scoreband.evaluation")
