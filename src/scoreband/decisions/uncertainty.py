@@ -23,24 +23,30 @@ guarantee never depends on the choice, only on the calibration rows not being se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from scoreband.errors import InputError
+from scoreband.registry import Registry
 
-__all__ = ["Signals", "UNCERTAINTIES", "KNN", "NOT_IN_AUTO", "available", "make_uncertainty", "uncertainty_from_dict",
+__all__ = ["Signals", "UNCERTAINTY", "UNCERTAINTIES", "KNN", "NOT_IN_AUTO", "register",
+           "available", "make_uncertainty", "uncertainty_from_dict", "needs", "fit_uncertainty",
            "choose_uncertainty"]
 
-UNCERTAINTIES = ("knn-miss", "knn-abs", "knn-miss-features", "knn-abs-features", "fitted-abs",
-                 "judge-confidence", "band-width", "column")
-#: the k-NN estimators (score only, or the score and the features)
-KNN = ("knn-miss", "knn-abs", "knn-miss-features", "knn-abs-features")
-#: offered by name only, not among ``auto``'s candidates: on the Dialsumm judge tables it
-#: was chosen on a few resplits and lowered the mean accepted share at alpha 0.2 (0.639 ->
-#: 0.628 over 8 tables, benchmarks/triage.py): one more candidate is one more chance for
-#: the training share's noise to pick the wrong one
-NOT_IN_AUTO = ("knn-abs-features",)
+#: the uncertainties by name (:func:`register`); ``--by`` takes these names
+UNCERTAINTY = Registry("uncertainty")
+
+
+def register(name: str, *, help: str, factory: Callable, applies: Callable,
+             needs: str = "", auto: bool = True, load: Callable | None = None) -> None:
+    """Add an uncertainty: ``factory(name, k)`` builds it unfitted, ``applies(signals)``
+    says whether the signals allow it, ``needs`` tells a user what to give when they do
+    not, ``auto``: among ``--by auto``'s candidates, ``load(doc)``: a fitted one from its
+    saved form (None: nothing fitted, built again by name)."""
+    UNCERTAINTY.register(name, help=help, factory=factory, applies=applies, needs=needs,
+                         auto=auto, load=load)
 
 
 @dataclass
@@ -60,22 +66,14 @@ class Signals:
         return Signals(self.score[idx], t(self.features), t(self.column), t(self.band))
 
 
-def _is_logprob(features) -> bool:
-    return features is not None and features.shape[1] >= 2 and bool(np.all(features <= 1e-9))
-
-
 def available(sig: Signals) -> list[str]:
-    """The uncertainties these signals allow."""
-    out = ["knn-miss", "knn-abs", "fitted-abs"]
-    if sig.features is not None:
-        out += ["knn-miss-features", "knn-abs-features"]
-    if _is_logprob(sig.features):
-        out.append("judge-confidence")
-    if sig.band is not None:
-        out.append("band-width")
-    if sig.column is not None:
-        out.append("column")
-    return out
+    """The uncertainties these signals allow, in registration order."""
+    return [e.name for e in UNCERTAINTY.entries() if e.info["applies"](sig)]
+
+
+def needs(name: str) -> str:
+    """What a user gives for the uncertainty ``name`` when the signals lack it."""
+    return UNCERTAINTY.resolve(name)[0].info["needs"] or "more inputs"
 
 
 class _Fixed:
@@ -199,34 +197,82 @@ class _Binned:
 def make_uncertainty(name: str, k: int | None = None):
     """An unfitted estimator by name (see the module table); ``k``: the neighbours of a
     k-NN one (default ``max(10, sqrt(n))`` of the items it is fitted on)."""
-    if name in KNN:
-        return _Knn(name, k)
-    if name == "fitted-abs":
-        return _Binned()
-    if name in ("judge-confidence", "band-width", "column"):
-        return _Fixed(name)
-    raise InputError(f"uncertainty {name!r}: choose one of {', '.join(UNCERTAINTIES)}")
+    if name not in UNCERTAINTY:
+        raise InputError(f"uncertainty {name!r}: choose one of {', '.join(UNCERTAINTY)}")
+    return UNCERTAINTY.resolve(name)[0].factory(name, k)
 
 
 def uncertainty_from_dict(d: dict):
+    """A saved uncertainty (a rule file's ``uncertainty_model``)."""
     name = d.get("name") if isinstance(d, dict) else None
+    if not (isinstance(name, str) and name in UNCERTAINTY):
+        raise InputError(f"the rule's key 'uncertainty_model.name' is {name!r}, not one of "
+                         f"{', '.join(UNCERTAINTY)}; fit the rule again")
+    load = UNCERTAINTY.resolve(name)[0].info["load"]
+    if load is None:
+        return make_uncertainty(name)
     try:
-        if name in KNN:
-            return _Knn.from_dict(d)
-        if name == "fitted-abs":
-            return _Binned.from_dict(d)
+        return load(d)
     except (KeyError, TypeError, ValueError) as e:
         why = (f"its key {e.args[0]!r} is missing" if isinstance(e, KeyError) else
                f"{type(e).__name__}: {e}")
         raise InputError(f"the rule's key 'uncertainty_model' ({name!r}) is unreadable: "
                          f"{why}; fit the rule again") from None
-    if name not in UNCERTAINTIES:
-        raise InputError(f"the rule's key 'uncertainty_model.name' is {name!r}, not one of "
-                         f"{', '.join(UNCERTAINTIES)}; fit the rule again")
-    return make_uncertainty(str(name))
 
 
-def _fit(est, sig, loss, absres, keys):
+def _knn(name, k):
+    return _Knn(name, k)
+
+
+def _fixed(name, k):
+    return _Fixed(name)
+
+
+def _always(sig: Signals) -> bool:
+    return True
+
+
+def _features(sig: Signals) -> bool:
+    return sig.features is not None
+
+
+def _logprobs(sig: Signals) -> bool:
+    f = sig.features
+    return f is not None and f.shape[1] >= 2 and bool(np.all(f <= 1e-9))
+
+
+register("knn-miss", help="k-NN P(|y - m| > tol) given the score", factory=_knn,
+         applies=_always, load=_Knn.from_dict)
+register("knn-abs", help="k-NN E|y - m| given the score", factory=_knn, applies=_always,
+         load=_Knn.from_dict)
+register("fitted-abs", help="E|y - m| given the score, binned", applies=_always,
+         factory=lambda name, k: _Binned(), load=_Binned.from_dict)
+register("knn-miss-features", help="k-NN P(|y - m| > tol) given the score and features",
+         factory=_knn, applies=_features, needs="`features`", load=_Knn.from_dict)
+# by name only, not among auto's candidates: on the Dialsumm judge tables it was chosen on
+# a few resplits and lowered the mean accepted share at alpha 0.2 (0.639 -> 0.628 over 8
+# tables, benchmarks/triage.py): one more candidate is one more chance for the training
+# share's noise to pick the wrong one
+register("knn-abs-features", help="k-NN E|y - m| given the score and features",
+         factory=_knn, applies=_features, needs="`features`", auto=False,
+         load=_Knn.from_dict)
+register("judge-confidence", help="1 - the judge's top probability", factory=_fixed,
+         applies=_logprobs, needs="`features` holding the judge's log-probs (<= 0)")
+register("band-width", help="a calibrator's band width", factory=_fixed,
+         applies=lambda sig: sig.band is not None, needs="a `calibrator`")
+register("column", help="a column of the table, as it is", factory=_fixed,
+         applies=lambda sig: sig.column is not None, needs="an `uncertainty` column")
+
+#: the names, in registration order
+UNCERTAINTIES = tuple(UNCERTAINTY)
+#: the k-NN estimators (score only, or the score and the features)
+KNN = tuple(n for n in UNCERTAINTIES if n.startswith("knn-"))
+#: offered by name only, not among ``auto``'s candidates
+NOT_IN_AUTO = tuple(e.name for e in UNCERTAINTY.entries() if not e.info["auto"])
+
+
+def fit_uncertainty(est, sig, loss, absres, keys):
+    """``est`` fitted on the training items (a fixed one as it is)."""
     if isinstance(est, _Fixed):
         return est
     return est.fit(sig, loss, absres, keys=keys)
@@ -247,9 +293,9 @@ def choose_uncertainty(names, sig: Signals, loss, absres, folds, keys, merit
         for f in (0, 1):
             tr, te = folds != f, folds == f
             if not tr.any() or not te.any():
-                u = _fit(make_uncertainty(name, k), sig, loss, absres, keys).predict(sig)
+                u = fit_uncertainty(make_uncertainty(name, k), sig, loss, absres, keys).predict(sig)
                 break
-            est = _fit(make_uncertainty(name, k), sig.take(tr), loss[tr], absres[tr],
+            est = fit_uncertainty(make_uncertainty(name, k), sig.take(tr), loss[tr], absres[tr],
                        keys[tr])
             u[te] = est.predict(sig.take(te))
         crossfit[name] = u
