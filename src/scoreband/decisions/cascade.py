@@ -1,18 +1,37 @@
-"""A cascade of judges with one guarantee (issue 44, item 2): fixed sequences over
-stage-by-threshold configurations joined in one chain, so the error among every item any stage decides is at
-most ``alpha`` with probability at least ``1 - delta`` over the calibration draw.
+"""A cascade of judges with one guarantee (issue 44, item 2): the error among every item any
+stage decides is at most ``alpha`` with probability at least ``1 - delta`` over the draw of
+the labeled items, for items drawn like them.
 
-Stages are ordered cheapest first; each gives every item a verdict and the error it states
-(``u``, e.g. ``1 - max p``). At a threshold ``lambda`` an item is decided by the first stage
-whose stated error is at most ``lambda``, and escalated (to a human) when none is. One
-scalar ``lambda`` indexes every configuration, so the configurations form one sequence
-fixed before any label is read (the grid and the start come from the stated errors
-alone, as in :func:`scoreband.pairwise.selective.label_free_threshold`); the exact binomial
-test of ``H: R(lambda) > alpha`` on the items decided at ``lambda`` is the one the single
-judge's rule uses, and fixed-sequence testing controls the family-wise error at ``delta``
-whatever the order (Angelopoulos et al. 2021, Learn then Test). No stage spends its own
-delta: the paper's cascade (Jung et al. 2025) tests each stage at ``delta``, which is not a
-joint guarantee. Pure functions on arrays; no CLI.
+Stages are ordered cheapest first (a cheap local judge, an API judge, a strong judge); each
+gives every item a verdict and the error it states (``u``). At a threshold ``lambda`` an
+item is decided by the first stage whose stated error is at most ``lambda`` and escalated
+(to a human) when none is. Two views of a stage's verdict and error (:func:`stage_views`):
+
+* ``own``: the judge's own answer and ``1 - confidence`` (its probability of that answer,
+  or its score token's);
+* ``joint``: the judges run so far combined - each votes for its answer with the weight of
+  its confidence (naive Bayes over ``K`` answers), so two judges agreeing state a smaller
+  error than either alone and a disagreement a larger one. Agreement is a strong signal
+  (issue 44: two VLM judges are right 0.58 where they agree, 0.38 where not), and here it
+  is only an *ordering*: the guarantee comes from the test, never from the combination.
+
+**The guarantee, and why this test.** Each configuration (a view, the stages it uses, one
+scalar threshold) is a hypothesis ``H: R > alpha`` tested with the exact binomial p-value
+on the labeled items it decides. The configurations form a few fixed sequences (each view's
+stages at one scalar threshold, ascending; the strongest stage alone), their grids and
+starts read from the stated errors alone, never from a label
+(:func:`scoreband.decisions.ltt.threshold_grid`, :func:`~scoreband.decisions.ltt.label_free_start`).
+The sequences share ``delta`` in one chain (:func:`scoreband.decisions.ltt.chained_sequences`:
+Bonferroni weights with the graphical hand-on of Bretz et al. 2009, a closed test), so the
+family-wise error over *every* configuration of *every* stage is at most ``delta`` and any
+rejected configuration may be kept - including the one deciding the most, or the cheapest.
+We chose this over a Learn-then-Test grid of full threshold vectors (``lambda_1, ..., lambda_S``):
+a Bonferroni correction over a grid of J^S vectors tests each at ``delta / J^S`` and rejects
+nothing on a few hundred labels, while a fixed sequence along a path through that space
+spends ``delta`` once. We chose it over spending ``delta`` per stage, as the published
+cascade does (Jung et al. 2025, Trust or Escalate): S stages each at ``delta`` fail jointly
+with probability up to ``S * delta``; splitting ``delta / S`` per stage is valid but weak
+(0.22 of items where the paper's decides 0.6 on issue 44's data). Pure functions on arrays.
 
 >>> U = np.array([[0.01, 0.5], [0.4, 0.02], [0.3, 0.3]])
 >>> L = np.array([[0, 1], [1, 0], [0, 0]], dtype=float)
@@ -28,19 +47,26 @@ import math
 import numpy as np
 
 from scoreband.decisions.ltt import (
+    TOP_BLOCK_RESOLUTION,
     binomial_pvalues,
     chained_sequences,
+    label_free_start,
     min_rejectable,
     threshold_grid,
 )
 from scoreband.errors import InputError
 
 __all__ = ["cascade_decisions", "cascade_counts", "cascade_threshold", "apply_cascade",
-           "CASCADE_START_SHARE"]
+           "stage_views", "joint_view", "fit_cascade", "cascade_cost", "VIEWS",
+           "CASCADE_START_SHARE", "CONFIDENCE_CLIP"]
 
-#: the sequence starts at the first threshold deciding at least this share of the items
-#: (and enough for a test to reject), as the single judge's label-free rule does
+#: the first start of each sequence: the first threshold deciding at least this share of
+#: the items (and enough for a test to reject), as the single judge's label-free rule does
 CASCADE_START_SHARE = 0.2
+#: a stated confidence of exactly 0 or 1 weighs as this far from it in the joint view
+CONFIDENCE_CLIP = 1e-6
+#: the views of a stage's verdict (:func:`stage_views`)
+VIEWS = ("own", "joint")
 
 
 def _check(U, L) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +77,62 @@ def _check(U, L) -> tuple[np.ndarray, np.ndarray]:
     return U, L
 
 
+# ------------------------------------------------------------------ verdicts and views
+def joint_view(conf, codes, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stage ``k``'s verdict and stated error from the judges ``0..k`` combined (naive Bayes
+    over ``n_classes`` answers: judge ``i`` right with probability ``conf[:, i]``, wrong
+    answers equally likely). ``conf`` (n, S) in [0, 1], NaN where a judge gave no verdict;
+    ``codes`` (n, S) integer answers, -1 where none. Returns ``(U, V)``: (n, S) stated errors
+    (NaN where judge ``k`` gave none) and verdict codes (-1 there); ties go to the later
+    (stronger) judge.
+
+    >>> c = np.array([[0.8, 0.7], [0.8, 0.7]]); a = np.array([[1, 1], [1, 0]])
+    >>> U, V = joint_view(c, a, 2)
+    >>> np.round(U, 3).tolist(), V.tolist()
+    ([[0.2, 0.097], [0.2, 0.368]], [[1, 1], [1, 1]])
+    """
+    conf, codes = np.asarray(conf, float), np.asarray(codes, int)
+    K = max(int(n_classes), 2)
+    ok = np.isfinite(conf) & (codes >= 0)
+    c = np.clip(np.where(ok, conf, 0.5), CONFIDENCE_CLIP, 1 - CONFIDENCE_CLIP)
+    w = np.where(ok, np.log(c * (K - 1) / (1 - c)), 0.0)  # (n, S) log-likelihood ratios
+    n, S = conf.shape
+    U, V = np.full((n, S), np.nan), np.full((n, S), -1)
+    for k in range(S):
+        same = (codes[:, :k + 1, None] == codes[:, None, :k + 1]) & ok[:, None, :k + 1] \
+            & ok[:, :k + 1, None]  # (n, j, i): judge i votes for judge j's answer
+        s = np.where(ok[:, :k + 1], (same * w[:, None, :k + 1]).sum(axis=2), -np.inf)
+        earlier = np.tril(np.ones((k + 1, k + 1), bool), -1)[None]  # i < j
+        rep = ok[:, :k + 1] & ~(same & earlier).any(axis=2)  # first voter of its answer
+        m = np.max(np.where(ok[:, :k + 1], s, -np.inf), axis=1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        denom = (np.where(rep, np.exp(s - m), 0.0).sum(axis=1)
+                 + (K - rep.sum(axis=1)).clip(0) * np.exp(-m[:, 0]))
+        best = k - np.argmax(s[:, ::-1], axis=1)  # the latest judge of the top score
+        top = np.exp(s[np.arange(n), best] - m[:, 0]) / np.where(denom > 0, denom, 1.0)
+        here = ok[:, k]
+        U[:, k] = np.where(here, 1 - top, np.nan)
+        V[:, k] = np.where(here, codes[np.arange(n), best], -1)
+    return U, V
+
+
+def stage_views(conf, codes, n_classes: int, views=VIEWS) -> dict:
+    """``{view: (U, V)}`` for each of ``views`` (:data:`VIEWS`): ``own`` is ``1 - conf``
+    and each judge's own answer; ``joint`` is :func:`joint_view`."""
+    conf, codes = np.asarray(conf, float), np.asarray(codes, int)
+    ok = np.isfinite(conf) & (codes >= 0)
+    out = {}
+    for v in views:
+        if v == "own":
+            out[v] = (np.where(ok, 1 - conf, np.nan), np.where(ok, codes, -1))
+        elif v == "joint":
+            out[v] = joint_view(conf, codes, n_classes)
+        else:
+            raise InputError(f"view {v!r}: choose one of {', '.join(VIEWS)}")
+    return out
+
+
+# ------------------------------------------------------------------ one configuration
 def cascade_decisions(U, L, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """Which stage decides each item at threshold ``lam`` (-1: escalated) and the loss of
     that stage's verdict (0 where escalated). ``U``, ``L``: (n, S) stated errors (NaN: the
@@ -63,95 +145,138 @@ def cascade_decisions(U, L, lam: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cascade_counts(U, L, grid) -> tuple[np.ndarray, np.ndarray]:
-    """``(n_j, k_j)``: the items decided at ``grid[j]`` and the wrong ones among them."""
+    """``(n_j, k_j)``: the items decided at ``grid[j]`` and the wrong ones among them
+    (vectorised over the grid)."""
     U, L = _check(U, L)
-    n, k = np.zeros(len(grid)), np.zeros(len(grid))
-    for j, lam in enumerate(grid):
-        stage, loss = cascade_decisions(U, L, lam)
-        n[j], k[j] = (stage >= 0).sum(), loss.sum()
-    return n, k
+    grid = np.asarray(grid, float)
+    ok = np.isfinite(U)[:, None, :] & (U[:, None, :] <= grid[None, :, None])  # (n, J, S)
+    any_ = ok.any(axis=2)
+    first = np.argmax(ok, axis=2)
+    loss = np.where(any_, np.take_along_axis(np.nan_to_num(L)[:, None, :].repeat(len(grid), 1),
+                                             first[:, :, None], axis=2)[:, :, 0], 0.0)
+    return any_.sum(axis=0).astype(float), loss.sum(axis=0)
 
 
+def cascade_cost(stage, n_stages: int, costs, cols=None) -> float:
+    """Expected cost per item: an item costs every stage run until one decides it; an
+    escalated one every stage (``cols``: the columns of ``costs`` the stages are)."""
+    c = np.cumsum(np.asarray(costs, float)[list(cols) if cols is not None
+                                           else list(range(n_stages))])
+    stage = np.asarray(stage)
+    return float(c[np.where(stage >= 0, stage, n_stages - 1)].mean()) if len(stage) else 0.0
+
+
+# ------------------------------------------------------------------ the sequences
 def _path(U, L, cols, grid_size, start_share, alpha, delta):
-    """One sequence: the stages ``cols`` of ``U`` at one scalar threshold; its grid (of
-    each item's smallest stated error), start, and counts."""
+    """One sequence: the stages ``cols`` of ``U`` at one scalar threshold. Its grid (of each
+    item's smallest stated error; the most confident block whole, as the published rule's
+    first test), its starts (read from the stated errors alone) and its counts."""
     V = U[:, cols]
     m = np.where(np.isfinite(V), V, np.inf).min(axis=1)
+    fin = m[np.isfinite(m)]
     size = grid_size or int(np.clip(len(U) // 5, 5, 400))
-    grid = threshold_grid(m[np.isfinite(m)], size)
+    grid = threshold_grid(fin, size, top_block=TOP_BLOCK_RESOLUTION)
     grid = grid[np.isfinite(grid)] if np.isfinite(grid).any() else grid
     n, k = cascade_counts(V, L[:, cols], grid)
     need = max(min_rejectable(alpha, delta), int(math.ceil(start_share * len(U))))
     ok = np.flatnonzero(n >= need)
-    return grid, n, k, int(ok[0]) if len(ok) else len(grid) - 1
+    starts = [int(ok[0]) if len(ok) else len(grid) - 1]
+    if len(fin) and len(grid) > 1:
+        deep = label_free_start(fin, grid, alpha, delta, min_share=start_share)
+        if deep > starts[0]:
+            starts.append(int(deep))
+    return grid, n, k, starts
+
+
+def _paths(views: dict, strongest_alone: bool):
+    """The sequences: each view's stages at one scalar threshold, and (``strongest_alone``)
+    the last stage of the first view alone."""
+    out = [(name, list(range(v[0].shape[1]))) for name, v in views.items()]
+    if strongest_alone:
+        name = "own" if "own" in views else next(iter(views))
+        U = views[name][0]
+        if U.shape[1] > 1:
+            out.append((name, [U.shape[1] - 1]))
+    return out
+
+
+def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: float = 0.1,
+                grid_size: int | None = None, start_share: float = CASCADE_START_SHARE,
+                strongest_alone: bool = True) -> dict:
+    """The cascade's configuration on labeled items. ``views``: ``{name: (U, L)}``, each (n, S)
+    stated errors and losses of the stages' verdicts in that view (:func:`stage_views`).
+    The sequences (:func:`_paths`: each view's stages at one scalar threshold, and the
+    strongest stage alone) share ``delta`` in one chain, equal weights per sequence, so the
+    family-wise error over every configuration is at most ``delta`` and the rejected one
+    deciding the most labeled items is kept. ``costs`` (one per stage): among the rejected
+    configurations deciding at least ``1 - slack`` of the most, the one of least expected
+    cost per item (:func:`cascade_cost`).
+
+    Returns a dict: ``view``, ``stages`` (the stages the threshold applies to, cheapest
+    first; [] when nothing is rejected), ``threshold`` (-inf then), ``decided`` (share of
+    these items), ``by_stage`` (share each stage decides), ``risk`` (error among decided
+    labeled items), ``cost`` (None without ``costs``), ``n_hypotheses``, ``n_rejected``.
+    """
+    views = {k: _check(*v) for k, v in views.items()}
+    S = next(iter(views.values()))[0].shape[1]
+    if costs is not None and len(costs) != S:
+        raise InputError(f"{len(costs)} costs for {S} stages: give one per stage")
+    paths = _paths(views, strongest_alone)
+    parts = [_path(*views[v], cols, grid_size, start_share, alpha, delta) for v, cols in paths]
+    n = np.concatenate([x[1] for x in parts])
+    k = np.concatenate([x[2] for x in parts])
+    offs = np.cumsum([0] + [len(x[0]) for x in parts])
+    starts = [int(o + s) for o, x in zip(offs, parts, strict=False) for s in x[3]]
+    weights = [1 / len(parts) / len(x[3]) for x in parts for _ in x[3]]
+    rejected = np.flatnonzero(chained_sequences(binomial_pvalues(k, n, alpha), delta,
+                                                starts, weights, mask=True))
+
+    def config(j):
+        i = int(np.searchsorted(offs, j, side="right") - 1)
+        view, cols = paths[i]
+        thr = float(parts[i][0][j - offs[i]])
+        stage, loss = cascade_decisions(views[view][0][:, cols], views[view][1][:, cols], thr)
+        return view, cols, thr, stage, loss
+
+    def cost(j):
+        _, cols, _, stage, _ = config(j)
+        return cascade_cost(stage, len(cols), costs, cols)
+
+    base = {"n_hypotheses": int(len(n)), "n_rejected": int(len(rejected)),
+            "n_items": int(len(n) and next(iter(views.values()))[0].shape[0])}
+    if not len(rejected):
+        return {**base, "view": paths[0][0], "stages": [], "threshold": -math.inf,
+                "decided": 0.0, "by_stage": [0.0] * S, "risk": None, "cost": None}
+    j = int(rejected[np.argmax(n[rejected])])
+    if costs is not None:
+        near = rejected[n[rejected] >= (1 - slack) * n[j]]
+        j = int(near[np.argmin([cost(x) for x in near])])
+    view, cols, thr, stage, loss = config(j)
+    by = [0.0] * S
+    for i, c in enumerate(cols):
+        by[c] = float((stage == i).mean())
+    d = stage >= 0
+    return {**base, "view": view, "stages": list(cols), "threshold": thr,
+            "decided": float(d.mean()), "by_stage": by,
+            "risk": float(loss[d].mean()) if d.any() else None,
+            "cost": None if costs is None else cost(j)}
 
 
 def cascade_threshold(U, L, alpha: float, delta: float, grid_size: int | None = None,
                       start_share: float = CASCADE_START_SHARE, costs=None,
                       slack: float = 0.1) -> dict:
-    """The cascade's configuration on labeled items. Two sequences of configurations, each
-    read from ``U`` alone (grid: quantiles of the smallest stated error, one per 5 items;
-    start: the first deciding at least ``start_share`` of the items): the last (strongest)
-    stage alone, and every stage at one scalar threshold (the first stage under it
-    decides). They share ``delta`` in one chain
-    (:func:`scoreband.decisions.ltt.chained_sequences`: family-wise error <= delta), and
-    the rejected configuration deciding the most labeled items is kept - any rejected one
-    keeps the guarantee. ``costs`` (one per stage): among the rejected configurations
-    deciding at least ``1 - slack`` of the most, the one of least expected cost per item
-    (an item costs every stage run until one decides it; an escalated one every stage of
-    the configuration).
-
-    Returns a dict: ``threshold`` (-inf when nothing is rejected), ``stages`` (the stages
-    the threshold applies to, cheapest first), ``decided`` (the share of these items
-    decided), ``by_stage`` (the share each stage of ``U`` decides) and ``cost`` (the
-    expected cost per item, None without ``costs``).
-    """
-    U, L = _check(U, L)
-    S = U.shape[1]
-    paths = [[S - 1]] + ([list(range(S))] if S > 1 else [])
-    parts = [_path(U, L, c, grid_size, start_share, alpha, delta) for c in paths]
-    n = np.concatenate([x[1] for x in parts])
-    k = np.concatenate([x[2] for x in parts])
-    offs = np.cumsum([0] + [len(x[0]) for x in parts])
-    p = binomial_pvalues(k, n, alpha)
-    starts = [int(o + x[3]) for o, x in zip(offs, parts, strict=False)]
-    rejected = np.flatnonzero(chained_sequences(p, delta, starts,
-                                                [1 / len(starts)] * len(starts), mask=True))
-    if not len(rejected):
-        return {"threshold": -math.inf, "stages": [], "decided": 0.0, "by_stage": [0.0] * S,
-                "cost": None}
-    def config(j):
-        which = int(np.searchsorted(offs, j, side="right") - 1)
-        return paths[which], float(parts[which][0][j - offs[which]])
-
-    def cost(j):
-        cols, thr = config(j)
-        stage, _ = cascade_decisions(U[:, cols], L[:, cols], thr)
-        run = np.where(stage >= 0, stage, len(cols) - 1)
-        c = np.cumsum(np.asarray(costs, float)[cols])
-        return float(c[run].mean())
-
-    j = int(rejected[np.argmax(n[rejected])])
-    if costs is not None:
-        if len(costs) != S:
-            raise InputError(f"{len(costs)} costs for {S} stages: give one per stage")
-        near = rejected[n[rejected] >= (1 - slack) * n[j]]
-        j = int(near[np.argmin([cost(x) for x in near])])
-    cols, thr = config(j)
-    stage, _ = cascade_decisions(U[:, cols], L[:, cols], thr)
-    by = [0.0] * S
-    for i, c in enumerate(cols):
-        by[c] = float((stage == i).mean())
-    return {"threshold": thr, "stages": cols, "decided": float((stage >= 0).mean()),
-            "by_stage": by, "cost": None if costs is None else cost(j)}
+    """:func:`fit_cascade` on the ``own`` view alone: ``U`` (n, S) the stated errors of each
+    stage's own verdict, ``L`` its losses."""
+    return fit_cascade({"own": (U, L)}, alpha, delta, costs=costs, slack=slack,
+                       grid_size=grid_size, start_share=start_share)
 
 
 def apply_cascade(U, rule: dict) -> np.ndarray:
-    """Which stage of ``U`` (n, S) decides each new item under ``rule``
-    (:func:`cascade_threshold`'s dict); -1 where it goes to a human."""
+    """Which stage of ``U`` (n, S, the rule's view) decides each new item under ``rule``
+    (:func:`fit_cascade`'s dict); -1 where it goes to a human."""
     U = np.asarray(U, float)
     if not rule["stages"]:
         return np.full(len(U), -1)
-    cols = rule["stages"]
+    cols = list(rule["stages"])
     stage, _ = cascade_decisions(U[:, cols], np.zeros((len(U), len(cols))), rule["threshold"])
     return np.where(stage >= 0, np.asarray(cols)[np.maximum(stage, 0)], -1)
