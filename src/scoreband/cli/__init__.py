@@ -18,6 +18,7 @@ from scoreband.cli import judges  # noqa: F401
 from scoreband.cli import roundtrip  # noqa: F401
 from scoreband.cli import systems  # noqa: F401
 from scoreband.cli import decisions  # noqa: F401
+from scoreband.cli import cascade  # noqa: F401
 from scoreband.cli import monitor  # noqa: F401
 from scoreband.cli import pairwise  # noqa: F401
 from scoreband.cli import data  # noqa: F401

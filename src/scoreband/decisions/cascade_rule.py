@@ -1,0 +1,472 @@
+"""A cascade of judges on a table (issue 44, item 2): fit on labeled rows, decide every row,
+save the rule, apply it to new tables. The statistics are :mod:`scoreband.decisions.cascade`.
+
+Each judge is a pair of columns: its answer (a verdict ``A`` / ``B``, a score ``4``, any
+label the human column also holds) and its confidence in that answer (a probability in
+[0, 1]: ``max p`` of its verdict, or its score token's probability). Judges are listed
+cheapest first; a row is decided by the first judge whose stated error (alone, or combined
+with the judges before it: the ``joint`` view, where agreement counts) is at most the rule's
+threshold, and goes to a human otherwise. The guarantee: among all rows any judge decides,
+at most ``risk`` get an answer other than the human's, with probability at least
+``1 - delta`` over the draw of the labeled rows, for rows drawn like them.
+
+Cells are compared as written, a number by its value (``4`` and ``4.0`` are one answer);
+``decided_answer`` is the deciding judge's cell as written. A judge whose two cells are both
+empty gave no verdict on the row (it was not run); one cell without the other, or a
+confidence that is not a number in [0, 1], is a row error: that judge is skipped on the row,
+the others still decide it, and the reason is in ``cascade_error``.
+
+>>> import pandas as pd
+>>> df = pd.DataFrame({"a_p": ["0.99"] * 60, "a": ["A"] * 60, "human": ["A"] * 60})
+>>> res = cascade(df, judges=["cheap=a_p:a"], label="human", risk=0.1, delta=0.1)
+>>> res.table["decided_by"].iloc[0], res.rule.report["decided_share"]
+('cheap', 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scoreband.decisions.cascade import VIEWS, apply_cascade, fit_cascade, stage_views
+from scoreband.errors import ERROR_COLUMN, InputError, RowError
+
+__all__ = ["Judge", "CascadeRule", "CascadeResult", "cascade", "load_cascade_rule",
+           "as_judges", "as_costs", "CASCADE_FORMAT", "DECIDED_BY", "DECIDED_ANSWER",
+           "CASCADE_ERROR", "HUMAN"]
+
+CASCADE_FORMAT = "scoreband-cascade-rule"
+CASCADE_VERSION = 1
+DECIDED_BY, DECIDED_ANSWER = "decided_by", "decided_answer"
+#: why a row's judge could not be read (ERROR_COLUMN["cascade"] once registered there)
+CASCADE_ERROR = ERROR_COLUMN.get("cascade", "cascade_error")
+#: ``decided_by`` of a row no judge decides
+HUMAN = "human"
+REFIT = ("scoreband cascade LABELED --judge NAME=CONF_COL:ANSWER_COL ... --label-col HUMAN "
+         "--rule-out rule.json")
+
+
+# ------------------------------------------------------------------ judges and costs
+@dataclass(frozen=True)
+class Judge:
+    """One stage: its ``name`` (written in ``decided_by``), its ``confidence`` column and
+    its ``answer`` column."""
+
+    name: str
+    confidence: str
+    answer: str
+
+    @classmethod
+    def parse(cls, spec: str) -> Judge:
+        """``NAME=CONF_COL:ANSWER_COL`` (the last ``:`` splits the columns)."""
+        name, eq, cols = str(spec).partition("=")
+        conf, colon, ans = cols.rpartition(":")
+        if not (eq and colon and name.strip() and conf and ans):
+            raise InputError(f"`judge` {spec!r}: write NAME=CONF_COL:ANSWER_COL (e.g. "
+                             "cheap=cheap_conf:cheap_answer), one per judge, cheapest first")
+        return cls(name.strip(), conf, ans)
+
+
+def as_judges(judges) -> list[Judge]:
+    """Judges from :class:`Judge` objects, ``NAME=CONF:ANSWER`` strings, ``(name, conf,
+    answer)`` tuples or a ``{name: (conf, answer)}`` mapping, cheapest first; names unique
+    and never ``human``."""
+    if isinstance(judges, dict):
+        judges = [(k, *v) for k, v in judges.items()]
+    if isinstance(judges, (str, Judge)):
+        judges = [judges]
+    out = []
+    for j in judges or []:
+        if isinstance(j, Judge):
+            out.append(j)
+        elif isinstance(j, str):
+            out.append(Judge.parse(j))
+        elif isinstance(j, (tuple, list)) and len(j) == 3:
+            out.append(Judge(*map(str, j)))
+        else:
+            raise InputError(f"`judge` {j!r}: give NAME=CONF_COL:ANSWER_COL or (name, "
+                             "confidence column, answer column)")
+    if not out:
+        raise InputError("give at least one `judge` (NAME=CONF_COL:ANSWER_COL), cheapest "
+                         "first")
+    names = [j.name for j in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup or HUMAN in names:
+        what = f"{dup[0]!r} is given twice" if dup else f"{HUMAN!r} is the name of the " \
+            "last stage (rows no judge decides)"
+        raise InputError(f"`judge` names must be unique and not {HUMAN!r}: {what}; rename it")
+    return out
+
+
+def as_costs(costs, judges: list[Judge]) -> list[float] | None:
+    """One cost per judge (cost of running it on one row) from ``{name: cost}``,
+    ``NAME=C`` strings or a list in the judges' order; None when ``costs`` is None."""
+    if costs is None or (isinstance(costs, (list, tuple)) and not costs):
+        return None
+    names = [j.name for j in judges]
+    if isinstance(costs, (list, tuple)) and all(isinstance(c, str) for c in costs):
+        pairs = [str(c).partition("=") for c in costs]
+        if any(not eq for _, eq, _ in pairs):
+            raise InputError(f"`cost` {costs!r}: write NAME=C per judge (e.g. cheap=1)")
+        costs = {k.strip(): v for k, _, v in pairs}
+    if isinstance(costs, dict):
+        unknown = [k for k in costs if k not in names]
+        if unknown:
+            raise InputError(f"`cost` names {unknown[0]!r}, which is not a judge; judges: "
+                             f"{', '.join(names)}")
+        missing = [n for n in names if n not in costs]
+        if missing:
+            raise InputError(f"`cost`: give every judge a cost; {missing[0]!r} has none")
+        costs = [costs[n] for n in names]
+    if len(costs) != len(names):
+        raise InputError(f"{len(costs)} costs for {len(names)} judges: give one per judge")
+    try:
+        out = [float(c) for c in costs]
+    except (TypeError, ValueError):
+        raise InputError(f"`cost` {costs!r}: each cost must be a number >= 0") from None
+    if not all(math.isfinite(c) and c >= 0 for c in out):
+        raise InputError(f"`cost` {costs!r}: each cost must be a finite number >= 0")
+    return out
+
+
+# ------------------------------------------------------------------ reading the table
+def answer_key(cell) -> str | None:
+    """How an answer cell is compared: None when empty; a number by its value (``4`` and
+    ``4.0`` are one answer); any other text stripped."""
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return None
+    s = str(cell).strip()
+    from scoreband.tables import NA_TEXT
+
+    if s == "" or s in NA_TEXT:
+        return None
+    try:
+        x = float(s)
+    except ValueError:
+        return s
+    return repr(x) if math.isfinite(x) else s
+
+
+def _judge_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
+    """``(conf, keys)`` of one judge: (n,) floats (NaN: no verdict) and answer keys."""
+    from scoreband.columns import row_error
+
+    raw_c = df[judge.confidence]
+    no_c = np.array([answer_key(c) is None for c in raw_c.tolist()], dtype=bool)
+    conf = pd.to_numeric(raw_c.astype(str).str.strip().where(~no_c), errors="coerce") \
+        .to_numpy(dtype=float)
+    keys = np.array([answer_key(c) for c in df[judge.answer].tolist()], dtype=object)
+    no_a = np.array([k is None for k in keys], dtype=bool)
+    bad = np.zeros(len(df), bool)
+    for i in np.flatnonzero(~(no_c & no_a)):
+        why = col = None
+        if no_c[i]:
+            col, why = judge.confidence, "empty confidence beside an answer"
+        elif no_a[i]:
+            col, why = judge.answer, "empty answer beside a confidence"
+        elif not (np.isfinite(conf[i]) and 0 <= conf[i] <= 1):
+            col, why = judge.confidence, f"confidence {raw_c.iloc[i]!r} is not a number in [0, 1]"
+        if why:
+            bad[i] = True
+            errors.setdefault(i, row_error(i, ids[i], col, f"judge {judge.name!r}: {why}; "
+                                           "this judge is skipped on the row (fill both cells, "
+                                           "or empty both where it was not run)"))
+    skip = bad | no_c | no_a
+    return np.where(skip, np.nan, conf), np.where(skip, None, keys)
+
+
+def read_judges(df: pd.DataFrame, judges: list[Judge], offset: int = 0):
+    """``(conf, keys, errors)``: (n, S) confidences (NaN: no verdict), (n, S) answer keys
+    (:func:`answer_key`) and the row errors (one per row, the first reason)."""
+    from scoreband.columns import require_columns, row_ids
+
+    require_columns(df, [(f"`judge` {j.name!r}", c) for j in judges
+                         for c in (j.confidence, j.answer)])
+    ids, errors = row_ids(df, None, offset), {}
+    cols = [_judge_cells(df, j, ids, errors) for j in judges]
+    conf = np.column_stack([c for c, _ in cols]) if len(df) else np.zeros((0, len(judges)))
+    keys = np.column_stack([k for _, k in cols]) if len(df) else \
+        np.zeros((0, len(judges)), dtype=object)
+    return conf, keys, [errors[i] for i in sorted(errors)]
+
+
+def _encode(keys: np.ndarray, classes: list[str]) -> np.ndarray:
+    """Integer codes of answer keys (-1: none): ``classes`` first, unseen keys after."""
+    index = {c: i for i, c in enumerate(classes)}
+    flat = keys.ravel()
+    out = np.full(len(flat), -1)
+    for i, k in enumerate(flat):
+        if k is not None:
+            out[i] = index.setdefault(k, len(index))
+    return out.reshape(keys.shape)
+
+
+def _source_cells(df: pd.DataFrame, judges, codes, stage, verdict) -> np.ndarray:
+    """The deciding answer as written: the cell of the latest judge up to the deciding stage
+    whose answer is the verdict (in the ``own`` view, the deciding judge's own)."""
+    n, S = codes.shape
+    out = np.full(n, "", dtype=object)
+    d = np.flatnonzero(stage >= 0)
+    if not len(d):
+        return out
+    match = (codes[d] == verdict[d, None]) & (np.arange(S)[None, :] <= stage[d, None])
+    src = S - 1 - np.argmax(match[:, ::-1], axis=1)
+    cells = np.column_stack([df[j.answer].to_numpy(dtype=object) for j in judges])
+    out[d] = cells[d, src]
+    return out
+
+
+# ------------------------------------------------------------------ the rule
+@dataclass
+class CascadeRule:
+    """A fitted cascade: the ``judges`` (cheapest first), the ``view`` of their verdicts
+    (``own`` or ``joint``), the ``stages`` allowed to decide and the ``threshold`` on their
+    stated error; ``n_classes`` (answers the joint view weighs), ``alpha`` (the risk),
+    ``delta``, ``costs`` and the fit's ``report``."""
+
+    format = CASCADE_FORMAT
+    version = CASCADE_VERSION
+    what = "cascade rule"
+    refit = REFIT
+    error_column = CASCADE_ERROR
+    label = "cascading"
+
+    judges: list[Judge]
+    view: str
+    stages: list[int]
+    threshold: float
+    n_classes: int
+    alpha: float
+    delta: float
+    costs: list[float] | None = None
+    report: dict = field(default_factory=dict)
+
+    def outputs(self) -> dict:
+        """Added column -> the value of a row that gets none."""
+        return {DECIDED_BY: "", DECIDED_ANSWER: ""}
+
+    def decide_columns(self, df: pd.DataFrame, offset: int = 0):
+        """``(columns, errors)``: ``decided_by`` (a judge's name or ``human``),
+        ``decided_answer`` (its cell as written, empty for ``human``) and the error column
+        of every row of ``df``; the row errors (positions from ``offset``)."""
+        conf, keys, errors = read_judges(df, self.judges, offset)
+        codes = _encode(keys, [])
+        U, V = stage_views(conf, codes, self.n_classes, views=(self.view,))[self.view]
+        stage = apply_cascade(U, {"stages": self.stages, "threshold": self.threshold})
+        names = np.array([j.name for j in self.judges] + [HUMAN], dtype=object)
+        verdict = V[np.arange(len(df)), np.maximum(stage, 0)] if len(df) else V[:, 0]
+        why = np.full(len(df), "", dtype=object)
+        for e in errors:
+            why[e.position - offset] = f"column {e.column!r}: {e.reason}"
+        return ({DECIDED_BY: names[np.where(stage >= 0, stage, len(self.judges))],
+                 DECIDED_ANSWER: _source_cells(df, self.judges, codes, stage, verdict),
+                 self.error_column: why}, errors)
+
+    def decide(self, table) -> CascadeResult:
+        """Every row and column of ``table`` (a DataFrame, or a path: its cells read as
+        text) with the rule's columns added."""
+        from scoreband.engine.rows import check_added_columns
+        from scoreband.tables import read_table
+
+        df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
+        check_added_columns(df.columns, [*self.outputs(), self.error_column])
+        cols, errors = self.decide_columns(df)
+        return CascadeResult(self, df.assign(**cols), errors)
+
+    def to_dict(self) -> dict:
+        from scoreband._version import __version__
+
+        return {"format": self.format, "format_version": self.version,
+                "scoreband_version": __version__,
+                "judges": [{"name": j.name, "confidence": j.confidence, "answer": j.answer}
+                           for j in self.judges],
+                "view": self.view, "stages": list(self.stages), "threshold": self.threshold,
+                "n_classes": self.n_classes, "risk": self.alpha, "delta": self.delta,
+                "costs": self.costs, "report": self.report}
+
+    @classmethod
+    def from_dict(cls, doc: dict, where: str = "the cascade rule") -> CascadeRule:
+        from scoreband.decisions.rulefile import as_float, as_mapping, check_rule_doc, read_key
+
+        check_rule_doc(doc, where, fmt=CASCADE_FORMAT, version=CASCADE_VERSION, what=cls.what,
+                       refit=REFIT)
+        fix = f"write the rule again with `{REFIT}`"
+
+        def key(k, parse, **kw):
+            return read_key(doc, k, parse, where, fix=fix, **kw)
+
+        judges = key("judges", lambda v: as_judges([Judge(**as_mapping(x)) for x in v]))
+        S = len(judges)
+        stages = key("stages", lambda v: [_stage_index(x, S) for x in v])
+        costs = key("costs", lambda v: None if v is None else as_costs(list(v), judges),
+                    default=None)
+        return cls(judges=judges, view=key("view", _view), stages=stages,
+                   threshold=key("threshold", as_float), n_classes=key("n_classes", _classes),
+                   alpha=key("risk", lambda v: _unit(as_float(v))),
+                   delta=key("delta", lambda v: _unit(as_float(v))), costs=costs,
+                   report=key("report", as_mapping, default={}))
+
+    def save(self, path) -> Path:
+        """Write the rule as JSON (:func:`load_cascade_rule` reads it back)."""
+        from scoreband.json_io import write_json
+
+        write_json(path, self.to_dict())
+        return Path(path)
+
+
+def _stage_index(v, S: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < S:
+        raise ValueError(f"a stage is a judge's index, 0 to {S - 1}")
+    return v
+
+
+def _view(v) -> str:
+    if v not in VIEWS:
+        raise ValueError(f"the view is one of {', '.join(VIEWS)}")
+    return v
+
+
+def _classes(v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+        raise ValueError("n_classes is an integer >= 2")
+    return v
+
+
+def _unit(x: float) -> float:
+    if not 0 < x < 1:
+        raise ValueError("expected a number in (0, 1)")
+    return x
+
+
+def load_cascade_rule(path) -> CascadeRule:
+    """Read a rule written by :meth:`CascadeRule.save` (``scoreband cascade --rule-out``)."""
+    from scoreband.json_io import read_json
+
+    doc = read_json(path, what="cascade rule", missing=f"write one with `{REFIT}`",
+                    fix="is it a rule written by `scoreband cascade --rule-out`?")
+    return CascadeRule.from_dict(doc, str(path))
+
+
+# ------------------------------------------------------------------ fitting
+@dataclass
+class CascadeResult:
+    """A cascade's rule and the table it decided: ``table`` (every input row and column,
+    with ``decided_by``, ``decided_answer`` and ``cascade_error``), the row ``errors`` and
+    the ``warnings``."""
+
+    rule: CascadeRule
+    table: pd.DataFrame
+    errors: list[RowError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """The share of the table's rows each judge (and ``human``) decides."""
+        by = self.table[DECIDED_BY]
+        return {n: float((by == n).mean()) if len(by) else 0.0
+                for n in [j.name for j in self.rule.judges] + [HUMAN]}
+
+    def save(self, path) -> Path:
+        """Write the decided table (its format from the extension)."""
+        from scoreband.tables import write_table
+
+        return write_table(self.table, path)
+
+
+def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
+            costs=None, views=VIEWS) -> CascadeResult:
+    """Fit a cascade of judges on the labeled rows of ``table`` and decide all its rows.
+
+    Parameters
+    ----------
+    table : DataFrame or path (cells read as text)
+    judges : cheapest first; ``NAME=CONF_COL:ANSWER_COL`` strings, ``(name, conf, answer)``
+        tuples or :class:`Judge` objects (:func:`as_judges`)
+    label : the column of the human answer; rows where it is empty are decided, not fitted on
+    risk, delta : among the rows any judge decides at most ``risk`` err, with probability at
+        least ``1 - delta`` over the draw of the labeled rows
+    costs : one per judge (``{name: cost}``): among configurations deciding within 10 % of
+        the most, the cheapest is kept; the report gives the expected cost per row
+    views : which uncertainties a stage may use: ``own`` (each judge's confidence) and / or
+        ``joint`` (the judges so far combined: agreement)
+
+    Returns a :class:`CascadeResult`; ``result.rule.save(path)`` writes the rule.
+    """
+    from scoreband.columns import require_columns
+    from scoreband.engine.rows import check_added_columns
+    from scoreband.tables import read_table
+
+    df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
+    js = as_judges(judges)
+    cost = as_costs(costs, js)
+    for name, v in (("risk", risk), ("delta", delta)):
+        if not (isinstance(v, (int, float)) and 0 < v < 1):
+            raise InputError(f"`{name}` {v!r}: give a number in (0, 1)")
+    require_columns(df, [("`label`", label)])
+    check_added_columns(df.columns, [DECIDED_BY, DECIDED_ANSWER, CASCADE_ERROR])
+    conf, keys, _ = read_judges(df, js)
+    lab = np.array([answer_key(c) for c in df[label].tolist()], dtype=object)
+    has = np.array([k is not None for k in lab], dtype=bool)
+    _check_labeled(js, conf, has, label)
+    classes = sorted({k for k in keys[has].ravel() if k is not None} | set(lab[has]))
+    K = max(2, len(classes))
+    codes = _encode(np.column_stack([keys, lab]), classes)
+    y = codes[has, -1]
+    fitted = {}
+    for v, (U, V) in stage_views(conf[has], codes[has, :-1], K, views).items():
+        fitted[v] = (U, np.where(np.isfinite(U), (V != y[:, None]).astype(float), 0.0))
+    res = fit_cascade(fitted, risk, delta, costs=cost)
+    rule = CascadeRule(js, res["view"], res["stages"], res["threshold"], K, float(risk),
+                       float(delta), cost)
+    rule.report = _report(rule, res, label, int(has.sum()), int((~has).sum()))
+    out = rule.decide(df)
+    if not res["stages"]:
+        out.warnings.append(
+            f"no configuration passed the test: every row goes to a human. The {has.sum()} "
+            f"labeled rows could not show an error <= {risk:g} at delta {delta:g}; label more "
+            "rows, or allow a larger risk")
+    return out
+
+
+def _check_labeled(judges, conf, has, label) -> None:
+    if not has.any():
+        raise InputError(f"`label` column {label!r} has no labeled row (every cell empty): "
+                         "label some rows with the human answer to fit the cascade")
+    for s, j in enumerate(judges):
+        if not np.isfinite(conf[has, s]).any():
+            raise InputError(
+                f"judge {j.name!r} gave no verdict on any labeled row (columns "
+                f"{j.confidence!r} and {j.answer!r}: both filled, a confidence in [0, 1]); "
+                "check its `judge` columns, or run the judge on the labeled rows")
+
+
+def _report(rule: CascadeRule, res: dict, label: str, n_lab: int, n_unlab: int) -> dict:
+    """The rule's summary: thresholds per judge (the confidence it must state), shares and
+    error on the labeled rows, cost, and the guarantee in words."""
+    names = [j.name for j in rule.judges]
+    ok = set(res["stages"])
+    how = "its own confidence" if rule.view == "own" else \
+        "the confidence of its answer combined with the judges before it (agreement counts)"
+    shares = {n: res["by_stage"][i] for i, n in enumerate(names)}
+    shares[HUMAN] = 1 - res["decided"]
+    return {
+        "guarantee": (f"among the rows any judge decides, at most {rule.alpha:g} get an "
+                      f"answer other than the human's ({label!r}), with probability at least "
+                      f"{1 - rule.delta:g} over the draw of the {n_lab} labeled rows, for rows "
+                      "drawn like them (one test over every stage: fixed sequences sharing "
+                      "delta in one chain, Learn-then-Test)"),
+        "label": label, "view": rule.view, "uncertainty": how,
+        "min_confidence": {n: (1 - res["threshold"] if i in ok and
+                               math.isfinite(res["threshold"]) else None)
+                           for i, n in enumerate(names)},
+        "n_labeled": n_lab, "n_unlabeled": n_unlab,
+        "decided_share": res["decided"], "risk_on_calibration": res["risk"],
+        "shares_on_calibration": shares,
+        "cost_per_row": res["cost"],
+        "cost_strongest_alone_per_row": None if rule.costs is None else rule.costs[-1],
+        "n_hypotheses": res["n_hypotheses"], "n_rejected": res["n_rejected"],
+    }
