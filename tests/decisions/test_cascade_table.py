@@ -1,0 +1,187 @@
+"""The cascade on a table and `scoreband cascade`: fit, decide, save, apply with --rule;
+cells as written, bad rows reported and skipped, bad input named, inputs never overwritten."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scoreband.cli import app
+from scoreband.decisions.cascade_rule import (
+    CascadeRule,
+    Judge,
+    as_costs,
+    as_judges,
+    cascade,
+    load_cascade_rule,
+)
+from scoreband.errors import InputError
+from tests.conftest import runner
+from tests.decisions.test_cascade import _world
+
+JUDGES = ["cheap=cheap_p:cheap", "mid=mid_p:mid", "strong=strong_p:strong"]
+
+
+def _table(n=900, seed=0):
+    c, a, y = _world(n, np.random.default_rng(seed))
+    ab = np.array(["A", "B"])
+    df = pd.DataFrame({"id": [f"r{i}" for i in range(n)]})
+    for j, name in enumerate(("cheap", "mid", "strong")):
+        df[f"{name}_p"] = [f"{x:.6f}" for x in c[:, j]]
+        df[name] = ab[a[:, j]]
+    df["human"] = ab[y]
+    return df
+
+
+def run(*args):
+    res = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in res.output, res.output
+    return res
+
+
+def said(res) -> str:
+    return " ".join(res.output.split())
+
+
+def test_fit_decides_rows_and_names_the_judge():
+    res = cascade(_table(), JUDGES, "human", 0.1, 0.1, costs={"cheap": 1, "mid": 5,
+                                                                 "strong": 20})
+    t = res.table
+    assert set(t["decided_by"]) <= {"cheap", "mid", "strong", "human"}
+    assert 0.3 < (t["decided_by"] != "human").mean() < 0.9
+    d = t["decided_by"] != "human"
+    assert (t.loc[~d, "decided_answer"] == "").all()
+    assert set(t.loc[d, "decided_answer"]) <= {"A", "B"}
+    # a row the cheap judge decides gets the cheap judge's own answer
+    cheap = t["decided_by"] == "cheap"
+    assert cheap.any() and (t.loc[cheap, "decided_answer"] == t.loc[cheap, "cheap"]).all()
+    rep = res.rule.report
+    assert rep["risk_on_calibration"] <= 0.1 and rep["cost_per_row"] < 20
+    assert abs(sum(rep["shares_on_calibration"].values()) - 1) < 1e-9
+    assert "at most 0.1" in rep["guarantee"] and "0.9" in rep["guarantee"]
+    assert res.shares["human"] == pytest.approx(1 - rep["decided_share"])
+
+
+def test_answers_compared_by_value_and_written_as_they_are():
+    n = 80
+    df = pd.DataFrame({"p": ["0.99"] * n, "score": ["4.0"] * n, "human": ["4"] * n})
+    res = cascade(df, ["j=p:score"], "human", 0.1, 0.1)
+    assert (res.table["decided_by"] == "j").all()
+    assert (res.table["decided_answer"] == "4.0").all()  # the judge's cell as written
+
+
+def test_rule_round_trip_and_refusals(tmp_path):
+    res = cascade(_table(600), JUDGES, "human", 0.1, 0.1)
+    p = res.rule.save(tmp_path / "r.json")
+    back = load_cascade_rule(p)
+    assert back.to_dict() == json.loads(p.read_text())
+    new = _table(300, seed=5).drop(columns="human")
+    a = back.decide(new).table["decided_by"]
+    assert a.equals(res.rule.decide(new).table["decided_by"])
+    doc = json.loads(p.read_text())
+    for change, match in (({"format_version": 99}, "format_version 99"),
+                          ({"format": "x"}, "not a scoreband cascade rule"),
+                          ({"stages": [7]}, "key 'stages'"),
+                          ({"view": "other"}, "key 'view'")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({**doc, **change}))
+        with pytest.raises(InputError, match=match):
+            load_cascade_rule(bad)
+
+
+def test_bad_rows_are_reported_and_skipped():
+    df = _table(600)
+    df.loc[3, "cheap_p"] = "high"
+    df.loc[4, "mid_p"] = "1.7"
+    df.loc[5, "strong"] = ""
+    df.loc[6, ["cheap_p", "cheap"]] = ""  # the cheap judge was not run: no error
+    res = cascade(df, JUDGES, "human", 0.1, 0.1)
+    rows = {e.row: e.column for e in res.errors}
+    assert rows == {"4 (id=r3)": "cheap_p", "5 (id=r4)": "mid_p", "6 (id=r5)": "strong"}
+    assert "not a number in [0, 1]" in res.table.loc[3, "cascade_error"]
+    assert res.table.loc[6, "cascade_error"] == "" and len(res.table) == 600
+    assert res.table.loc[3, "decided_by"] != "cheap"
+
+
+def test_bad_input_names_the_fix():
+    df = _table(300)
+    with pytest.raises(InputError, match="'nope'.*not in the table; available"):
+        cascade(df, ["a=nope:cheap"], "human")
+    with pytest.raises(InputError, match="`label` column 'missing'"):
+        cascade(df, JUDGES, "missing")
+    empty = df.assign(mid_p="", mid="")
+    with pytest.raises(InputError, match="judge 'mid' gave no verdict on any labeled row"):
+        cascade(empty, JUDGES, "human")
+    with pytest.raises(InputError, match="no labeled row"):
+        cascade(df.assign(human=""), JUDGES, "human")
+    with pytest.raises(InputError, match="NAME=CONF_COL:ANSWER_COL"):
+        as_judges(["cheap"])
+    with pytest.raises(InputError, match="'a' is given twice"):
+        as_judges(["a=x:y", "a=z:w"])
+    with pytest.raises(InputError, match="not 'human'"):
+        as_judges(["human=x:y"])
+    js = [Judge("a", "x", "y"), Judge("b", "z", "w")]
+    with pytest.raises(InputError, match="'c', which is not a judge"):
+        as_costs(["a=1", "c=2"], js)
+    with pytest.raises(InputError, match="'b' has none"):
+        as_costs({"a": 1}, js)
+    with pytest.raises(InputError, match="already has the column 'decided_by'"):
+        cascade(df.assign(decided_by="x"), JUDGES, "human")
+
+
+def test_nothing_passes_says_so():
+    res = cascade(_table(30), JUDGES, "human", 0.01, 0.1)
+    assert (res.table["decided_by"] == "human").all()
+    assert "label more rows" in res.warnings[0]
+    assert isinstance(res.rule, CascadeRule) and res.rule.stages == []
+
+
+def test_cli_fit_then_apply(tmp_path):
+    lab, new = tmp_path / "lab.csv", tmp_path / "new.csv"
+    _table(800).to_csv(lab, index=False)
+    _table(300, seed=3).assign(human="").to_csv(new, index=False)
+    args = [a for j in JUDGES for a in ("--judge", j)]
+    res = run("cascade", lab, *args, "--label-col", "human", "--cost", "cheap=1",
+              "--cost", "mid=5", "--cost", "strong=20", "--out", tmp_path / "d.csv",
+              "--rule-out", tmp_path / "r.json")
+    assert res.exit_code == 0, res.output
+    assert "with probability at least 0.9" in said(res) and "judge cost per row" in said(res)
+    d = pd.read_csv(tmp_path / "d.csv", dtype=str, keep_default_na=False)
+    assert list(d.columns)[-3:] == ["decided_by", "decided_answer", "cascade_error"]
+    assert (d["cheap_p"] == _table(800)["cheap_p"]).all()  # cells as written
+    res = run("cascade", new, "--rule", tmp_path / "r.json", "--out", tmp_path / "d2.csv")
+    assert res.exit_code == 0, res.output
+    d2 = pd.read_csv(tmp_path / "d2.csv", dtype=str, keep_default_na=False)
+    assert len(d2) == 300 and (d2["decided_by"] != "human").any()
+
+
+def test_cli_refusals(tmp_path):
+    lab = tmp_path / "lab.csv"
+    _table(200).to_csv(lab, index=False)
+    before = lab.read_bytes()
+    args = [a for j in JUDGES for a in ("--judge", j)]
+    res = run("cascade", lab, *args, "--label-col", "human", "--out", lab)
+    assert res.exit_code == 2 and "never writes over one of its own inputs" in said(res)
+    assert lab.read_bytes() == before
+    res = run("cascade", lab, *args, "--label-col", "human", "--out", tmp_path / "a.csv",
+              "--rule-out", tmp_path / "a.csv")
+    assert res.exit_code == 2 and "same path" in said(res)
+    res = run("cascade", lab, *args, "--label-col", "human", "--rule-out", lab)
+    assert res.exit_code == 2 and "own inputs" in said(res)
+    res = run("cascade", lab, *args)
+    assert res.exit_code == 2 and "--label-col" in said(res)
+    res = run("cascade", lab, "--judge", "cheap=cheap_p:nope", "--label-col", "human",
+              "--out", tmp_path / "b.csv")
+    assert res.exit_code == 2 and "'nope' is not in the table" in said(res)
+    assert not (tmp_path / "b.csv").exists()
+    res = run("cascade", lab, "--rule", tmp_path / "none.json", "--out", tmp_path / "c.csv")
+    assert res.exit_code == 2 and "does not exist" in said(res)
+    res = run("cascade", lab, "--rule", lab, "--judge", "a=b:c", "--out", tmp_path / "c.csv")
+    assert res.exit_code == 2 and "--judge is read only when fitting" in said(res)
+
+
+def test_cli_help_has_an_example():
+    res = run("cascade", "--help")
+    assert res.exit_code == 0
+    assert "scoreband cascade judged.csv --judge cheap=cheap_p:cheap_answer" in said(res)
