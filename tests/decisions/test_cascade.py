@@ -69,6 +69,22 @@ def test_first_stage_under_the_threshold_decides():
         cascade_decisions(U[:, 0], L, 0.1)
 
 
+def test_counts_match_the_decisions_at_each_threshold():
+    """The sorted-sum counts equal the decisions threshold by threshold (ties, missing
+    verdicts, an infinite threshold)."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n, S = rng.integers(1, 40), rng.integers(1, 4)
+        U = np.round(rng.uniform(size=(n, S)), 1)
+        U[rng.uniform(size=(n, S)) < 0.2] = np.nan
+        L = (rng.uniform(size=(n, S)) < 0.3).astype(float)
+        grid = np.r_[np.sort(rng.uniform(size=8)), np.inf]
+        got = cascade_counts(U, L, grid)
+        want = np.array([[(st >= 0).sum(), lo.sum()] for st, lo in
+                         (cascade_decisions(U, L, g) for g in grid)]).T
+        assert np.allclose(got, want)
+
+
 def test_joint_view_agreement_lowers_the_stated_error():
     conf = np.array([[0.8, 0.7, 0.9], [0.8, 0.7, 0.9], [0.8, np.nan, 0.6]])
     codes = np.array([[1, 1, 1], [1, 0, 0], [2, -1, 0]])
@@ -128,9 +144,9 @@ def test_cascade_guarantee_over_1000_draws_and_beats_the_strong_judge():
     """1,000 seeded draws of 300 labeled items (three judges, views own + joint, costs):
     the population error among decided items exceeds alpha in at most delta of the draws
     (+ 2.5 SE), the mean error is below alpha; the cascade decides more than the strongest
-    judge alone under scoreband's single-judge rule (measured 0.56 vs 0.33 over the first
-    200), the cheap judge decides > 10 %, at a judge cost per item below the strong judge's
-    20 (measured ~17)."""
+    judge alone under scoreband's single-judge rule (measured 0.57 vs 0.24 over the first
+    200; failure rate 0.024, mean error 0.052), the cheap judge decides > 10 % (0.14), at
+    a judge cost per item below the strong judge's 20 (17.2)."""
     alpha, delta, R = 0.1, 0.1, 1000
     risk, fail, dec, cheap, cost, alone = _draws(R, 300, alpha, delta, 0.0, 11, compare=200)
     assert fail <= delta + 2.5 * math.sqrt(delta * (1 - delta) / R), fail
@@ -143,7 +159,8 @@ def test_cascade_guarantee_over_1000_draws_and_beats_the_strong_judge():
 def test_cascade_guarantee_where_agreement_misleads():
     """Judges that err together on a share of the hard items (agreement is then wrong
     with confidence): the guarantee still holds over 1,000 draws - the combination only
-    orders the items, the test decides how many."""
+    orders the items, the test decides how many (measured: failure rate 0.009, mean
+    error 0.015, 0.06 decided)."""
     alpha, delta, R = 0.1, 0.1, 1000
     risk, fail, dec, _, _, _ = _draws(R, 300, alpha, delta, 0.4, 12)
     assert fail <= delta + 2.5 * math.sqrt(delta * (1 - delta) / R), fail
