@@ -74,6 +74,12 @@ def cascade(
     Apply the rule to new rows: scoreband cascade new.csv --rule cascade.json --out
     decided_new.csv
     """
+    _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out, rule)
+
+
+def _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out,
+         rule) -> None:
+    """Fit (or load) the rule, decide the table, print, write."""
     from scoreband import api
     from scoreband.decisions.cascade_rule import cascade as fit
     from scoreband.decisions.cascade_rule import load_cascade_rule
