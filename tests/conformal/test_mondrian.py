@@ -30,7 +30,7 @@ from scoreband.conformal.mondrian import (
 )
 from scoreband.conformal.persist import content_checksum
 from scoreband.datatypes import Predictions, Scale
-from scoreband.errors import InputError
+from scoreband.errors import CalibratorMismatch, InputError
 from scoreband.metrics import covered
 
 TOL_SE = 2.5
@@ -102,13 +102,13 @@ def test_group_share_size():
         group_share_size(3)
 
 
-def test_pool_and_marginal_are_former_names_of_full():
-    for old in ("marginal", "pool"):
-        assert Mondrian(SplitConformal(0.1), small_group=old).small_group == "full"
+def test_small_group_names_only_the_policies():
+    """'pool' and 'marginal' (names of earlier versions) are refused like any unknown name."""
     assert make_calibrator("split", 0.1, mondrian="given").small_group == "full"
     assert Mondrian(SplitConformal(0.1)).small_group == "full"
-    with pytest.raises(InputError, match="full, pool-together, error"):
-        Mondrian(SplitConformal(0.1), small_group="nope")
+    for bad in ("nope", "pool", "marginal"):
+        with pytest.raises(InputError, match=f"full, pool-together, error, got '{bad}'"):
+            Mondrian(SplitConformal(0.1), small_group=bad)
 
 
 # ------------------------------------------------------------------------- statistical
@@ -442,18 +442,22 @@ def test_save_load_round_trip(tmp_path, make, given):
 
 
 def test_a_file_saved_before_the_pooled_rule_still_loads(tmp_path):
-    """Files of the former version: no pool, no share, small groups without parameters and
-    ``small_group: marginal``. They load; their small groups now get the whole scale (the
-    marginal band under-covered them), with a warning, as do difficulty thresholds fitted on
-    the calibrated items."""
+    """Files of the former version: no pool, no share, small groups without parameters.
+    Saved with ``small_group: marginal`` (that version's default) they are refused, naming
+    the value and the fix; saved with ``error`` they load, as do difficulty thresholds
+    fitted on the calibrated items (with a warning)."""
     rng = np.random.default_rng(9)
     p, y, g = _tiny_groups(rng, [200, 4, 6])
     with pytest.warns(SmallGroupWarning):
         cal = Mondrian(SplitConformal(0.1), by="given").fit(p, y, g)
     path = save_calibrator(tmp_path / "c.json", cal)
     _as_former_file(path, {"by": "given", "small_group": "marginal"})
-    with pytest.warns(SmallGroupWarning, match=r"older scoreband.*g1, g2.*whole scale"):
-        old, _ = load_calibrator(path)
+    with pytest.raises(CalibratorMismatch, match=r"small_group 'marginal'.*calibrate again.*"
+                                         r"--small-group full"):
+        load_calibrator(path)
+    _as_former_file(path, {"by": "given", "small_group": "error"})
+    old, _ = load_calibrator(path)
+    assert old.params_["small"] == ["g1", "g2"] and old.params_["pool"] is None
     b = old.predict(p, g)
     small = g != "g0"
     assert b.full_range[small].all() and not b.full_range[~small].any()
@@ -462,7 +466,7 @@ def test_a_file_saved_before_the_pooled_rule_still_loads(tmp_path):
     pd_, yd = _difficulty_data(rng, 300)
     dcal = Mondrian(SplitConformal(0.1), by="difficulty").fit(pd_, yd)
     path = save_calibrator(tmp_path / "d.json", dcal)
-    _as_former_file(path, {"by": "difficulty", "small_group": "marginal"})
+    _as_former_file(path, {"by": "difficulty", "small_group": "error"})
     with pytest.warns(SmallGroupWarning, match="thresholds on the very items"):
         old, _ = load_calibrator(path)
     np.testing.assert_array_equal(old.predict(pd_).hi01, dcal.predict(pd_).hi01)
@@ -488,7 +492,7 @@ def test_former_cluster_files_still_load(tmp_path):
     cons = ClusterConservative(CRC(0.1), n_clusters=3).fit(p, y)
     path = save_calibrator(tmp_path / "c.json", cons)
     _as_former_file(path, {"n_clusters": 3, "rule": "conservative",
-                           "small_group": "marginal", "seed": 0})
+                           "small_group": "error", "seed": 0})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing changed for the conservative rule
         old, _ = load_calibrator(path)
@@ -496,16 +500,16 @@ def test_former_cluster_files_still_load(tmp_path):
 
     mond = ClusterConservative(CRC(0.1), n_clusters=3, rule="mondrian").fit(p, y)
     path = save_calibrator(tmp_path / "m.json", mond)
-    _as_former_file(path, {"n_clusters": 3, "rule": "mondrian", "small_group": "marginal",
+    _as_former_file(path, {"n_clusters": 3, "rule": "mondrian", "small_group": "error",
                            "seed": 0})
     with pytest.warns(SmallGroupWarning, match="clusters on the very items"):
         old, _ = load_calibrator(path)
     np.testing.assert_array_equal(old.predict(p).hi01, mond.predict(p).hi01)
 
 
-def test_a_file_saved_with_the_former_pool_default_gives_the_whole_scale(tmp_path):
+def test_a_file_saved_with_the_former_pool_name_is_refused(tmp_path):
     """``small_group: pool`` files gave their small groups the pooled band (valid for them
-    together only): they load, warn, and give those groups the whole scale."""
+    together only): refused, naming the value and the fix, never applied."""
     rng = np.random.default_rng(11)
     p, y, g = _tiny_groups(rng, [200, 4, 6])
     with pytest.warns(SmallGroupWarning):
@@ -515,12 +519,9 @@ def test_a_file_saved_with_the_former_pool_default_gives_the_whole_scale(tmp_pat
     doc["calibrator"]["config"]["small_group"] = "pool"
     doc["checksum"] = content_checksum(doc)
     path.write_text(json.dumps(doc))
-    with pytest.warns(SmallGroupWarning, match=r"saved with small_group 'pool'.*g1, g2.*"
-                                               "whole scale"):
-        old, _ = load_calibrator(path)
-    b = old.predict(p, g)
-    small = g != "g0"
-    assert b.full_range[small].all() and not b.full_range[~small].any()
+    with pytest.raises(CalibratorMismatch, match=r"saved with small_group 'pool'.*calibrate again.*"
+                                         r"pool-together"):
+        load_calibrator(path)
 
 
 def test_apply_flags_an_unseen_or_small_group_group_fallback():

@@ -25,7 +25,7 @@ def _data(rng, n=600):
 
 @pytest.mark.parametrize("make", [
     lambda s: SplitConformal(0.1, scale=s),
-    lambda s: CRC(0.1, scale=s, exact=True),
+    lambda s: CRC(0.1, scale=s, selection="split"),
     lambda s: Mondrian(CRC(0.2, scale=s)),
     lambda s: Mondrian(SplitConformal(0.1, scale=s), by="difficulty", small_group="full"),
     lambda s: ClusterConservative(CRC(0.1, scale=s), n_clusters=3),

@@ -76,7 +76,7 @@ def test_split_cp_n6_full_range_exact():
 @pytest.mark.parametrize("n_cal", [20, 200])
 def test_crc_exact_variant_coverage(n_cal):
     # omega picked on one half, beta on the other: split-CP guarantee with n = n_cal / 2
-    mean, se = _run(lambda: CRC(0.1, exact=True, omegas=np.arange(0, 3.01, 0.1)), n_cal, 50,
+    mean, se = _run(lambda: CRC(0.1, selection="split", omegas=np.arange(0, 3.01, 0.1)), n_cal, 50,
                     1000, seed=100 + n_cal)
     n_beta = n_cal - int(round(n_cal / 2))
     lo, hi = coverage_bounds(n_beta, 0.1)

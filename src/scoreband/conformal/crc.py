@@ -182,7 +182,6 @@ class CRC(Calibrator):
           conformal step on all items (exactly valid; the only choice at n = 9);
         * ``"same"``: omega and beta on the same items, as in the source paper: slightly
           optimistic (coverage 0.862 at n = 9, 0.875 at 50, 0.883 at 100 for alpha = 0.1).
-    exact : the former name of ``selection="split"``
     seed : seed of the split variant's split
 
     Examples
@@ -228,11 +227,9 @@ class CRC(Calibrator):
     param_ranges = {"omega": (0.0, True), "beta": (None, False)}
 
     def __init__(self, alpha: float = 0.1, *, omegas=None, selection: str = "auto",
-                 exact: bool = False, select_frac: float = 0.5, seed: int = 0, **kw):
+                 select_frac: float = 0.5, seed: int = 0, **kw):
         super().__init__(alpha, **kw)
         self.omegas = DEFAULT_OMEGAS if omegas is None else np.asarray(omegas, dtype=float)
-        if exact:
-            selection = "split"
         if selection not in SELECTIONS:
             raise InputError(f"selection must be one of {', '.join(SELECTIONS)}, "
                              f"got {selection!r}")

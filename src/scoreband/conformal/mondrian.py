@@ -40,7 +40,7 @@ from scoreband.conformal.base import (
 from scoreband.conformal.core import min_calibration_size, whole_scale
 from scoreband.conformal.randomness import key_split
 from scoreband.datatypes import Band, Predictions, Scale
-from scoreband.errors import InputError
+from scoreband.errors import CalibratorMismatch, InputError
 
 __all__ = ["Mondrian", "ClusterConservative", "SmallGroupWarning", "DIFFICULTY_LABELS",
            "SMALL_GROUP_POLICIES", "MONDRIAN_BY", "PREDICTED_BINS", "pool_plan",
@@ -56,10 +56,6 @@ PREDICTED_BINS = 5
 #: scale: valid for each group), ``"pool-together"`` (the band of the small groups pooled:
 #: valid for them together, not for each) or ``"error"``
 SMALL_GROUP_POLICIES = ("full", "pool-together", "error")
-#: former names of the policies, still accepted (saved files, ``--small-group pool``):
-#: ``"marginal"`` gave the small groups the marginal band and ``"pool"`` the pooled band,
-#: both of which under-cover a small group harder than the others; both now mean ``"full"``
-SMALL_GROUP_ALIASES = {"marginal": "full", "pool": "full"}
 #: the policy that pools the small groups
 POOL_TOGETHER = "pool-together"
 #: prefix of the group label of an item calibrated in the pooled group
@@ -77,12 +73,24 @@ class SmallGroupWarning(UserWarning):
 
 
 def _policy(small_group: str) -> str:
-    name = SMALL_GROUP_ALIASES.get(small_group, small_group)
+    if small_group not in SMALL_GROUP_POLICIES:
+        raise InputError(f"small_group must be one of {', '.join(SMALL_GROUP_POLICIES)}, "
+                         f"got {small_group!r}")
+    return small_group
+
+
+def _saved_policy(config: dict) -> None:
+    """Refuse a saved file whose ``small_group`` is not a policy of this scoreband (the
+    names ``"pool"`` and ``"marginal"`` of earlier versions gave small groups a band
+    borrowed from other groups, which under-covers them): a
+    :class:`~scoreband.errors.CalibratorMismatch` naming the value and the fix."""
+    name = config.get("small_group", "full")
     if name not in SMALL_GROUP_POLICIES:
-        raise InputError(
-            f"small_group must be one of {', '.join(SMALL_GROUP_POLICIES)} (or the former "
-            f"names 'pool' and 'marginal' for 'full'), got {small_group!r}")
-    return name
+        raise CalibratorMismatch(
+            f"this calibrator was saved with small_group {name!r}, which this scoreband does "
+            f"not know (it knows {', '.join(SMALL_GROUP_POLICIES)}): calibrate again, with "
+            "--small-group full (the default: a group too small for alpha gets the whole "
+            "scale, flagged) or pool-together (one band for the small groups together)")
 
 
 def _labels(groups, n: int) -> np.ndarray:
@@ -244,37 +252,18 @@ class _Grouped(Calibrator):
 
     @classmethod
     def _from_state(cls, state: dict, scale: Scale):
+        _saved_policy(state["config"])
         obj = cls(_base_from(state["base"], scale), **state["config"])
         obj.params_ = _unjson(state["params"])
-        if "pool" not in obj.params_:
-            obj._load_legacy()
-        elif (obj.params_.get("pool") is not None and obj._applies_groups
-              and SMALL_GROUP_ALIASES.get(state["config"].get("small_group")) == "full"):
-            warnings.warn(
-                f"this calibrator was saved with small_group "
-                f"{state['config']['small_group']!r}, which gave its groups too small for "
-                f"alpha={obj.alpha} ({_names(obj.params_.get('small') or [])}) the band of "
-                "the small groups pooled: valid for them together, not for each, so their "
-                "items now get the whole scale (flagged); small_group='pool-together' keeps "
-                "the pooled band", SmallGroupWarning, stacklevel=3)
+        # a file saved before the pooled rule: its too-small groups have no parameters
+        obj.params_.setdefault("pool", None)
+        obj.params_.setdefault("pool_groups", [])
+        obj.params_.setdefault("small", sorted(
+            g for g, v in (obj.params_.get("groups") or {}).items() if v is None))
         return obj
 
     #: each item gets its own group's parameters (False: the conservative cluster rule)
     _applies_groups = True
-
-    def _load_legacy(self) -> None:
-        """A file saved before the pooled rule: its too-small groups had no parameters and
-        got the marginal band, which under-covers them; they now get the whole scale."""
-        p = self.params_
-        p["pool"], p["pool_groups"] = None, []
-        small = sorted(g for g, v in (p.get("groups") or {}).items() if v is None)
-        p["small"] = small
-        if small and self.small_group != "error" and self._applies_groups:
-            warnings.warn(
-                f"this calibrator was saved by an older scoreband, which gave its groups too "
-                f"small for alpha={self.alpha} ({_names(small)}) the marginal band: that "
-                "under-covers them, so their items now get the whole scale (flagged)",
-                SmallGroupWarning, stacklevel=4)
 
     # --- fitting --------------------------------------------------------------------------
     def _prepare(self, pred: Predictions, y01, groups=None, *, share_floor: int | None = None):
@@ -434,8 +423,7 @@ class Mondrian(_Grouped):
     small_group : what a group with fewer than ``ceil(1/alpha) - 1`` calibration items (and a
         group unseen at calibration) gets:
 
-        * ``"full"`` (default; ``"pool"`` and ``"marginal"`` are former names, still
-          accepted): the whole scale, flagged ``full_range`` and ``fallback``; its
+        * ``"full"`` (default): the whole scale, flagged ``full_range`` and ``fallback``; its
           ``band.group`` is the item's own group. This is the only band valid for each such
           group on its own: with fewer than ``ceil(1/alpha) - 1`` items the group's conformal
           quantile is infinite, and any band borrowed from other groups under-covers a group
