@@ -20,6 +20,12 @@ The scores here:
   ``m`` (CRC's residual at its chosen omega, :func:`crc_residuals`, which
   :mod:`scoreband.conformal.crc` uses).
 
+Classification scores (prediction sets over a few labels, :data:`SET_SCORES`) take a
+``(n, k)`` matrix of label probabilities instead of bands: :class:`LAC` (``1 - p(y)``,
+the smallest sets) and :class:`APS` (the mass of the labels at least as likely as ``y``);
+the set is ``{y : score(P, y) <= q}`` (:meth:`SetScore.sets`), ``q`` the conformal
+quantile of :func:`scoreband.conformal.core.conformal_quantile`.
+
 A score reads the fields it names in ``needs`` (:data:`~scoreband.conformal.base.INPUTS`)
 from a :class:`~scoreband.datatypes.Predictions`, or from a :class:`ModelOutput` a learned
 method fills with its model's outputs (CQR's two quantile regressions).
@@ -38,7 +44,8 @@ from scoreband.errors import InputError
 
 __all__ = ["ConformityScore", "AbsoluteResidual", "QuantileResidual", "CRCResidual",
            "ModelOutput", "SCORES", "score_from_config", "ABSOLUTE_RESIDUAL",
-           "QUANTILE_RESIDUAL", "crc_residuals", "crc_interval"]
+           "QUANTILE_RESIDUAL", "crc_residuals", "crc_interval", "SetScore", "LAC", "APS",
+           "SET_SCORES", "set_score"]
 
 
 def crc_residuals(median, lo, hi, y, omega: float) -> np.ndarray:
@@ -214,3 +221,68 @@ def score_from_config(value) -> ConformityScore:
         return SCORES[name](**kw)
     except TypeError as e:
         raise InputError(f"conformity score {name!r}: {e}") from None
+
+
+# ------------------------------------------------------------------ prediction sets
+class SetScore(ABC):
+    """A conformity score of a label under a matrix of label probabilities ``P`` (n, k):
+    ``score(P, y_idx) -> (n,)`` (larger = worse), and the sets a threshold admits."""
+
+    #: the name a rule file and ``--set-method`` give it
+    name: ClassVar[str] = "base"
+
+    @abstractmethod
+    def score(self, P, y_idx) -> np.ndarray:
+        """The score of label index ``y_idx[i]`` under row ``P[i]``."""
+
+    def sets(self, P, q) -> np.ndarray:
+        """(n, k) booleans: label j admitted for row i (``score <= q``, ``q`` one threshold
+        or one per row; 1e-12 of float slack); a row with a NaN probability admits none."""
+        P = np.asarray(P, float)
+        q = np.broadcast_to(np.asarray(q, float), (len(P),))
+        S = np.column_stack([self.score(P, np.full(len(P), j)) for j in range(P.shape[1])])
+        return (S <= q[:, None] + 1e-12) & np.isfinite(P).all(axis=1)[:, None]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class LAC(SetScore):
+    """Least ambiguous set-valued classifier: ``1 - p(y)`` (the smallest sets).
+
+    >>> LAC().score(np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]]), [0, 1]).round(2).tolist()
+    [0.3, 0.65]
+    """
+
+    name = "lac"
+
+    def score(self, P, y_idx) -> np.ndarray:
+        P = np.asarray(P, float)
+        return 1.0 - P[np.arange(len(P)), np.asarray(y_idx, int)]
+
+
+class APS(SetScore):
+    """Adaptive prediction sets (non-randomised): the mass of the labels with
+    ``p >= p(y)``.
+
+    >>> APS().score(np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]]), [0, 1]).round(2).tolist()
+    [0.7, 0.75]
+    """
+
+    name = "aps"
+
+    def score(self, P, y_idx) -> np.ndarray:
+        P = np.asarray(P, float)
+        py = P[np.arange(len(P)), np.asarray(y_idx, int)]
+        return np.sum(np.where(P >= py[:, None], P, 0.0), axis=1)
+
+
+#: the prediction-set scores by name
+SET_SCORES: dict[str, SetScore] = {c.name: c() for c in (LAC, APS)}
+
+
+def set_score(name: str) -> SetScore:
+    """The prediction-set score called ``name`` (``"lac"`` or ``"aps"``)."""
+    if name not in SET_SCORES:
+        raise InputError(f"set method {name!r}: choose {' or '.join(SET_SCORES)}")
+    return SET_SCORES[name]

@@ -11,12 +11,12 @@ A *verdict model* gives each pair ``p = (p(A), p(B), p(tie))``:
   in both orders), renormalised.
 
 Split conformal classification on calibration pairs ``(p_i, y_i)`` (never used to fit the
-map): with conformity score ``s(p, y)``, ``q`` is the ``ceil((n + 1)(1 - alpha))``-th
-smallest calibration score and the set is ``{y : s(p, y) <= q}``; then
-``P(y in set) >= 1 - alpha`` for a new pair drawn like them. ``LAC``: ``s = 1 - p(y)``
-(smallest sets); ``APS``: ``s`` = the mass of the labels at least as likely as ``y``
-(non-randomised, adaptive). Mondrian: one ``q`` per group (task), each group its own
-guarantee.
+map): with a conformity score ``s(p, y)`` of :mod:`scoreband.conformal.scores` (``LAC``:
+``1 - p(y)``, the smallest sets; ``APS``: the mass of the labels at least as likely as
+``y``, non-randomised, adaptive), ``q`` is the conformal quantile of the calibration scores
+(:func:`scoreband.conformal.core.conformal_quantile`) and the set is
+``{y : s(p, y) <= q}``; then ``P(y in set) >= 1 - alpha`` for a new pair drawn like them.
+Mondrian: one ``q`` per group (task), each group its own guarantee.
 
 >>> import numpy as np
 >>> P = np.array([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]])
@@ -33,13 +33,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scoreband.conformal.core import conformal_quantile
+from scoreband.conformal.scores import SET_SCORES, set_score
 from scoreband.errors import InputError
 from scoreband.pairwise.pairs import LABELS
 
 __all__ = ["VerdictModel", "fit_verdict_model", "conformity", "conformal_quantile",
            "prediction_sets", "set_labels", "SET_METHODS", "MODEL_KINDS"]
 
-SET_METHODS = ("lac", "aps")
+SET_METHODS = tuple(SET_SCORES)
 #: the verdict models a rule may hold
 MODEL_KINDS = ("logistic", "probs")
 
@@ -172,39 +174,16 @@ def fit_verdict_model(X, labels, columns, *, kind: str = "logistic",
 
 
 def conformity(P, y_idx, method: str = "lac") -> np.ndarray:
-    """The conformity score of label index ``y_idx`` (0 A, 1 B, 2 tie) under ``P`` (n, 3):
-    LAC ``1 - p(y)``; APS the mass of the labels with ``p >= p(y)``."""
-    P = np.asarray(P, float)
-    y_idx = np.asarray(y_idx, int)
-    py = P[np.arange(len(P)), y_idx]
-    if method == "lac":
-        return 1.0 - py
-    if method == "aps":
-        return np.sum(np.where(P >= py[:, None], P, 0.0), axis=1)
-    raise InputError(f"set method {method!r}: choose lac or aps")
-
-
-def conformal_quantile(scores, alpha: float) -> float:
-    """The ``ceil((n + 1)(1 - alpha))``-th smallest score; +inf when that exceeds n (the
-    set is then every label: too few calibration pairs for this alpha). The one conformal
-    quantile of the project (:func:`scoreband.conformal.core.conformal_quantile`).
-
-    >>> conformal_quantile([0.1, 0.2], 0.1)
-    inf
-    """
-    from scoreband.conformal.core import conformal_quantile as core_quantile
-
-    return core_quantile(np.asarray(scores, float).ravel(), alpha)
+    """The conformity score (:data:`scoreband.conformal.scores.SET_SCORES`: ``lac`` or
+    ``aps``) of label index ``y_idx`` (0 A, 1 B, 2 tie) under ``P`` (n, 3)."""
+    return set_score(method).score(P, y_idx)
 
 
 def prediction_sets(P, q, method: str = "lac", classes=LABELS) -> np.ndarray:
     """(n, 3) booleans: label j in the set of pair i (``q`` a number or (n,)). Labels
     outside ``classes`` (no tie verdicts in the labels) are never in a set."""
-    P = np.asarray(P, float)
-    q = np.broadcast_to(np.asarray(q, float), (len(P),))
-    S = np.column_stack([conformity(P, np.full(len(P), j), method) for j in range(3)])
     live = np.array([c in classes for c in LABELS])
-    return (S <= q[:, None] + 1e-12) & live[None, :] & np.isfinite(P).all(axis=1)[:, None]
+    return set_score(method).sets(P, q) & live[None, :]
 
 
 def set_labels(sets) -> np.ndarray:
