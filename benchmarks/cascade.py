@@ -11,6 +11,8 @@ Rules compared, each fitted on ``n`` labeled items per resplit and scored on a p
   ``triage --pairwise --probs`` runs) at (risk, delta);
 * ``cascade``: :func:`scoreband.decisions.cascade.fit_cascade` (the views ``own`` and
   ``joint`` - agreement - and the strongest stage alone, one chain at delta), with costs;
+  ``cascade, own view only``: the same without the joint view (each judge's confidence
+  alone: what agreement adds);
 * ``paper, delta per stage``: the published cascade (Jung et al. 2025): each stage's
   published fixed-sequence threshold fitted on the items the earlier stages escalated, each
   at delta (no joint guarantee); ``paper, delta / 3``: the same at delta / 3 per stage
@@ -115,8 +117,8 @@ def run(world: str, *, resplits: int, n: int, alpha: float, delta: float, seed: 
     cp, ap, lp = draw_world(world, 200_000, rng)
     pop = _views(cp, ap, lp)
     wrong_pop = (ap != lp[:, None]).astype(float)
-    rows = {k: [] for k in ("strong alone", "cascade", "paper, delta per stage",
-                            "paper, delta / 3")}
+    rows = {k: [] for k in ("strong alone", "cascade", "cascade, own view only",
+                            "paper, delta per stage", "paper, delta / 3")}
     for _ in range(resplits):
         c, a, y = draw_world(world, n, rng)
         views = _views(c, a, y)
@@ -125,14 +127,15 @@ def run(world: str, *, resplits: int, n: int, alpha: float, delta: float, seed: 
         st = np.where(1 - cp[:, 2] <= lf["threshold"], 2, -1)
         d, r, by = _score(st, wrong_pop, 3)
         rows["strong alone"].append((d, r, by, COSTS[2]))
-        res = fit_cascade(views, alpha, delta, costs=COSTS)
-        st = apply_cascade(pop[res["view"]][0], res)
-        d, r, by = _score(st, pop[res["view"]][1], 3)
-        cols = res["stages"] or [0, 1, 2]
-        pos = {c_: i for i, c_ in enumerate(cols)}
-        rel = np.array([pos.get(int(s), -1) for s in range(3)])[np.maximum(st, 0)]
-        rows["cascade"].append((d, r, by, cascade_cost(np.where(st >= 0, rel, -1), len(cols),
-                                                       COSTS, cols)))
+        for key, vs in (("cascade", views), ("cascade, own view only", {"own": views["own"]})):
+            res = fit_cascade(vs, alpha, delta, costs=COSTS)
+            st = apply_cascade(pop[res["view"]][0], res)
+            d, r, by = _score(st, pop[res["view"]][1], 3)
+            cols = res["stages"] or [0, 1, 2]
+            pos = {c_: i for i, c_ in enumerate(cols)}
+            rel = np.array([pos.get(int(s), -1) for s in range(3)])[np.maximum(st, 0)]
+            rows[key].append((d, r, by, cascade_cost(np.where(st >= 0, rel, -1), len(cols),
+                                                     COSTS, cols)))
         for key, dl in (("paper, delta per stage", delta), ("paper, delta / 3", delta / 3)):
             st = _paper_apply(cp, _paper(c, a, y, alpha, dl))
             d, r, by = _score(st, wrong_pop, 3)
