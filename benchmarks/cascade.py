@@ -21,7 +21,7 @@ Rules compared, each fitted on ``n`` labeled items per resplit and scored on a p
 Columns: decided share (mean over resplits), realised risk (mean), the share of resplits
 whose realised risk exceeds the risk level ("fail", the guarantee allows delta), the share
 the cheap / middle judge decides, expected judge cost per item (the strong judge alone costs
-20 on every item).
+20 on every item), and that cost plus 100 per row sent to a human.
 
     python benchmarks/cascade.py [--resplits 200] [--n 500]
 """
@@ -49,6 +49,8 @@ from scoreband.decisions.cascade import (  # noqa: E402
 from scoreband.pairwise.selective import label_free_threshold  # noqa: E402
 
 COSTS = (1.0, 5.0, 20.0)
+#: a human answer's cost, for the last column (judge cost + human cost of the escalated)
+HUMAN_COST = 100.0
 #: per judge: error at the easiest and the hardest item, how sharply its stated confidence
 #: follows its true one (> 1: over-confident) and the noise of that reading
 JUDGES = {
@@ -143,7 +145,9 @@ def run(world: str, *, resplits: int, n: int, alpha: float, delta: float, seed: 
     return {k: {"decided": np.mean([x[0] for x in v]), "risk": np.mean([x[1] for x in v]),
                 "fail": np.mean([x[1] > alpha for x in v]),
                 "cheap": np.mean([x[2][0] for x in v]), "mid": np.mean([x[2][1] for x in v]),
-                "cost": np.mean([x[3] for x in v])} for k, v in rows.items()}
+                "cost": np.mean([x[3] for x in v]),
+                "with_human": np.mean([x[3] + HUMAN_COST * (1 - x[0]) for x in v])}
+            for k, v in rows.items()}
 
 
 def main() -> None:
@@ -156,13 +160,15 @@ def main() -> None:
     t0 = time.time()
     print(f"n = {a.n} labeled items, risk {a.risk}, delta {a.delta}, {a.resplits} resplits; "
           f"costs {COSTS}")
-    print("| world | rule | decided | realised risk | fail | cheap | middle | cost |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| world | rule | decided | realised risk | fail | cheap | middle | judge cost | "
+          f"with human = {HUMAN_COST:g} |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for world in JUDGES:
         out = run(world, resplits=a.resplits, n=a.n, alpha=a.risk, delta=a.delta)
         for rule, v in out.items():
             print(f"| {world} | {rule} | {v['decided']:.3f} | {v['risk']:.3f} | "
-                  f"{v['fail']:.3f} | {v['cheap']:.3f} | {v['mid']:.3f} | {v['cost']:.1f} |",
+                  f"{v['fail']:.3f} | {v['cheap']:.3f} | {v['mid']:.3f} | {v['cost']:.1f} | "
+                  f"{v['with_human']:.1f} |",
                   flush=True)
     print(f"({time.time() - t0:.0f} s)")
 

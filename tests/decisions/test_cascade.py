@@ -109,6 +109,7 @@ def test_one_judge_joint_is_its_own_confidence():
 def test_cost_counts_every_stage_run():
     assert cascade_cost(np.array([0, 1, -1]), 3, COSTS) == pytest.approx((1 + 6 + 26) / 3)
     assert cascade_cost(np.array([0, -1]), 1, COSTS, cols=[2]) == 20.0
+    assert cascade_cost(np.array([0, -1]), 1, COSTS, cols=[2], human=50) == 45.0
 
 
 def test_nothing_rejected_escalates_everything():

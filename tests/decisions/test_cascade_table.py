@@ -63,6 +63,20 @@ def test_fit_decides_rows_and_names_the_judge():
     assert res.shares["human"] == pytest.approx(1 - rep["decided_share"])
 
 
+def test_human_cost_counts(tmp_path):
+    js = as_judges(JUDGES)
+    assert as_costs(["cheap=1", "mid=5", "strong=20", "human=100"], js) == ([1, 5, 20], 100)
+    assert as_costs(None, js) == (None, 0.0)
+    with pytest.raises(InputError, match="finite number >= 0"):
+        as_costs({"cheap": 1, "mid": 5, "strong": "x"}, js)
+    res = cascade(_table(), JUDGES, "human",
+                  costs={"cheap": 1, "mid": 5, "strong": 20, "human": 100})
+    rep = res.rule.report
+    assert rep["cost_per_row"] == pytest.approx(rep["judge_cost_per_row"]
+                                                + 100 * (1 - rep["decided_share"]))
+    assert load_cascade_rule(res.rule.save(tmp_path / "r.json")).human_cost == 100
+
+
 def test_answers_compared_by_value_and_written_as_they_are():
     n = 80
     df = pd.DataFrame({"p": ["0.99"] * n, "score": ["4.0"] * n, "human": ["4"] * n})

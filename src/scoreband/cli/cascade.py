@@ -40,9 +40,10 @@ def cascade(
         help="The guarantee may fail with this probability over the draw of the labeled "
              "rows.")] = 0.1,
     cost: Annotated[list[str] | None, typer.Option(
-        "--cost", help="NAME=C per judge (its cost per row): the cheapest rule deciding "
-                       "within 10 % of the most is kept, and its expected cost "
-                       "reported.")] = None,
+        "--cost", help="NAME=C per judge (its cost per row), and optionally human=C: the "
+                       "rule deciding within 10 % of the most at the least judge cost is "
+                       "kept (with human=C, the least expected cost, a human's answers "
+                       "included); the expected cost per row is reported.")] = None,
     uncertainty: Annotated[str, typer.Option(
         "--uncertainty", help="What a judge's stage may read: own (its confidence) | joint "
                               "(its answer's confidence combined with the judges before it: "
@@ -128,14 +129,15 @@ def _print(res, fitted: bool) -> None:
     shares = res.shares
     for i, name in enumerate([j.name for j in rule.judges] + ["human"]):
         m = mins.get(name)
-        c = "-" if rule.costs is None or i == len(rule.judges) else f"{rule.costs[i]:g}"
+        c = "-" if rule.costs is None else f"{rule.human_cost:g}" if i == len(rule.judges) \
+            else f"{rule.costs[i]:g}"
         t.add_row(plain(name), "-" if m is None else f"{m:.6g}", c,
                   f"{cal[name]:.1%}" if name in cal else "-", f"{shares[name]:.1%}")
     console.print(t)
-    r, cst = rep.get("risk_on_calibration"), rep.get("cost_per_row")
+    r, cst = rep.get("risk_on_calibration"), rep.get("judge_cost_per_row")
     if fitted:
         console.print(f"labeled rows: {rep['n_labeled']}; error among decided labeled rows: "
                       + ("-" if r is None else f"{r:.3f}")
                       + ("" if cst is None else f"; judge cost per row {cst:.3g} (the "
-                         f"strongest alone {rep['cost_strongest_alone_per_row']:g})"))
+                         f"strongest alone {rep['judge_cost_strongest_alone_per_row']:g})"))
     console.print(plain(rep.get("guarantee", "")))

@@ -172,13 +172,16 @@ def cascade_counts(U, L, grid) -> tuple[np.ndarray, np.ndarray]:
     return n, np.round(k, 9)
 
 
-def cascade_cost(stage, n_stages: int, costs, cols=None) -> float:
+def cascade_cost(stage, n_stages: int, costs, cols=None, human: float = 0.0) -> float:
     """Expected cost per item: an item costs every stage run until one decides it; an
-    escalated one every stage (``cols``: the columns of ``costs`` the stages are)."""
+    escalated one every stage and ``human`` (``cols``: the columns of ``costs`` the stages
+    are)."""
     c = np.cumsum(np.asarray(costs, float)[list(cols) if cols is not None
                                            else list(range(n_stages))])
     stage = np.asarray(stage)
-    return float(c[np.where(stage >= 0, stage, n_stages - 1)].mean()) if len(stage) else 0.0
+    if not len(stage):
+        return 0.0
+    return float(c[np.where(stage >= 0, stage, n_stages - 1)].mean() + human * (stage < 0).mean())
 
 
 # ------------------------------------------------------------------ the sequences
@@ -216,7 +219,7 @@ def _paths(views: dict, strongest_alone: bool):
 
 
 def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: float = 0.1,
-                grid_size: int | None = None, start_share: float = CASCADE_START_SHARE,
+                human_cost: float = 0.0, grid_size: int | None = None, start_share: float = CASCADE_START_SHARE,
                 strongest_alone: bool = True) -> dict:
     """The cascade's configuration on labeled items. ``views``: ``{name: (U, L)}``, each (n, S)
     stated errors and losses of the stages' verdicts in that view (:func:`stage_views`).
@@ -225,7 +228,8 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
     family-wise error over every configuration is at most ``delta`` and the rejected one
     deciding the most labeled items is kept. ``costs`` (one per stage): among the rejected
     configurations deciding at least ``1 - slack`` of the most, the one of least expected
-    cost per item (:func:`cascade_cost`).
+    cost per item (:func:`cascade_cost`); with ``human_cost`` > 0 (the cost of a human
+    answer), the rejected configuration of least expected cost, a human's included.
 
     Returns a dict: ``view``, ``stages`` (the stages the threshold applies to, cheapest
     first; [] when nothing is rejected), ``threshold`` (-inf then), ``decided`` (share of
@@ -255,7 +259,7 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
 
     def cost(j):
         _, cols, _, stage, _ = config(j)
-        return cascade_cost(stage, len(cols), costs, cols)
+        return cascade_cost(stage, len(cols), costs, cols, human_cost)
 
     base = {"n_hypotheses": int(len(n)), "n_rejected": int(len(rejected)),
             "n_items": int(len(n) and next(iter(views.values()))[0].shape[0])}
@@ -264,7 +268,7 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
                 "decided": 0.0, "by_stage": [0.0] * S, "risk": None, "cost": None}
     j = int(rejected[np.argmax(n[rejected])])
     if costs is not None:
-        near = rejected[n[rejected] >= (1 - slack) * n[j]]
+        near = rejected if human_cost > 0 else rejected[n[rejected] >= (1 - slack) * n[j]]
         j = int(near[np.argmin([cost(x) for x in near])])
     view, cols, thr, stage, loss = config(j)
     by = [0.0] * S

@@ -102,11 +102,13 @@ def as_judges(judges) -> list[Judge]:
     return out
 
 
-def as_costs(costs, judges: list[Judge]) -> list[float] | None:
-    """One cost per judge (cost of running it on one row) from ``{name: cost}``,
-    ``NAME=C`` strings or a list in the judges' order; None when ``costs`` is None."""
+def as_costs(costs, judges: list[Judge]) -> tuple[list[float] | None, float]:
+    """``(per judge, human)``: one cost per judge (of running it on one row) from
+    ``{name: cost}``, ``NAME=C`` strings or a list in the judges' order (None when
+    ``costs`` is None), and the cost of a human answer (``human=C``; 0 when not given)."""
     if costs is None or (isinstance(costs, (list, tuple)) and not costs):
-        return None
+        return None, 0.0
+    human = 0.0
     names = [j.name for j in judges]
     if isinstance(costs, (list, tuple)) and all(isinstance(c, str) for c in costs):
         pairs = [str(c).partition("=") for c in costs]
@@ -114,6 +116,8 @@ def as_costs(costs, judges: list[Judge]) -> list[float] | None:
             raise InputError(f"`cost` {costs!r}: write NAME=C per judge (e.g. cheap=1)")
         costs = {k.strip(): v for k, _, v in pairs}
     if isinstance(costs, dict):
+        costs = dict(costs)
+        human = _cost(costs.pop(HUMAN, 0.0))
         unknown = [k for k in costs if k not in names]
         if unknown:
             raise InputError(f"`cost` names {unknown[0]!r}, which is not a judge; judges: "
@@ -124,13 +128,17 @@ def as_costs(costs, judges: list[Judge]) -> list[float] | None:
         costs = [costs[n] for n in names]
     if len(costs) != len(names):
         raise InputError(f"{len(costs)} costs for {len(names)} judges: give one per judge")
+    return [_cost(c) for c in costs], human
+
+
+def _cost(c) -> float:
     try:
-        out = [float(c) for c in costs]
+        x = float(c)
     except (TypeError, ValueError):
-        raise InputError(f"`cost` {costs!r}: each cost must be a number >= 0") from None
-    if not all(math.isfinite(c) and c >= 0 for c in out):
-        raise InputError(f"`cost` {costs!r}: each cost must be a finite number >= 0")
-    return out
+        x = math.nan
+    if not (math.isfinite(x) and x >= 0):
+        raise InputError(f"`cost` {c!r}: each cost must be a finite number >= 0")
+    return x
 
 
 # ------------------------------------------------------------------ reading the table
@@ -243,6 +251,7 @@ class CascadeRule:
     alpha: float
     delta: float
     costs: list[float] | None = None
+    human_cost: float = 0.0
     report: dict = field(default_factory=dict)
 
     def outputs(self) -> dict:
@@ -286,7 +295,7 @@ class CascadeRule:
                            for j in self.judges],
                 "view": self.view, "stages": list(self.stages), "threshold": self.threshold,
                 "n_classes": self.n_classes, "risk": self.alpha, "delta": self.delta,
-                "costs": self.costs, "report": self.report}
+                "costs": self.costs, "human_cost": self.human_cost, "report": self.report}
 
     @classmethod
     def from_dict(cls, doc: dict, where: str = "the cascade rule") -> CascadeRule:
@@ -302,12 +311,13 @@ class CascadeRule:
         judges = key("judges", lambda v: as_judges([Judge(**as_mapping(x)) for x in v]))
         S = len(judges)
         stages = key("stages", lambda v: [_stage_index(x, S) for x in v])
-        costs = key("costs", lambda v: None if v is None else as_costs(list(v), judges),
+        costs = key("costs", lambda v: None if v is None else as_costs(list(v), judges)[0],
                     default=None)
         return cls(judges=judges, view=key("view", _view), stages=stages,
                    threshold=key("threshold", as_float), n_classes=key("n_classes", _classes),
                    alpha=key("risk", lambda v: _unit(as_float(v))),
                    delta=key("delta", lambda v: _unit(as_float(v))), costs=costs,
+                   human_cost=key("human_cost", _cost, default=0.0),
                    report=key("report", as_mapping, default={}))
 
     def save(self, path) -> Path:
@@ -389,8 +399,10 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
     label : the column of the human answer; rows where it is empty are decided, not fitted on
     risk, delta : among the rows any judge decides at most ``risk`` err, with probability at
         least ``1 - delta`` over the draw of the labeled rows
-    costs : one per judge (``{name: cost}``): among configurations deciding within 10 % of
-        the most, the cheapest is kept; the report gives the expected cost per row
+    costs : one per judge (``{name: cost}``, or ``NAME=C`` strings), and optionally
+        ``human``: among the configurations that pass, the one deciding within 10 % of the
+        most at the least judge cost per row; with a human cost, the one of least expected
+        cost per row, a human's answer included. The report gives the expected cost
     views : which uncertainties a stage may use: ``own`` (each judge's confidence) and / or
         ``joint`` (the judges so far combined: agreement)
 
@@ -402,7 +414,7 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
 
     df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
     js = as_judges(judges)
-    cost = as_costs(costs, js)
+    cost, human = as_costs(costs, js)
     for name, v in (("risk", risk), ("delta", delta)):
         if not (isinstance(v, (int, float)) and 0 < v < 1):
             raise InputError(f"`{name}` {v!r}: give a number in (0, 1)")
@@ -419,9 +431,9 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
     fitted = {}
     for v, (U, V) in stage_views(conf[has], codes[has, :-1], K, views).items():
         fitted[v] = (U, np.where(np.isfinite(U), (V != y[:, None]).astype(float), 0.0))
-    res = fit_cascade(fitted, risk, delta, costs=cost)
+    res = fit_cascade(fitted, risk, delta, costs=cost, human_cost=human)
     rule = CascadeRule(js, res["view"], res["stages"], res["threshold"], K, float(risk),
-                       float(delta), cost)
+                       float(delta), cost, human)
     rule.report = _report(rule, res, label, int(has.sum()), int((~has).sum()))
     out = rule.decide(df)
     if not res["stages"]:
@@ -466,7 +478,9 @@ def _report(rule: CascadeRule, res: dict, label: str, n_lab: int, n_unlab: int) 
         "n_labeled": n_lab, "n_unlabeled": n_unlab,
         "decided_share": res["decided"], "risk_on_calibration": res["risk"],
         "shares_on_calibration": shares,
-        "cost_per_row": res["cost"],
-        "cost_strongest_alone_per_row": None if rule.costs is None else rule.costs[-1],
+        "cost_per_row": res["cost"], "human_cost": rule.human_cost,
+        "judge_cost_per_row": None if res["cost"] is None else
+        res["cost"] - rule.human_cost * (1 - res["decided"]),
+        "judge_cost_strongest_alone_per_row": None if rule.costs is None else rule.costs[-1],
         "n_hypotheses": res["n_hypotheses"], "n_rejected": res["n_rejected"],
     }
