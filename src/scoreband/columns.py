@@ -1,8 +1,13 @@
-"""Column mapping and row validation: which columns hold the target, the ratings and the
-predictions (:class:`ColumnSpec`), and the validated arrays they give (:func:`load_inputs`).
+"""Column mapping and row validation: the one way from a table to arrays.
 
-A bad row is never silently dropped: :func:`load_inputs` returns the clean predictions
-*and* a list of :class:`~scoreband.errors.RowError` naming the row, column and reason.
+The pattern, one per task: a small frozen dataclass of per-row arrays (bad rows listed in
+``errors``: position -> :class:`RowError` naming row, column and fix; never silently dropped)
+built by ONE function from a table and the task's column keywords (the API's names); a
+missing column raises. The conformal methods' is :func:`load_inputs` (:class:`ColumnSpec`),
+the system-level study's and label proposal's :func:`systems_inputs`. Triage and pairwise add
+theirs beside them (``triage_inputs(df, *, score, target, groups)`` -> ``TriageInputs``),
+each column read by the cell readers here (:func:`numeric_column`, :func:`label_column`,
+:func:`text_column`), never by ``df[col]`` in the task's module.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from scoreband.grid import snap_to_grid
 from scoreband.tables import NA_TEXT, table_columns
 
 __all__ = ["ColumnSpec", "Inputs", "RowIds", "load_inputs", "parse_ratings",
-           "expand_columns", "needed_columns", "column_fields", "shared_option_fields"]
+           "expand_columns", "needed_columns", "column_fields", "shared_option_fields",
+           "SystemsInputs", "systems_inputs", "numeric_column", "label_column", "text_column",
+           "cell_text"]
 
 
 def needed_columns(path, spec: dict, extra: Sequence[str | None] = ()) -> list[str] | None:
@@ -30,19 +37,16 @@ def needed_columns(path, spec: dict, extra: Sequence[str | None] = ()) -> list[s
     order, plus ``scorer_fingerprint`` when present; None (read everything) when the
     header cannot be read alone or a name is not in it (the full read then reports it)."""
     header = table_columns(path)
-    if header is None:
-        return None
-    names = [spec.get(k) for k in ("target", "ratings", "median", "lo", "hi", "groups",
-                                   "id_col", "split_by")] + list(extra)
     try:
-        names += expand_columns(spec.get("features") or (), header)
-        names += expand_columns(spec.get("embedding") or (), header)
+        names = {n for n in [spec.get(k) for k in ("target", "ratings", "median", "lo", "hi",
+                                                   "groups", "id_col", "split_by")]
+                 + list(extra) + expand_columns(spec.get("features") or (), header or ())
+                 + expand_columns(spec.get("embedding") or (), header or ()) if n}
     except InputError:
         return None
-    names = {n for n in names if n} | ({"scorer_fingerprint"} & set(header))
-    if not names <= set(header):
+    if header is None or not names <= set(header):
         return None
-    return [c for c in header if c in names]
+    return [c for c in header if c in names | {"scorer_fingerprint"}]
 
 
 @dataclass
@@ -87,11 +91,9 @@ class ColumnSpec:
     matched. A key that is none of these is an error naming the valid ones.
     """
 
-    # The one definition of the column fields: scoreband.schemas.ColumnsDoc (the saved
-    # calibrator's ``inputs.columns``) and the CLI's shared column options
-    # (scoreband.cli._options.COLUMN_KEYS) are generated from these fields, and
-    # tests/test_schemas_agree.py checks that they agree. ``metadata[SHARED_OPTION]`` False:
-    # not one of evaluate's / calibrate's shared options (a command's own option, or none).
+    # The one definition of the column fields: schemas.ColumnsDoc and the CLI's shared column
+    # options (cli._options.COLUMN_KEYS) are generated from them (tests/test_schemas_agree.py).
+    # ``metadata["shared_option"]`` False: not one of evaluate's / calibrate's shared options.
     scale: Scale
     target: str | None = None
     ratings: str | None = None
@@ -113,10 +115,9 @@ class ColumnSpec:
 
     @classmethod
     def of(cls, value=None, /, **keywords) -> ColumnSpec:
-        """A ColumnSpec from this class, a dict of its fields or keywords (``scale`` as a
-        :class:`~scoreband.datatypes.Scale`, ``"A,B"`` or ``(A, B)``); keywords override the
-        dict's keys. An unknown key is an :class:`~scoreband.errors.InputError` naming the
-        valid ones.
+        """A ColumnSpec from this class, a dict of its fields or keywords (``scale`` a
+        :class:`~scoreband.datatypes.Scale`, ``"A,B"`` or ``(A, B)``; keywords override the
+        dict's keys); an unknown key is an ``InputError`` naming the valid ones.
 
         >>> ColumnSpec.of({"target": "human"}, scale="1,5", median="score").median
         'score'
@@ -145,52 +146,40 @@ class ColumnSpec:
     def to_dict(self) -> dict:
         """Every field as plain JSON values (a scale as its dict, name lists as lists), in
         field order: what a saved calibrator records (``inputs.columns``)."""
-        out = {}
-        lists = list_fields(type(self))
-        for name in column_fields(type(self)):
-            v = getattr(self, name)
-            out[name] = (v.to_dict() if isinstance(v, Scale) else
-                         list(v) if name in lists else v)
-        return out
+        lists, v = list_fields(type(self)), self.__dict__
+        return {k: (v[k].to_dict() if isinstance(v[k], Scale) else
+                    list(v[k]) if k in lists else v[k]) for k in column_fields(type(self))}
 
     @classmethod
     def from_dict(cls, d: dict) -> ColumnSpec:
-        d = dict(d)
-        for name in scale_fields(cls):
-            if d.get(name) is not None:
-                d[name] = Scale.from_dict(d[name])
-        return cls(**d)
+        scales = scale_fields(cls)
+        return cls(**{k: Scale.from_dict(v) if k in scales and v is not None else v
+                      for k, v in d.items()})
 
 
 def column_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
-    """The names of :class:`ColumnSpec`'s fields, in order (the one source of the column
-    keys)."""
+    """The names of :class:`ColumnSpec`'s fields, in order (the one source of the keys)."""
     return tuple(f.name for f in fields(spec))
 
 
 def shared_option_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
-    """The column fields that evaluate and calibrate take as shared CLI options (every
-    field whose ``metadata["shared_option"]`` is not False)."""
+    """The fields evaluate and calibrate take as shared CLI options (``shared_option``)."""
     return tuple(f.name for f in fields(spec) if f.metadata.get("shared_option", True))
 
 
 def scale_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
-    """The fields holding a scale (read from the annotations, so a new one is converted
-    without a second list)."""
+    """The fields holding a scale (from the annotations: a new one needs no second list)."""
     return tuple(f.name for f in fields(spec) if "Scale" in str(f.type))
 
 
 def list_fields(spec: type = ColumnSpec) -> tuple[str, ...]:
-    """The fields holding a list of column names (from the annotations)."""
+    """The fields holding a list of column names."""
     return tuple(f.name for f in fields(spec) if "Sequence" in str(f.type))
 
 
 def _name_list(v) -> list[str]:
-    if v is None:
-        return []
-    if isinstance(v, str):
-        return [p.strip() for p in v.split(",") if p.strip()]
-    return [str(x) for x in v]
+    return ([] if v is None else [p.strip() for p in v.split(",") if p.strip()]
+            if isinstance(v, str) else [str(x) for x in v])
 
 
 @dataclass
@@ -205,8 +194,7 @@ class Inputs:
     split_keys: np.ndarray | None
     n_ratings: np.ndarray
     errors: list[RowError] = field(default_factory=list)
-    #: what was done to the data on the way (e.g. rounded targets snapped onto the grid);
-    #: printed by the CLI and saved in the results / calibrator
+    #: what was done on the way (rounded targets snapped onto the grid): printed and saved
     notes: list[str] = field(default_factory=list)
 
 
@@ -214,10 +202,8 @@ def expand_columns(patterns: Sequence[str] | str | None, columns) -> list[str]:
     """Expand a comma list of names or glob patterns (``logp_*``) against ``columns``."""
     if not patterns:
         return []
-    if isinstance(patterns, str):
-        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
     out: list[str] = []
-    for pat in patterns:
+    for pat in _name_list(patterns):
         if any(ch in pat for ch in "*?["):
             hits = [c for c in columns if fnmatch.fnmatchcase(str(c), pat)]
             if not hits:
@@ -230,16 +216,14 @@ def expand_columns(patterns: Sequence[str] | str | None, columns) -> list[str]:
 
 def _avail(columns) -> str:
     cols = [str(c) for c in columns]
-    more = f" ... ({len(cols)} in all)" if len(cols) > 30 else ""
-    return ", ".join(cols[:30]) + more
+    return ", ".join(cols[:30]) + (f" ... ({len(cols)} in all)" if len(cols) > 30 else "")
 
 
 def require_columns(df: pd.DataFrame, names: list[tuple[str, str]]) -> None:
     for flag, col in names:
         if col is not None and col not in df.columns:
-            raise InputError(
-                f"{flag} column {col!r} is not in the table; available: {_avail(df.columns)}"
-            )
+            raise InputError(f"{flag} column {col!r} is not in the table; available: "
+                             f"{_avail(df.columns)}")
 
 
 def parse_ratings(cell, sep: str = ";") -> list[float]:
@@ -247,28 +231,22 @@ def parse_ratings(cell, sep: str = ";") -> list[float]:
     if isinstance(cell, (list, tuple, np.ndarray)):
         vals = list(cell)
     elif isinstance(cell, (int, float, np.integer, np.floating)):
-        if isinstance(cell, float) and math.isnan(cell):
-            raise ValueError("no ratings (empty cell)")
-        vals = [cell]
+        vals = [] if isinstance(cell, float) and math.isnan(cell) else [cell]
     elif isinstance(cell, str):
-        s = cell.strip().strip("[]")
-        if not s:
-            raise ValueError("no ratings (empty cell)")
-        parts = s.replace(",", sep).split(sep)
-        vals = [p.strip() for p in parts if p.strip()]
+        vals = [p.strip() for p in cell.strip().strip("[]").replace(",", sep).split(sep)
+                if p.strip()]
     elif cell is None:
-        raise ValueError("no ratings (empty cell)")
+        vals = []
     else:
         raise ValueError(f"cannot read ratings from {type(cell).__name__}")
     out = []
     for v in vals:
         try:
-            f = float(v)
+            out.append(float(v))
         except (TypeError, ValueError):
             raise ValueError(f"rating {v!r} is not a number") from None
-        if not math.isfinite(f):
+        if not math.isfinite(out[-1]):
             raise ValueError(f"rating {v!r} is not finite")
-        out.append(f)
     if not out:
         raise ValueError("no ratings (empty cell)")
     return out
@@ -278,8 +256,7 @@ def row_error(i: int, row_id: str, column: str, reason: str) -> RowError:
     return RowError(row_id, column, reason, position=int(i))
 
 
-#: the words of a boolean column read as text
-_BOOL_TEXT = frozenset({"true", "false"})
+_BOOL_TEXT = frozenset({"true", "false"})  #: the words of a boolean column read as text
 
 
 def _is_text(raw: pd.Series) -> bool:
@@ -287,9 +264,8 @@ def _is_text(raw: pd.Series) -> bool:
 
 
 def _as_floats(raw: pd.Series) -> np.ndarray:
-    """A column as floats, NaN where a cell is not a number: a column read as text
-    (:data:`scoreband.tables.TEXT_CSV`) parsed in one pass where every cell is a number,
-    else cell by cell."""
+    """A column as floats, NaN where a cell is not a number: a column read as text parsed in
+    one pass where every cell is a number, else cell by cell."""
     if _is_text(raw):
         try:
             return raw.astype(float).to_numpy(dtype=float)
@@ -314,10 +290,8 @@ def _is_boolean(raw: pd.Series) -> bool:
     if not _is_text(raw):
         return False
     vals = raw[~_missing(raw)]
-    return bool(len(vals)) and bool(vals.map(
-        lambda v: isinstance(v, (bool, np.bool_)) or (isinstance(v, str)
-                                                      and v.strip().lower() in _BOOL_TEXT)
-    ).all())
+    return bool(len(vals)) and bool(vals.map(lambda v: isinstance(v, (bool, np.bool_)) or (
+        isinstance(v, str) and v.strip().lower() in _BOOL_TEXT)).all())
 
 
 def numeric_column(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> np.ndarray:
@@ -332,19 +306,15 @@ def numeric_column(df: pd.DataFrame, col: str, errors: dict, ids: list[str]) -> 
             raw.iloc[0], (bool, np.bool_)))) and _is_boolean(raw)):
         raise InputError(f"column {col!r} holds True/False values, not numbers; give a "
                          "numeric column (a boolean is not a rating or a score)")
-    if not np.isfinite(num).all():
-        isna = _missing(raw)
-    else:
+    if np.isfinite(num).all():
         return num
+    isna = _missing(raw)
     for i in np.flatnonzero(~np.isfinite(num)):
-        if isna[i]:
-            reason = "missing value (empty cell); fill it or drop the row"
-        elif np.isnan(num[i]):
-            reason = f"not a number: {raw.iloc[i]!r}"
-        else:
-            reason = (f"infinite value ({num[i]:g}); replace it with a finite number (for a "
-                      "score token missing from a top-k list: a floor log-prob)")
-        errors.setdefault(i, row_error(i, ids[i], col, reason))
+        errors.setdefault(i, row_error(i, ids[i], col, (
+            "missing value (empty cell); fill it or drop the row" if isna[i] else
+            f"not a number: {raw.iloc[i]!r}" if np.isnan(num[i]) else
+            f"infinite value ({num[i]:g}); replace it with a finite number (for a score "
+            "token missing from a top-k list: a floor log-prob)")))
     return num
 
 
@@ -371,17 +341,12 @@ def _check_spec(df: pd.DataFrame, spec: ColumnSpec, features, embedding, *,
 
 
 class RowIds(Sequence):
-    """How rows are named in error reports: the id column, else 1-based numbers (counted
-    from ``offset`` rows before this chunk), with the ``id`` column beside the number where
-    the table has one. Named only when asked (a report names a few rows of millions);
-    ``positions`` views a subset (the kept rows, in their order)."""
+    """How rows are named in error reports: the id column, else 1-based numbers (after
+    ``offset`` rows) with any ``id`` column beside; named only when asked (``take``: a view)."""
 
-    def __init__(self, df: pd.DataFrame, id_col: str | None, offset: int = 0,
-                 positions=None):
+    def __init__(self, df: pd.DataFrame, id_col: str | None, offset: int = 0, positions=None):
         self._col = df[id_col] if id_col else df["id"] if "id" in df.columns else None
-        self._own = bool(id_col)
-        self._offset = offset
-        self._n = len(df)
+        self._own, self._offset, self._n = bool(id_col), offset, len(df)
         self._pos = None if positions is None else np.asarray(positions, dtype=int)
 
     def __len__(self) -> int:
@@ -398,15 +363,13 @@ class RowIds(Sequence):
         return str(self._offset + i + 1)
 
     def take(self, positions) -> RowIds:
-        view = RowIds.__new__(RowIds)
+        view, pos = RowIds.__new__(RowIds), np.asarray(positions, dtype=int)
         view.__dict__.update(self.__dict__)
-        view._pos = np.asarray(positions, dtype=int) if self._pos is None else \
-            self._pos[np.asarray(positions, dtype=int)]
+        view._pos = pos if self._pos is None else self._pos[pos]
         return view
 
 
-def row_ids(df: pd.DataFrame, id_col: str | None, offset: int = 0) -> RowIds:
-    return RowIds(df, id_col, offset)
+row_ids = RowIds  #: ``row_ids(df, id_col, offset=0)``: how the rows are named
 
 
 def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> tuple:
@@ -426,36 +389,26 @@ def _targets(df, spec: ColumnSpec, errors: dict, ids, n_ratings, notes=None) -> 
                 errors.setdefault(i, row_error(i, ids[i], spec.ratings, str(e)))
                 continue
             bad = [v for v in r if v < scale.lo or v > scale.hi]
-            if bad:
-                errors.setdefault(i, row_error(i, ids[i], spec.ratings,
-                                              f"rating {bad[0]:g} outside the scale "
-                                              f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
-                continue
-            if scale.integer and any(v != int(v) for v in r):
-                errors.setdefault(i, row_error(i, ids[i], spec.ratings,
-                                              "non-integer rating on an integer scale"))
-                continue
-            y[i] = float(np.mean(r))
-            nr[i] = len(r)
+            why = (f"rating {bad[0]:g} outside the scale [{scale.lo:g}, {scale.hi:g}]; check "
+                   "`scale`" if bad else "non-integer rating on an integer scale"
+                   if scale.integer and any(v != int(v) for v in r) else None)
+            if why:
+                errors.setdefault(i, row_error(i, ids[i], spec.ratings, why))
+            else:
+                y[i], nr[i] = float(np.mean(r)), len(r)
         return y, nr
     if not spec.target:
         return None, nr
     y = numeric_column(df, spec.target, errors, ids)
-    out = np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
-    for i in np.flatnonzero(out):
-        errors.setdefault(i, row_error(i, ids[i], spec.target,
-                                      f"target {y[i]:g} outside the scale "
-                                      f"[{scale.lo:g}, {scale.hi:g}]; check `scale`"))
+    _off_scale(y, scale, spec.target, errors, ids, "; check `scale`")
     if n_ratings is not None and scale.integer:
         y = _snap(y, scale, nr, spec.target, ids, errors, notes)
     return y, nr
 
 
 def _snap(y, scale, nr, col, ids, errors: dict, notes: list) -> np.ndarray:
-    """Targets stored rounded onto the achievable means of ``nr`` ratings
-    (:func:`scoreband.conformal.boundary.snap_to_grid`); one that fits no grid point, or
-    two, is an error naming the row and the nearest grid values."""
-
+    """Targets stored rounded onto the achievable means of ``nr`` ratings (``snap_to_grid``);
+    one that fits no grid point, or two, is an error naming the row and the nearest ones."""
     usable = np.isfinite(y) & ~np.isin(np.arange(len(y)), list(errors))
     snapped, moved, bad = snap_to_grid(np.where(usable, y, scale.lo), scale, nr)
     bad = {i: why for i, why in bad.items() if usable[i]}
@@ -480,8 +433,8 @@ def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
     if spec.raw_predictions:
         return v
     pscale = spec.pred_scale or spec.scale
-    tol = 1e-9 * pscale.width
-    out = np.isfinite(v) & ((v < pscale.lo - tol) | (v > pscale.hi + tol))
+    out = np.isfinite(v) & ((v < pscale.lo - 1e-9 * pscale.width) |
+                            (v > pscale.hi + 1e-9 * pscale.width))
     for i in np.flatnonzero(out):
         errors.setdefault(i, row_error(
             i, ids[i], col, f"prediction {v[i]:g} outside the prediction scale "
@@ -490,17 +443,41 @@ def _prediction(df, col, spec: ColumnSpec, errors: dict, ids):
     return pscale.to01(v)
 
 
-def _matrix(df, cols, errors: dict, ids):
-    return np.column_stack([numeric_column(df, c, errors, ids) for c in cols]) if cols else None
-
-
-def _groups(df, col, errors: dict, ids):
+def text_column(df, col, errors: dict, ids, missing: str = "missing group label"):
+    """A column of names (group, system, item, stratum) as text (None without ``col``); an
+    empty cell is a row error saying ``missing``."""
     if not col:
         return None
-    g = df[col]
-    for i in np.flatnonzero(_missing(g)):
-        errors.setdefault(i, row_error(i, ids[i], col, "missing group label"))
-    return g.astype(str).to_numpy()
+    for i in np.flatnonzero(_missing(df[col])):
+        errors.setdefault(i, row_error(i, ids[i], col, missing))
+    return df[col].astype(str).to_numpy()
+
+
+def cell_text(v) -> str:
+    """A cell as a message shows it: a number as written (``7.5``, not ``np.float64(7.5)``),
+    text quoted."""
+    number = isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+    return f"{float(v):g}" if number else repr(v)
+
+
+def label_column(df, col, errors: dict, ids, scale: Scale) -> np.ndarray:
+    """A human score column where an empty cell is an unlabeled row (NaN), not an error; a
+    cell that is not a number, or lies off ``scale``, is a row error naming the fix."""
+    raw = df[col]
+    y = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
+    empty = raw.isna().to_numpy() | raw.astype(str).str.strip().eq("").to_numpy()
+    for i in np.flatnonzero(~empty & ~np.isfinite(y)):
+        errors.setdefault(i, row_error(i, ids[i], col, f"target {raw.iloc[i]!r} is not a "
+                                        "number (leave the cell empty for an unlabeled row)"))
+    _off_scale(np.where(empty, np.nan, y), scale, col, errors, ids, " (`scale`)")
+    y[empty] = np.nan
+    return y
+
+
+def _off_scale(y, scale: Scale, col, errors: dict, ids, fix: str) -> None:
+    for i in np.flatnonzero(np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))):
+        errors.setdefault(i, row_error(i, ids[i], col, f"target {y[i]:g} outside the scale "
+                                        f"[{scale.lo:g}, {scale.hi:g}]{fix}"))
 
 
 def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = True,
@@ -511,45 +488,113 @@ def load_inputs(df: pd.DataFrame, spec: ColumnSpec, *, require_target: bool = Tr
     Every problem is a :class:`RowError` (row id, column, reason); those rows are left out
     of ``Inputs.pred`` and listed in ``Inputs.errors``. Structural problems (unknown columns,
     no good rows at all) raise :class:`InputError`; ``allow_none`` returns an empty
-    ``Inputs`` instead (one chunk of a streamed table may hold only bad rows).
-    ``row_offset``: rows before this chunk, for row numbers in the reports.
-    """
+    ``Inputs`` instead (a streamed chunk may hold only bad rows). ``row_offset``: rows
+    before this chunk, for row numbers in the reports."""
     features = expand_columns(spec.features, df.columns)
     embedding = expand_columns(spec.embedding, df.columns)
     _check_spec(df, spec, features, embedding, require_target=require_target,
                 require_median=require_median)
-    n, ids = len(df), row_ids(df, spec.id_col, row_offset)
-    errors: dict[int, RowError] = {}
-    notes: list[str] = []
+    n, ids, errors, notes = len(df), row_ids(df, spec.id_col, row_offset), {}, []
     y, nr = _targets(df, spec, errors, ids, n_ratings, notes)
     median = _prediction(df, spec.median, spec, errors, ids)
-    lo, hi = _prediction(df, spec.lo, spec, errors, ids), _prediction(df, spec.hi, spec,
-                                                                      errors, ids)
+    lo, hi = (_prediction(df, c, spec, errors, ids) for c in (spec.lo, spec.hi))
     if lo is not None:
         for i in np.flatnonzero(np.isfinite(lo) & np.isfinite(hi) & (lo > hi + 1e-12)):
             errors.setdefault(i, row_error(i, ids[i], spec.lo,
                                           f"lo ({df[spec.lo].iloc[i]}) > hi "
                                           f"({df[spec.hi].iloc[i]}); swap or fix the interval"))
-    feats, emb = _matrix(df, features, errors, ids), _matrix(df, embedding, errors, ids)
-    groups = _groups(df, spec.groups, errors, ids)
+    feats, emb = (np.column_stack([numeric_column(df, c, errors, ids) for c in cols])
+                  if cols else None for cols in (features, embedding))
+    groups = text_column(df, spec.groups, errors, ids)
     split_keys = df[spec.split_by].astype(str).to_numpy() if spec.split_by else None
-
-    bad = np.zeros(n, dtype=bool)
-    bad[list(errors)] = True
-    keep = np.flatnonzero(~bad)
+    keep = np.setdiff1d(np.arange(n), np.array(list(errors), dtype=int))
     if len(keep) == 0 and not allow_none:
-        first = [str(e) for e in list(errors.values())[:5]]
-        raise InputError("no usable rows: " + "; ".join(first))
+        raise InputError("no usable rows: " + "; ".join(str(e) for e in list(
+            errors.values())[:5]))
     if median is None and (feats is not None or not require_median):
         # learned calibrators predict their own point; target-only loads have none
         median = np.full(n, np.nan)
 
     def take(a):
         return None if a is None else a[keep]
-
     pred = Predictions(median=median[keep], lo=take(lo), hi=take(hi), features=take(feats),
                        embedding=take(emb), n_ratings=nr[keep])
     return Inputs(pred=pred, y01=None if y is None else spec.scale.to01(y[keep]), rows=keep,
                   row_ids=ids.take(keep), groups=take(groups),
                   split_keys=take(split_keys), n_ratings=nr[keep],
                   errors=[errors[i] for i in sorted(errors)], notes=notes)
+
+
+@dataclass(frozen=True)
+class SystemsInputs:
+    """A system-level table's rows (``systems``, ``--propose-labels``), one entry per row:
+    ``system``, the ``scores`` matrix, the ``target`` (native scale, NaN: unlabeled), where
+    given ``items``, ``inclusion_prob``, ``strata`` and ``proposed`` (a proposal's
+    ``propose_label``); ``errors``: position -> each bad row's first :class:`RowError`."""
+
+    system: np.ndarray
+    scores: np.ndarray
+    target: np.ndarray
+    ids: RowIds
+    items: np.ndarray | None = None
+    inclusion_prob: np.ndarray | None = None
+    strata: np.ndarray | None = None
+    proposed: np.ndarray | None = None
+    errors: dict = field(default_factory=dict)
+
+    def take(self, keep) -> SystemsInputs:
+        """The rows at positions ``keep`` (``ids`` and ``errors`` as they were)."""
+        return replace(self, **{k: None if getattr(self, k) is None else getattr(self, k)[keep]
+                                for k in ("system", "scores", "target", "items",
+                                          "inclusion_prob", "strata", "proposed")})
+
+
+def systems_inputs(df: pd.DataFrame, *, system_col: str, scores: Sequence[str],
+                   target: str | None, scale: Scale, item_col: str | None = None,
+                   inclusion_prob: str | None = None,
+                   strata: str | None = None) -> SystemsInputs:
+    """A system-level table read (columns checked present by the caller; no ``target``: no
+    labels yet). Row errors: an empty system / item / stratum cell, a score or label not a
+    number, a label off ``scale``, an item repeated for a system, a labeled row without a
+    probability in (0, 1]; a probability above 1 raises."""
+    ids, errors = row_ids(df, None), {}
+    system = text_column(df, system_col, errors, ids, "no system name (empty cell)")
+    X = (np.column_stack([numeric_column(df, c, errors, ids) for c in scores]) if len(scores)
+         else np.zeros((len(df), 0)))
+    y = (np.full(len(df), np.nan) if target is None else
+         label_column(df, target, errors, ids, scale))
+    items = text_column(df, item_col, errors, ids, "no item id (empty cell)")
+    seen: dict[tuple, int] = {}
+    for i in range(len(df)) if items is not None else ():
+        first = seen.setdefault((system[i], items[i]), i) if i not in errors else i
+        if first != i:
+            errors[i] = row_error(i, ids[i], item_col, f"item {items[i]!r} appears again for "
+                                  f"system {system[i]!r} (first at row {ids[first]}): each "
+                                  "system scores an item once")
+    pi = (None if inclusion_prob is None else
+          _probabilities(df, inclusion_prob, np.isfinite(y), errors, ids))
+    st = text_column(df, strata, errors, ids, "no stratum (empty cell)")
+    drawn = df.get("propose_label")  # a proposal's draw, where the table has it
+    drawn = None if drawn is None else drawn.astype(str).str.strip().str.lower().isin(
+        ["true", "1", "1.0"]).to_numpy()
+    return SystemsInputs(system, X, y, ids, items, pi, st, drawn, errors)
+
+
+def _probabilities(df, col, labeled, errors: dict, ids) -> np.ndarray:
+    """Each row's probability of being labeled (NaN where empty); one above 1 raises."""
+    raw = df[col]
+    pi = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
+    if len(over := np.flatnonzero(np.isfinite(pi) & (pi > 1 + 1e-12))):
+        pct = bool(np.nanmax(pi) <= 100 and np.nanmin(pi[np.isfinite(pi)]) >= 0)
+        raise InputError(
+            f"`inclusion_prob` column {col!r} (--inclusion-prob) holds {len(over)} value(s) "
+            f"above 1 (row {ids[over[0]]}: {cell_text(raw.iloc[over[0]])}): each row's "
+            "probability of being labeled lies in (0, 1]" + (
+                "; these look like percentages: divide the column by 100" if pct else
+                "; give probabilities, not weights or counts"))
+    for i in np.flatnonzero(labeled & ~((pi > 0) & (pi <= 1))):
+        errors.setdefault(i, row_error(
+            i, ids[i], col, f"a labeled row needs the probability it had of being labeled, "
+            f"in (0, 1]; got {cell_text(raw.iloc[i])} (the `inclusion_prob` column that "
+            "`propose_labels` wrote)"))
+    return pi

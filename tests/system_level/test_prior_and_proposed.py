@@ -236,3 +236,50 @@ def test_the_proposal_never_says_uniform_and_draws_actively():
         assert doc["design"] == doc["case"], doc
         designs.append(doc["design"])
     assert "active" in designs and "uniform" in designs
+
+
+def test_inclusion_prob_on_a_proposal_table_checks_its_propose_label_column(tmp_path):
+    """`--inclusion-prob` on the proposal's own table (issue 43): the labels are checked
+    against its propose_label column - proposed rows left unlabeled and labeled rows never
+    proposed (nor certain) are refused naming the rows and `--design`; the matching table
+    runs and says it was checked."""
+    p, _ = _proposed(tmp_path)
+    ok = systems_study(p, inclusion_prob="inclusion_prob", **KW)
+    assert ok.doc["design"] == "checked: the labels match the table's propose_label column"
+    bad = p.copy()
+    bad.loc[bad.index[bad.propose_label][[4, 1]], "human"] = np.nan
+    bad.loc[bad.index[~bad.propose_label & bad.human.isna()][:1], "human"] = 3.0
+    with pytest.raises(InputError) as e:
+        systems_study(bad, inclusion_prob="inclusion_prob", **KW)
+    msg = str(e.value)
+    assert "2 row(s)" in msg and "proposed (propose_label) but have no label" in msg
+    assert "1 row(s)" in msg and "labeled but were not proposed" in msg and "--design" in msg
+    shown = msg.split("2 row(s) (")[1].split(")")[0].split(", ")
+    assert shown == sorted(shown, key=int), shown  # rows in table order
+    # without the column (a design of the user's own) the labels are taken as they are
+    res = systems_study(bad.drop(columns="propose_label"), inclusion_prob="inclusion_prob",
+                        **KW)
+    assert res.doc["design"] is None
+
+
+def test_a_bad_probability_is_shown_as_written():
+    df = _thumb_like(np.random.default_rng(98), 30, 2)
+    df["human"] = np.where(df.image < 10, df.truth, np.nan)
+    df["p"] = np.where(df.image < 10, 7.5, 0.2)
+    with pytest.raises(InputError, match=r"\(row 1: 7\.5\)") as e:
+        systems_study(df, inclusion_prob="p", **KW)
+    assert "np.float64" not in str(e.value)
+    df["p"] = np.where(df.image < 10, 0.5, 0.2)
+    df.loc[3, "p"] = 0.0
+    res = systems_study(df, inclusion_prob="p", **KW)
+    assert any("got 0 (the `inclusion_prob` column" in e for e in res.doc["skipped_rows"])
+
+
+def test_design_errors_list_rows_in_table_order(tmp_path):
+    p, design = _proposed(tmp_path)
+    bad = p.copy()
+    bad.loc[bad.index[bad.propose_label & (bad.system == "sys1")][[3, 0, 2]], "human"] = np.nan
+    with pytest.raises(InputError) as e:
+        systems_study(bad, design=design, **KW)
+    shown = str(e.value).split("3 row(s) (")[1].split(")")[0].split(", ")
+    assert shown == sorted(shown, key=int), shown

@@ -34,7 +34,7 @@ from scoreband.conformal.randomness import frame_keys
 from scoreband.errors import InputError
 
 __all__ = ["build_design", "write_design", "read_design", "design_probabilities",
-           "DESIGN_KIND", "STATES"]
+           "check_proposal_column", "DESIGN_KIND", "STATES"]
 
 DESIGN_KIND = "scoreband-label-design"
 FORMAT_VERSION = 1
@@ -98,6 +98,7 @@ def read_design(path) -> dict:
 
 
 def _listed(ids, idx, limit=5) -> str:
+    idx = np.sort(np.asarray(idx, dtype=int))  # in table order
     shown = ", ".join(str(ids[i]) for i in idx[:limit])
     return f"{len(idx)} row(s) ({shown}{', ...' if len(idx) > limit else ''})"
 
@@ -161,6 +162,29 @@ def _raise(problems: dict, ids) -> None:
                       "taken as a uniform sample)",
         "lost": "were labeled before the proposal and their label is gone: restore it",
     }
-    msgs = [f"{_listed(ids, np.asarray(v))} {why[k]}" for k, v in problems.items() if len(v)]
+    msgs = [f"{_listed(ids, v)} {why[k]}" for k, v in problems.items() if len(v)]
     if msgs:
         raise InputError("the labels do not match the `--design` file: " + "; ".join(msgs))
+
+
+def check_proposal_column(proposed, labeled, pi, ids) -> None:
+    """``systems --inclusion-prob`` on a proposal's table (its ``propose_label`` column): the
+    labels must be the draw's - every proposed row labeled, no row labeled that was neither
+    proposed nor certain (probability 1: labeled before the proposal). Otherwise an
+    :class:`InputError` naming the rows and the fix (``--design``, which checks and weights
+    the labels by the rows' identity)."""
+    proposed, labeled = np.asarray(proposed, bool), np.asarray(labeled, bool)
+    certain = np.isfinite(pi) & (pi >= 1)
+    unlabeled = np.flatnonzero(proposed & ~labeled)
+    unproposed = np.flatnonzero(labeled & ~proposed & ~certain)
+    msgs = ([f"{_listed(ids, unlabeled)} were proposed (propose_label) but have no label: "
+             "label them (weighting the others would be biased)"] if len(unlabeled) else []
+            ) + ([f"{_listed(ids, unproposed)} are labeled but were not proposed (nor "
+                  "labeled before the proposal, probability 1): a choice, not a draw of the "
+                  "design; remove their labels"] if len(unproposed) else [])
+    if msgs:
+        raise InputError("the labels do not match the table's propose_label column: "
+                         + "; ".join(msgs) + ". Give the design file the proposal wrote "
+                         "(--design FILE / `design`) instead of --inclusion-prob: it checks "
+                         "the labels by row identity and says what to do; or drop the "
+                         "propose_label column to weight the labels as they are")

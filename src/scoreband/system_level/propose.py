@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from scoreband.columns import require_columns, row_ids
+from scoreband.columns import SystemsInputs, require_columns, systems_inputs
 from scoreband.conformal.randomness import frame_keys, item_uniforms, row_uniforms
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError, RowError
@@ -47,9 +47,9 @@ from scoreband.system_level.active import (
 )
 from scoreband.system_level.design import build_design
 from scoreband.system_level.ppi import labels_for_width, ppi_mean, unlabeled_variance
-from scoreband.system_level.study import ACTIVE_PAYS, _rows, cross_fit
+from scoreband.system_level.study import ACTIVE_PAYS, cross_fit
 
-__all__ = ["propose_labels", "Proposal", "OUT_COLUMNS", "MIN_BURN_IN"]
+__all__ = ["propose_labels", "proposal_arrays", "Drawn", "Proposal", "OUT_COLUMNS", "MIN_BURN_IN"]
 
 #: the columns the proposal adds
 OUT_COLUMNS = ("inclusion_prob", "propose_label")
@@ -134,7 +134,45 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     ``plan``: a full interval width on the target's scale; labels per system needed for it,
     uniform and active. ``adaptive`` (default): label uniformly when the predicted gain is
     smaller than what the design would cost were its uncertainty uninformative
-    (:func:`scoreband.system_level.active.active_is_worth_it`); False: always the design."""
+    (:func:`scoreband.system_level.active.active_is_worth_it`); False: always the design.
+
+    The table layer: the rows are read by :func:`scoreband.columns.systems_inputs`, the
+    design drawn on arrays by :func:`proposal_arrays`."""
+    scores, scale = _check_args(df, n_labels, mix, scores, scale, system_col, item_col, strata)
+    has_target = target is not None and target in df.columns
+    rows = systems_inputs(df, system_col=system_col, scores=scores, scale=scale,
+                          target=target if has_target else None, item_col=item_col,
+                          strata=strata)
+    notes = [] if has_target else [f"no `target` column {target!r} in the table: no labels "
+                                   "yet" if target else "no `target`: no labels yet"]
+    ok = np.ones(len(df), bool)
+    ok[list(rows.errors)] = False
+    if not ok.any():
+        raise InputError("no usable rows: " + "; ".join(str(e) for e in
+                                                        list(rows.errors.values())[:5]))
+    band = None if calibrator is None else _band_widths(df, calibrator, scale, ok, notes)
+    d = proposal_arrays(rows, ok, frame_keys(df), n_labels=n_labels, scale=scale, mix=mix,
+                        seed=seed, folds=folds, adaptive=adaptive, band=band,
+                        item_col=item_col, strata=strata)
+    doc = _proposal_doc(d, rows, ok, n_labels=n_labels, mix=mix, seed=seed,
+                        item_col=item_col, strata=strata, adaptive=adaptive, notes=notes)
+    if plan is not None:
+        doc["plan"] = _plan(plan, alpha, scale, rows.system, d.y01, d.labeled, ok,
+                            rows.scores, rows.items, d.u01, d.cand,
+                            d.ratio if d.use_active else 1.0, d.band_alpha, d.systems, folds,
+                            seed)
+    out = df.copy()
+    out["inclusion_prob"] = d.pi
+    out["propose_label"] = d.draw
+    design = build_design(df, d.pi, d.labeled, d.draw, target=target, meta={
+        "system_col": system_col, "item_col": item_col, "seed": seed,
+        "n_labels_per_system": float(n_labels), "design": doc["design"]})
+    return Proposal(out, doc, list(rows.errors.values()), notes, design)
+
+
+def _check_args(df, n_labels, mix, scores, scale, system_col, item_col, strata
+                ) -> tuple[list[str], Scale]:
+    """Choices wrong before any row is read: an ``InputError`` naming the parameter."""
     if not n_labels > 0:
         raise InputError(f"`n_labels` (--propose-labels N), the expected number of new "
                          f"labels per system, must be > 0; got {n_labels}")
@@ -149,178 +187,203 @@ def propose_labels(df: pd.DataFrame, *, system_col: str, n_labels: float, scores
     if scale is None:
         raise InputError("`scale`: give the human score's scale, 'A,B'")
     scale = scale if isinstance(scale, Scale) else Scale.parse(scale)
-    has_target = target is not None and target in df.columns
     require_columns(df, [("`system_col`", system_col), *(("`score`", c) for c in scores),
                         ("`item_col`", item_col), ("`strata`", strata)])
-    errors: dict[int, RowError] = {}
-    notes: list[str] = []
-    tmp = df if has_target else df.assign(**{"__no_target__": np.nan})
-    names, X, y, items = _rows(tmp, system_col, scores, target if has_target else
-                               "__no_target__", scale, item_col, errors)
-    if not has_target:
-        notes.append(f"no `target` column {target!r} in the table: no labels yet"
-                     if target else "no `target`: no labels yet")
-    if strata is not None:
-        st = df[strata].astype(str).to_numpy()
-        ids = row_ids(df, None)
-        for i in np.flatnonzero(df[strata].isna().to_numpy()):
-            from scoreband.columns import row_error
+    return scores, scale
 
-            errors.setdefault(i, row_error(i, ids[i], strata, "no stratum (empty cell)"))
-    else:
-        st = np.full(len(df), "all", dtype=object)
-    ok = np.ones(len(df), bool)
-    ok[list(errors)] = False
-    if not ok.any():
-        raise InputError("no usable rows: " + "; ".join(str(e) for e in
-                                                        list(errors.values())[:5]))
-    labeled = ok & np.isfinite(y)
-    w = scale.hi - scale.lo
-    y01 = np.where(labeled, (y - scale.lo) / w, np.nan)
 
-    # ---------------------------------------------------------------- uncertainty
-    u01 = np.ones(len(df))
+def _band_widths(df, calibrator, scale: Scale, ok, notes: list) -> tuple:
+    """Each row's band width on [0, 1] of ``scale`` from ``calibrator`` (the apply stage
+    itself, not scoreband.api, which imports this module: a path or an in-memory
+    Calibration), the band's alpha and the uncertainty's description."""
+    from scoreband.apply_stage import ApplyStage  # lazy: loads the conformal package
+    from scoreband.engine.rows import run_rows
+
+    given = ((calibrator.calibrator, {"inputs": calibrator.inputs})
+             if hasattr(calibrator, "calibrator") else calibrator)
+    stage = ApplyStage(given, on_warning=notes.append)
+    table = run_rows(df, stage).table
+    band = stage.band
+    width = (table["band_hi01"].to_numpy(float) - table["band_lo01"].to_numpy(float))
+    u01 = width * (band.scale.hi - band.scale.lo) / (scale.hi - scale.lo)
+    bad = ok & ~np.isfinite(u01)
+    if bad.any():
+        notes.append(f"{int(bad.sum())} rows got no band from the calibrator: they take "
+                     "the mean width of the others")
+    return (u01, float(band.alpha),
+            f"calibrator band width ({band.method}, alpha {band.alpha:g})")
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What :func:`proposal_arrays` chose, per row (``pi``: NaN for rows left out, 1 for
+    rows labeled before; ``draw``; ``u01`` the uncertainty) and for the whole design."""
+
+    pi: np.ndarray
+    draw: np.ndarray
+    labeled: np.ndarray
+    cand: np.ndarray
+    y01: np.ndarray
+    u01: np.ndarray
+    systems: list
+    source: str
+    band_alpha: float | None
+    ratio: float
+    gain_from: str
+    use_active: bool
+    mix_used: float
+    cost: float
+
+
+def proposal_arrays(rows: SystemsInputs, ok, keys, *, n_labels: float, scale: Scale,
+                    mix: float, seed: int, folds: int, adaptive: bool, band=None,
+                    item_col: str | None = None, strata: str | None = None) -> Drawn:
+    """The design on arrays: ``rows`` (:class:`~scoreband.columns.SystemsInputs`), ``ok``
+    the usable rows, ``keys`` each row's identity (:func:`frame_keys`), ``band`` the
+    calibrator's ``(widths, alpha, description)`` or None. The uncertainty
+    (:func:`_uncertainty`), the predicted gain and the choice between it and uniform
+    labels (:func:`_choose`), then one systematic draw (:func:`_draw`)."""
+    labeled = ok & np.isfinite(rows.target)
+    y01 = np.where(labeled, (rows.target - scale.lo) / (scale.hi - scale.lo), np.nan)
+    u01, r2, u_held, source = _uncertainty(rows, ok, labeled, y01, keys, band, folds, seed,
+                                           strata)
+    cand = ok & ~labeled
+    ratio, gain_from, use_active, mix_used, cost = _choose(
+        u01, r2, u_held, labeled, cand, ok, band is not None, mix, adaptive)
+    systems = sorted(set(rows.system[ok]), key=str)
+    pi, draw = _draw(rows, u01, cand, labeled, keys, systems, n_labels, mix_used, seed,
+                     item_col)
+    return Drawn(pi, draw, labeled, cand, y01, u01, systems, source,
+                 None if band is None else band[1], ratio, gain_from, use_active, mix_used,
+                 cost)
+
+
+def _uncertainty(rows: SystemsInputs, ok, labeled, y01, keys, band, folds, seed, strata):
+    """Each row's uncertainty on [0, 1] (the calibrator's band width, else the burn-in's
+    residual model from :data:`MIN_BURN_IN` labels, else 1: uniform; rows without one take
+    the mean of the others), the burn-in's squared residuals and held-out uncertainties
+    (None without a burn-in), and the description."""
+    u01 = np.ones(len(ok)) if band is None else band[0]
     r2 = u_held = None
     n_lab = int(labeled.sum())
-    band_alpha = None
-    if calibrator is not None:
-        # the apply stage itself, not scoreband.api (which imports this module): a path or
-        # an in-memory Calibration (its fitted calibrator and inputs)
-        from scoreband.apply_stage import ApplyStage  # lazy: loads the conformal package
-        from scoreband.engine.rows import run_rows
-
-        given = ((calibrator.calibrator, {"inputs": calibrator.inputs})
-                 if hasattr(calibrator, "calibrator") else calibrator)
-        stage = ApplyStage(given, on_warning=notes.append)
-        table = run_rows(df, stage).table
-        band = stage.band
-        width = (table["band_hi01"].to_numpy(float) - table["band_lo01"].to_numpy(float))
-        u01 = width * (band.scale.hi - band.scale.lo) / w
-        band_alpha = float(band.alpha)
-        source = f"calibrator band width ({band.method}, alpha {band.alpha:g})"
-        bad = ok & ~np.isfinite(u01)
-        if bad.any():
-            notes.append(f"{int(bad.sum())} rows got no band from the calibrator: they take "
-                         "the mean width of the others")
-    if n_lab >= MIN_BURN_IN and X.shape[1]:
-        Xo = X[ok]
+    source = None if band is None else band[2]
+    if n_lab >= MIN_BURN_IN and rows.scores.shape[1]:
+        items = rows.items
+        st = (rows.strata if rows.strata is not None
+              else np.full(len(ok), "all", dtype=object))
         lab_rows = np.flatnonzero(ok)[labeled[ok]]
-        ident = (df.iloc[lab_rows] if items is None else
-                 pd.DataFrame({"item": items[lab_rows].astype(str)}))
         # the halves: repeated rows split independently (row_uniforms); the rows of one
         # item stay together (item_uniforms of the item's key)
-        draw = row_uniforms if items is None else item_uniforms
-        half = (draw(frame_keys(ident), seed, 23) < 0.5).astype(int)
-        f_ok, r2_ok, u_ok, u_held = _burn_in_model(
-            Xo, y01[ok], labeled[ok], None if items is None else items[ok], st[ok], folds,
-            seed, half)
+        half = ((row_uniforms(keys[lab_rows], seed, 23) if items is None else item_uniforms(
+            frame_keys(pd.DataFrame({"item": items[lab_rows].astype(str)})), seed, 23))
+                < 0.5).astype(int)
+        _, r2_ok, u_ok, u_held = _burn_in_model(
+            rows.scores[ok], y01[ok], labeled[ok], None if items is None else items[ok],
+            st[ok], folds, seed, half)
         r2 = r2_ok[labeled[ok]]
-        if calibrator is None:
-            u01 = np.ones(len(df))
+        if band is None:
+            u01 = np.ones(len(ok))
             u01[ok] = u_ok
             source = (f"residual model (stratum x score tertile) on {n_lab} labeled rows"
                       + (f" by `{strata}`" if strata else ""))
-    elif calibrator is None:
+    elif band is None:
         source = "none: uniform" + ("" if n_lab >= MIN_BURN_IN else
                                     f" (fewer than {MIN_BURN_IN} labeled rows for a residual "
                                     "model, and no calibrator)")
     u01 = np.where(np.isfinite(u01), u01, np.nan)
     fill = float(np.nanmean(u01[ok])) if np.isfinite(u01[ok]).any() else 1.0
-    u01 = np.where(np.isfinite(u01), u01, fill)
+    return np.where(np.isfinite(u01), u01, fill), r2, u_held, source
 
-    # ---------------------------------------------------------------- predicted gain
-    cand = ok & ~labeled
+
+def _choose(u01, r2, u_held, labeled, cand, ok, banded: bool, mix, adaptive):
+    """The predicted variance ratio active / uniform (from the burn-in's residuals, else the
+    band widths alone), where it comes from, whether the design is used - only where its
+    predicted gain beats what it would cost were the uncertainty uninformative and the
+    plan's own verdict says it pays (the advice and the design never disagree) - the mix
+    used (1: uniform) and the uninformative cost."""
     if r2 is not None and len(r2) and float(np.mean(r2)) > 0:
-        u_lab = u01[labeled] if calibrator is not None else u_held
-        u_ref = u01[cand] if calibrator is not None else u01[ok]
+        u_lab = u01[labeled] if banded else u_held
+        u_ref = u01[cand] if banded else u01[ok]
         ratio = predicted_variance_ratio(r2, _design_p(u_lab, u_ref, mix))
-        gain_from = (f"the {n_lab} labeled rows' residuals" + (
-            " (the residual model cross-fitted over two halves)" if calibrator is None else ""))
-    elif calibrator is not None and cand.any():
+        gain_from = (f"the {int(labeled.sum())} labeled rows' residuals" + (
+            " (the residual model cross-fitted over two halves)" if not banded else ""))
+    elif banded and cand.any():
         ratio = predicted_variance_ratio(u01[cand] ** 2, _design_p(u01[cand], u01[cand], mix))
         gain_from = ("the calibrator's band widths alone (assumes the width is proportional "
                      "to the metric's error spread; label a burn-in to check)")
     else:
         ratio, gain_from = 1.0, "no uncertainty: the design is uniform"
     pred_ratio = float(np.sqrt(ratio))
-    # the design: active only where its predicted gain beats what it would cost were the
-    # uncertainty uninformative; else uniform labels (mix 1), which cost nothing
     p_design = _design_p(u01[cand], u01[cand], mix) if cand.any() else np.ones(1)
     cost = uninformative_cost(p_design)
-    # ... and only where the plan's own verdict says active labeling pays (the advice and
-    # the design never disagree: "uniform labels do as well" then "design: active" did)
     use_active = (active_is_worth_it(pred_ratio, p_design) and pred_ratio <= ACTIVE_PAYS
                   ) or not adaptive
-    mix_used = mix if use_active else 1.0
-    # ---------------------------------------------------------------- design and draw
-    pi = np.full(len(df), np.nan)
+    return ratio, gain_from, use_active, mix if use_active else 1.0, cost
+
+
+def _draw(rows: SystemsInputs, u01, cand, labeled, keys, systems, n_labels, mix_used, seed,
+          item_col) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusion probabilities (1 for rows labeled before, NaN for rows left out) and one
+    systematic draw in an order fixed by the rows' (or items') identity: per system, or by
+    item (an item drawn is labeled for every system that answered it)."""
+    pi = np.full(len(cand), np.nan)
     pi[labeled] = 1.0
-    draw = np.zeros(len(df), bool)
-    systems = sorted(set(names[ok]), key=str)
+    draw = np.zeros(len(cand), bool)
+    names = rows.system
     start = np.random.default_rng([seed, 31]).random()
     if item_col is not None:
         ci = np.flatnonzero(cand)
-        frame = pd.DataFrame({"item": items[ci], "u2": u01[ci] ** 2})
+        frame = pd.DataFrame({"item": rows.items[ci], "u2": u01[ci] ** 2})
         per_item = frame.groupby("item", sort=True)["u2"].mean()
         rows_per_system = np.mean([np.sum(cand & (names == s)) for s in systems])
         budget = n_labels * len(per_item) / max(rows_per_system, 1)
-        p_item = inclusion_probabilities(np.sqrt(per_item.to_numpy()), budget,
-                                         mix_used)
-        keys = frame_keys(pd.DataFrame({item_col: per_item.index.astype(str)}))
-        d_item = systematic_draw(p_item, item_uniforms(keys, seed, 7), start)
-        pos = per_item.index.get_indexer(items[ci])
+        p_item = inclusion_probabilities(np.sqrt(per_item.to_numpy()), budget, mix_used)
+        item_keys = frame_keys(pd.DataFrame({item_col: per_item.index.astype(str)}))
+        d_item = systematic_draw(p_item, item_uniforms(item_keys, seed, 7), start)
+        pos = per_item.index.get_indexer(rows.items[ci])
         pi[ci], draw[ci] = p_item[pos], d_item[pos]
-    else:
-        for s in systems:
-            ci = np.flatnonzero(cand & (names == s))
-            if not len(ci):
-                continue
-            p = inclusion_probabilities(u01[ci], n_labels, mix_used)
-            keys = frame_keys(df.iloc[ci])
-            pi[ci] = p
-            # the order of systematic sampling (each row still drawn with its probability)
-            draw[ci] = systematic_draw(p, item_uniforms(keys, seed, 7), start)
-    floor = np.nanmin(pi[cand]) if cand.any() else float("nan")
-
-    case = "active" if pred_ratio <= ACTIVE_PAYS else "uniform"
-    per: dict[str, dict] = {}
+        return pi, draw
     for s in systems:
-        m = names == s
-        per[s] = {"n_rows": int((m & ok).sum()), "n_labeled": int((m & labeled).sum()),
-                  "expected_new_labels": float(np.nansum(pi[m & cand])),
-                  "proposed": int((m & draw).sum())}
-    doc = {"study": "propose_labels", "n_labels_per_system": float(n_labels), "mix": mix,
-           "min_inclusion_prob": float(floor), "uncertainty": source, "seed": seed,
-           "by_item": item_col is not None, "item_col": item_col, "strata": strata,
-           "predicted_width_ratio": pred_ratio, "predicted_from": gain_from, "case": case,
-           "design": "active" if use_active else "uniform", "mix_used": mix_used,
-           "uninformative_cost": cost,
-           "design_reason": (
-               f"predicted {pred_ratio:.3f}x the uniform width; were the uncertainty "
-               f"uninformative the design would cost {cost:.3f}x: "
-               + ("the gain is larger, labels drawn by the uncertainty" if use_active and
-                  adaptive else "labels drawn by the uncertainty (adaptive off)" if
-                  use_active else "the gain is not larger, labels drawn uniformly")),
-           "advice": (f"active labeling pays: intervals ~{pred_ratio:.2f}x the uniform "
-                      "width at equal labels" if case == "active" else
-                      f"active labeling gains little here (predicted {pred_ratio:.2f}x the "
-                      "uniform width): the metric's error spread does not vary enough (or "
-                      "the uncertainty does not track it); uniform labels do as well")
-           + ("" if use_active or not cand.any() else
-              f"; the proposal draws uniformly (the design would cost {cost:.2f}x were the "
-              "uncertainty uninformative, more than it is predicted to gain)"),
-           "systems": per, "n_rows": int(len(df)),
-           "skipped_rows": [str(e) for e in errors.values()], "warnings": notes}
-    if plan is not None:
-        doc["plan"] = _plan(plan, alpha, scale, names, y01, labeled, ok, X, items, u01, cand,
-                            ratio if use_active else 1.0, band_alpha, systems, folds, seed)
-    out = df.copy()
-    out["inclusion_prob"] = pi
-    out["propose_label"] = draw
-    design = build_design(df, pi, labeled, draw, target=target, meta={
-        "system_col": system_col, "item_col": item_col, "seed": seed,
-        "n_labels_per_system": float(n_labels), "design": doc["design"]})
-    return Proposal(out, doc, list(errors.values()), notes, design)
+        ci = np.flatnonzero(cand & (names == s))
+        if len(ci):
+            pi[ci] = inclusion_probabilities(u01[ci], n_labels, mix_used)
+            # the order of systematic sampling (each row still drawn with its probability)
+            draw[ci] = systematic_draw(pi[ci], item_uniforms(keys[ci], seed, 7), start)
+    return pi, draw
+
+
+def _proposal_doc(d: Drawn, rows: SystemsInputs, ok, *, n_labels, mix, seed, item_col,
+                  strata, adaptive, notes) -> dict:
+    """The proposal's JSON-ready summary (per system, the design and why, the advice)."""
+    pred_ratio, cost, cand = float(np.sqrt(d.ratio)), d.cost, d.cand
+    case = "active" if pred_ratio <= ACTIVE_PAYS else "uniform"
+    per = {s: {"n_rows": int(((m := rows.system == s) & ok).sum()),
+               "n_labeled": int((m & d.labeled).sum()),
+               "expected_new_labels": float(np.nansum(d.pi[m & cand])),
+               "proposed": int((m & d.draw).sum())} for s in d.systems}
+    return {"study": "propose_labels", "n_labels_per_system": float(n_labels), "mix": mix,
+            "min_inclusion_prob": float(np.nanmin(d.pi[cand]) if cand.any() else np.nan),
+            "uncertainty": d.source, "seed": seed, "by_item": item_col is not None,
+            "item_col": item_col, "strata": strata, "predicted_width_ratio": pred_ratio,
+            "predicted_from": d.gain_from, "case": case,
+            "design": "active" if d.use_active else "uniform", "mix_used": d.mix_used,
+            "uninformative_cost": cost,
+            "design_reason": (
+                f"predicted {pred_ratio:.3f}x the uniform width; were the uncertainty "
+                f"uninformative the design would cost {cost:.3f}x: "
+                + ("the gain is larger, labels drawn by the uncertainty" if d.use_active and
+                   adaptive else "labels drawn by the uncertainty (adaptive off)" if
+                   d.use_active else "the gain is not larger, labels drawn uniformly")),
+            "advice": (f"active labeling pays: intervals ~{pred_ratio:.2f}x the uniform "
+                       "width at equal labels" if case == "active" else
+                       f"active labeling gains little here (predicted {pred_ratio:.2f}x the "
+                       "uniform width): the metric's error spread does not vary enough (or "
+                       "the uncertainty does not track it); uniform labels do as well")
+            + ("" if d.use_active or not cand.any() else
+               f"; the proposal draws uniformly (the design would cost {cost:.2f}x were the "
+               "uncertainty uninformative, more than it is predicted to gain)"),
+            "systems": per, "n_rows": int(len(ok)),
+            "skipped_rows": [str(e) for e in rows.errors.values()], "warnings": notes}
 
 
 def _plan(width, alpha, scale, names, y01, labeled, ok, X, items, u01, cand, ratio,

@@ -23,14 +23,15 @@ column that copies the label, the target given as a score.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from scoreband.columns import numeric_column, require_columns, row_error, row_ids
+from scoreband.columns import SystemsInputs, require_columns, systems_inputs
 from scoreband.datatypes import Scale
-from scoreband.errors import InputError, RowError
+from scoreband.errors import InputError
 from scoreband.report.result import StudyResult
 from scoreband.system_level.active import (
     active_mean,
@@ -52,7 +53,7 @@ from scoreband.system_level.ppi import (
     worst_case_mean,
 )
 
-__all__ = ["systems_study", "SystemsResult", "METHODS", "MIN_LABELS", "MIN_PAIRED_FRACTION",
+__all__ = ["systems_study", "systems_arrays", "SystemsResult", "METHODS", "MIN_LABELS", "MIN_PAIRED_FRACTION",
            "MIN_STRATUM_LABELS", "ACTIVE_PAYS"]
 
 #: the estimators ``method`` names: power-tuned PPI, plain PPI (lam = 1), labels alone
@@ -102,45 +103,6 @@ class SystemsResult(StudyResult):
 
 
 # ------------------------------------------------------------------ reading the table
-def _rows(df, system_col, scores, target, scale: Scale, item_col, errors: dict):
-    """Per-row system, score matrix, target (NaN: unlabeled) and item, with bad rows in
-    ``errors`` (0-based position -> RowError)."""
-    ids = row_ids(df, None)
-    sysv = df[system_col]
-    for i in np.flatnonzero(sysv.isna().to_numpy()):
-        errors.setdefault(i, row_error(i, ids[i], system_col, "no system name (empty cell)"))
-    X = np.column_stack([numeric_column(df, c, errors, ids) for c in scores])
-    raw = df[target]
-    y = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
-    empty = raw.isna().to_numpy() | raw.astype(str).str.strip().eq("").to_numpy()
-    for i in np.flatnonzero(~empty & ~np.isfinite(y)):
-        errors.setdefault(i, row_error(i, ids[i], target, f"target {raw.iloc[i]!r} is not a "
-                                        "number (leave the cell empty for an unlabeled row)"))
-    out = ~empty & np.isfinite(y) & ((y < scale.lo - 1e-9) | (y > scale.hi + 1e-9))
-    for i in np.flatnonzero(out):
-        errors.setdefault(i, row_error(i, ids[i], target, f"target {y[i]:g} outside the "
-                                        f"scale [{scale.lo:g}, {scale.hi:g}] (`scale`)"))
-    y[empty] = np.nan
-    items = None
-    if item_col is not None:
-        items = df[item_col].astype(str).to_numpy()
-        for i in np.flatnonzero(df[item_col].isna().to_numpy()):
-            errors.setdefault(i, row_error(i, ids[i], item_col, "no item id (empty cell)"))
-        seen: dict[tuple, int] = {}
-        names = sysv.astype(str).to_numpy()
-        for i in range(len(df)):
-            if i in errors:
-                continue
-            key = (names[i], items[i])
-            if key in seen:
-                errors[i] = row_error(i, ids[i], item_col, f"item {items[i]!r} appears again "
-                                       f"for system {names[i]!r} (first at row "
-                                       f"{ids[seen[key]]}): each system scores an item once")
-            else:
-                seen[key] = i
-    return sysv.astype(str).to_numpy(), X, y, items
-
-
 def _vanished_systems(names, keep, errors: dict, system_col: str) -> list[str]:
     """A warning per system every row of which was skipped (say, its score cells all
     empty): it would otherwise vanish from the results without a word. Rows with no
@@ -155,38 +117,6 @@ def _vanished_systems(names, keep, errors: dict, system_col: str) -> list[str]:
                    f"{', '.join(map(repr, cols))}: e.g. {errors[rows[0]].reason}): it has no "
                    "result; fill its cells or drop the system")
     return out
-
-
-def _design(df, inclusion_prob, strata, labeled, errors: dict):
-    """Inclusion probability (NaN where not given) and stratum (None: no strata) of every
-    row; a labeled row needs a probability in (0, 1] (bad rows into ``errors``)."""
-    ids = row_ids(df, None)
-    pi = None
-    if inclusion_prob is not None:
-        raw = df[inclusion_prob]
-        pi = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, copy=True)
-        over = np.isfinite(pi) & (pi > 1 + 1e-12)
-        if over.any():
-            i = int(np.flatnonzero(over)[0])
-            pct = bool(np.nanmax(pi) <= 100 and np.nanmin(pi[np.isfinite(pi)]) >= 0)
-            raise InputError(
-                f"`inclusion_prob` column {inclusion_prob!r} (--inclusion-prob) holds "
-                f"{int(over.sum())} value(s) above 1 (row {ids[i]}: {raw.iloc[i]!r}): each "
-                "row's probability of being labeled lies in (0, 1]"
-                + ("; these look like percentages: divide the column by 100" if pct else
-                   "; give probabilities, not weights or counts"))
-        bad = labeled & ~((pi > 0) & (pi <= 1))
-        for i in np.flatnonzero(bad):
-            errors.setdefault(i, row_error(
-                i, ids[i], inclusion_prob, f"a labeled row needs the probability it had of "
-                f"being labeled, in (0, 1]; got {raw.iloc[i]!r} (the `inclusion_prob` column "
-                "that `propose_labels` wrote)"))
-    st = None
-    if strata is not None:
-        st = df[strata].astype(str).to_numpy()
-        for i in np.flatnonzero(df[strata].isna().to_numpy()):
-            errors.setdefault(i, row_error(i, ids[i], strata, "no stratum (empty cell)"))
-    return pi, st
 
 
 def _folds(n_lab: int, items, k: int, seed: int) -> np.ndarray:
@@ -401,14 +331,68 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     are then the inverse-probability-weighted, self-normalised PPI++ estimates, valid for any
     probabilities fixed before the labels were seen (:mod:`scoreband.system_level.active`); a
     pair is paired when, on every item both scored, the two rows had the same probability (an
-    item labeled for every system at once) or one of them was certain. ``strata``: a column
-    (task, dimension); each system's mean is then the size-weighted mean of per-stratum PPI++
-    estimates, each with its own weight (stratified PPI++). ``design``: the label design
-    ``propose_labels`` wrote (a path or its dict, :mod:`scoreband.system_level.design`)
-    instead of ``inclusion_prob``: the labels are checked against it (proposed rows left
-    unlabeled, labeled rows never proposed: an error naming them) and rows labeled before
-    the proposal count as certain.
+    item labeled for every system at once) or one of them was certain. On a proposal's table
+    (a ``propose_label`` column) the labels are checked against the draw as with ``design``.
+    ``strata``: a column (task, dimension); each system's mean is then the size-weighted mean
+    of per-stratum PPI++ estimates, each with its own weight (stratified PPI++). ``design``:
+    the label design ``propose_labels`` wrote (a path or its dict,
+    :mod:`scoreband.system_level.design`) instead of ``inclusion_prob``: the labels are
+    checked against it (proposed rows left unlabeled, labeled rows never proposed: an error
+    naming them) and rows labeled before the proposal count as certain.
+
+    The table layer: the rows are read by :func:`scoreband.columns.systems_inputs`, the
+    estimates made on arrays by :func:`systems_arrays`.
     """
+    scores, scale = _check_args(df, system_col=system_col, scores=scores, target=target,
+                                scale=scale, item_col=item_col, alpha=alpha, method=method,
+                                plan=plan, inclusion_prob=inclusion_prob, strata=strata,
+                                design=design)
+    rows = systems_inputs(df, system_col=system_col, scores=scores, target=target,
+                          scale=scale, item_col=item_col, inclusion_prob=inclusion_prob,
+                          strata=strata)
+    checked, labeled = None, np.isfinite(rows.target)
+    if design is not None:
+        from scoreband.system_level.design import design_probabilities, read_design
+
+        design = design if isinstance(design, dict) else read_design(design)
+        rows = replace(rows, inclusion_prob=design_probabilities(df, design, labeled))
+        checked = "checked: the labels match the design"
+    elif inclusion_prob is not None and rows.proposed is not None:
+        from scoreband.system_level.design import check_proposal_column
+
+        check_proposal_column(rows.proposed, labeled, rows.inclusion_prob, rows.ids)
+        checked = "checked: the labels match the table's propose_label column"
+    errors = rows.errors
+    keep = np.array(sorted(set(range(len(df))) - set(errors)), dtype=int)
+    if len(keep) == 0:
+        raise InputError("no usable rows: " + "; ".join(str(e) for e in
+                                                        list(errors.values())[:5]))
+    notes = _vanished_systems(rows.system, keep, errors, system_col)
+    core = systems_arrays(rows.take(keep), scale=scale, score_names=scores, alpha=alpha,
+                          method=method, plan=plan, strict=strict, folds=folds, seed=seed,
+                          weighted=inclusion_prob is not None or strata is not None
+                          or design is not None, notes=notes)
+    ipw = inclusion_prob is not None or design is not None
+    doc = {"study": "systems", "alpha": alpha, "method": method,
+           "scale": {"lo": scale.lo, "hi": scale.hi}, "target": target, "scores": scores,
+           "system_col": system_col, "item_col": item_col, "map": core["map"],
+           "min_labels": MIN_LABELS, "inclusion_prob": inclusion_prob, "strata": strata,
+           "design": checked,
+           "estimator": ("inverse-probability-weighted (Hajek) PPI" if ipw else "PPI")
+           + (", stratified" if strata else ""),
+           "systems": core["systems"], "pairs": core["pairs"], "ranking": core["ranking"],
+           "n_rows": int(len(df)), "skipped_rows": [str(e) for e in errors.values()],
+           "warnings": notes}
+    if plan is not None:
+        doc["plan"] = {"width": plan, "systems": {s: v["plan"]
+                                                  for s, v in core["systems"].items()}}
+    return SystemsResult(doc, list(errors.values()), notes)
+
+
+def _check_args(df, *, system_col, scores, target, scale, item_col, alpha, method, plan,
+                inclusion_prob, strata, design) -> tuple[list[str], Scale]:
+    """The choices that are wrong before any row is read: an ``InputError`` naming the
+    parameter (its CLI option) and the fix. Returns the score columns and the scale."""
     from scoreband.conformal.core import check_alpha  # lazy: loads pydantic
 
     check_alpha(alpha)
@@ -431,31 +415,66 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
                         ("`inclusion_prob`", inclusion_prob), ("`strata`", strata)])
     if plan is not None and not plan > 0:
         raise InputError(f"`plan` is an interval width on the target's scale (> 0), got {plan}")
-    errors: dict[int, RowError] = {}
-    notes: list[str] = []
-    names, X, y, items = _rows(df, system_col, scores, target, scale, item_col, errors)
     if design is not None and inclusion_prob is not None:
         raise InputError("give `design` or `inclusion_prob`, not both: the design file holds "
                          "the probabilities")
-    weighted = inclusion_prob is not None or strata is not None or design is not None
-    pi_all, st_all = _design(df, inclusion_prob, strata, np.isfinite(y), errors)
-    if design is not None:
-        from scoreband.system_level.design import design_probabilities, read_design
+    return scores, scale
 
-        design = design if isinstance(design, dict) else read_design(design)
-        pi_all = design_probabilities(df, design, np.isfinite(y))
-    keep = np.array(sorted(set(range(len(df))) - set(errors)), dtype=int)
-    if len(keep) == 0:
-        raise InputError("no usable rows: " + "; ".join(str(e) for e in
-                                                        list(errors.values())[:5]))
-    notes.extend(_vanished_systems(names, keep, errors, system_col))
-    names, X, y = names[keep], X[keep] if len(scores) else np.zeros((len(keep), 0)), y[keep]
-    items = None if items is None else items[keep]
-    pi_all = None if pi_all is None else pi_all[keep]
-    st_all = None if st_all is None else st_all[keep]
-    labeled = np.isfinite(y)
 
-    # systems with too few labels
+# ------------------------------------------------------------------ the study on arrays
+def systems_arrays(rows: SystemsInputs, *, scale: Scale, score_names, alpha: float,
+                   method: str, plan, strict: bool, folds: int, seed: int, weighted: bool,
+                   notes: list) -> dict:
+    """The study on the good rows (``rows``: :class:`~scoreband.columns.SystemsInputs`,
+    ``inclusion_prob`` the design's where there is one): the systems with enough labels,
+    the cross-fitted map, each system's estimate (:func:`_system_record`), every pair's
+    difference, Holm's adjustment and the rank sets. Returns ``map``, ``systems``,
+    ``pairs`` and ``ranking``; what it did to the data goes into ``notes``."""
+    systems = _enough_labels(rows.system, np.isfinite(rows.target), strict, notes)
+    rows = rows.take(np.flatnonzero(np.isin(rows.system, systems)))
+    names, labeled = rows.system, np.isfinite(rows.target)
+    y01 = np.where(labeled, (rows.target - scale.lo) / (scale.hi - scale.lo), np.nan)
+    f01, map_info, lam = _mapped(rows, y01, score_names, method, folds, seed, notes)
+    pi = None
+    if weighted:
+        pi = (rows.inclusion_prob if rows.inclusion_prob is not None else
+              np.array([labeled[names == s].mean() for s in names]))
+    fit = _Fit(names, y01, f01, labeled, rows.items, pi, rows.strata, lam)
+    per, est01, cl01 = {}, {}, {}
+    for s in systems:
+        per[s], est01[s], cl01[s] = _system_record(
+            fit, s, alpha=alpha, plan=plan, scale=scale, has_pi=rows.inclusion_prob is not None, notes=notes)
+    pairs = _pairs(systems, fit, est01, cl01, alpha, scale, notes)
+    for p, a in zip(pairs, holm([p["p_value"] for p in pairs]) if pairs else [],
+                    strict=True):
+        p["p_adjusted"] = float(a)
+        p["significant"] = bool(a < alpha)
+    ranks = rank_sets(systems, pairs, alpha)
+    ranking = [{"system": s, "estimate": per[s]["estimate"], "ci": per[s]["ci"],
+                "ranks": list(ranks[s])}
+               for s in sorted(systems, key=lambda s: -per[s]["estimate"])]
+    return {"map": map_info, "systems": per, "pairs": pairs, "ranking": ranking}
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """The arrays every estimate reads: per row the system, the target and the mapped score
+    on [0, 1], whether labeled, the item, the design's probability (None: uniform labels)
+    and stratum; ``lam`` the method's PPI weight (None: tuned)."""
+
+    names: np.ndarray
+    y01: np.ndarray
+    f01: np.ndarray
+    labeled: np.ndarray
+    items: np.ndarray | None
+    pi: np.ndarray | None
+    strata: np.ndarray | None
+    lam: float | None
+
+
+def _enough_labels(names, labeled, strict: bool, notes: list) -> list:
+    """The systems with :data:`MIN_LABELS` labels or more (the others said, or with
+    ``strict`` an error); none at all is an error."""
     systems = sorted(set(names), key=str)
     n_lab = {s: int(labeled[names == s].sum()) for s in systems}
     few = [s for s in systems if n_lab[s] < MIN_LABELS]
@@ -471,109 +490,77 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
         raise InputError(f"no system has {MIN_LABELS} or more labeled rows (a labeled row has "
                          f"a `target`; {MIN_LABELS} is the fewest for which the intervals' "
                          f"coverage was checked); {sum(n_lab.values())} labeled rows in all")
-    use = np.isin(names, systems)
-    names, X, y, labeled = names[use], X[use], y[use], labeled[use]
-    items = None if items is None else items[use]
-    pi_all = None if pi_all is None else pi_all[use]
-    st_all = None if st_all is None else st_all[use]
-    y01 = np.where(labeled, (y - scale.lo) / (scale.hi - scale.lo), np.nan)
+    return systems
 
+
+def _mapped(rows: SystemsInputs, y01, score_names, method: str, folds: int, seed: int,
+            notes: list) -> tuple[np.ndarray, dict | None, float | None]:
+    """The cross-fitted map of the informative score columns (a copy of the label or a
+    constant column left out, said), its description, and the PPI weight (0 when no score
+    is used: the labels alone)."""
+    X, y, labeled = rows.scores, rows.target, np.isfinite(rows.target)
     lam = METHODS[method]
-    copied = _copied_columns(X, y, labeled, scores) if method != "classical" else []
+    copied = _copied_columns(X, y, labeled, score_names) if method != "classical" else []
     for j in copied:
-        notes.append(f"score column {scores[j]!r} equals the target on every labeled row "
-                     f"({int(labeled.sum())} of {int(labeled.sum())}): it looks like a copy of "
-                     "the human label, not a metric, and would shrink the interval to nothing "
-                     "without correcting the estimate; it is left out")
+        notes.append(f"score column {score_names[j]!r} equals the target on every labeled "
+                     f"row ({int(labeled.sum())} of {int(labeled.sum())}): it looks like a "
+                     "copy of the human label, not a metric, and would shrink the interval to "
+                     "nothing without correcting the estimate; it is left out")
     informative = [j for j in range(X.shape[1]) if np.ptp(X[:, j]) > 0 and j not in copied]
     for j in sorted(set(range(X.shape[1])) - set(informative) - set(copied)):
-        notes.append(f"score column {scores[j]!r} is constant ({X[0, j]:g}) on every usable "
-                     "row: it carries no information and is left out")
+        notes.append(f"score column {score_names[j]!r} is constant ({X[0, j]:g}) on every "
+                     "usable row: it carries no information and is left out")
     if not informative and method != "classical" and X.shape[1]:
         notes.append("no usable score column: the intervals are those of the labels alone")
     if method == "classical" or not informative:
-        f01, map_info = np.zeros(len(y)), None
-        lam = 0.0
+        return np.zeros(len(y)), None, 0.0
+    if labeled.sum() < 4:
+        raise InputError(f"the metric-to-human map needs at least 4 labeled rows in all; "
+                         f"got {int(labeled.sum())} (or use `method` classical)")
+    f01, map_info = cross_fit(X[:, informative], np.nan_to_num(y01), labeled, rows.items,
+                              folds, seed)
+    return f01, map_info, lam
+
+
+def _system_record(fit: _Fit, s, *, alpha, plan, scale: Scale, has_pi: bool, notes: list) -> tuple[dict, MeanEstimate, MeanEstimate]:
+    """One system's record (estimate, interval, its labels-alone twin, effective labels,
+    strata, plan) and its two estimates on [0, 1]."""
+    m, lab = fit.names == s, fit.labeled
+    yl, fl, fu = fit.y01[m & lab], fit.f01[m & lab], fit.f01[m & ~lab]
+    st_info = None
+    if fit.pi is not None:
+        e, cl, why, st_info = _weighted(np.nan_to_num(fit.y01)[m], fit.f01[m], fit.pi[m],
+                                        lab[m], None if fit.strata is None else fit.strata[m],
+                                        alpha, fit.lam, f"system {s!r}", notes)
     else:
-        X = X[:, informative]
-        if labeled.sum() < 4:
-            raise InputError(f"the metric-to-human map needs at least 4 labeled rows in all; "
-                             f"got {int(labeled.sum())} (or use `method` classical)")
-        f01, map_info = cross_fit(X, np.nan_to_num(y01), labeled, items, folds, seed)
-
-    per: dict[str, dict] = {}
-    est01: dict[str, MeanEstimate] = {}
-    cl01: dict[str, MeanEstimate] = {}
-    if weighted:
-        pi_use = (pi_all if pi_all is not None else
-                  np.array([labeled[names == s].mean() for s in names]))
-        y0 = np.nan_to_num(y01)
-    for s in systems:
-        m = names == s
-        yl, fl, fu = y01[m & labeled], f01[m & labeled], f01[m & ~labeled]
-        st_info = None
-        if weighted:
-            e, cl, why, st_info = _weighted(y0[m], f01[m], pi_use[m], labeled[m],
-                                            None if st_all is None else st_all[m], alpha, lam,
-                                            f"system {s!r}", notes)
-        else:
-            e, cl, why = guarded_estimate(yl, fl, fu, alpha, lam, f"system {s!r}", notes)
-        est01[s], cl01[s] = e, cl
-        eff = len(yl) * (cl.se / e.se) ** 2 if e.se > 0 else float("inf")
-        if weighted and e.se > 0:  # the labels a uniform design would need for this width
-            wl = 1.0 / pi_use[m & labeled]
-            var_y = float(np.sum(wl * (yl - np.sum(wl * yl) / wl.sum()) ** 2) / wl.sum()
-                          * len(yl) / max(len(yl) - 1, 1))
-            eff = var_y / e.se ** 2 if var_y > 0 else eff
-            kish = float(wl.sum() ** 2 / np.sum(wl ** 2))
-        per[s] = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)),
-                  **_native(e, scale), "lambda": e.lam, "df": e.df,
-                  "classical": _native(cl, scale), "effective_labels": float(eff),
-                  "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0, "degenerate": why}
-        if weighted:  # Kish's count of the labels' weights: what the labels are worth
-            per[s]["design_effective_labels"] = kish if e.se > 0 else float(len(yl))
-        if st_info is not None:
-            per[s]["strata"] = st_info
-        if plan is not None:
-            w = scale.hi - scale.lo
-            lam_s = e.lam
-            per[s]["plan"] = labels_for_width(
-                plan / w, alpha, float(np.var(yl, ddof=1)),
-                float(np.var(yl - lam_s * fl, ddof=1)), lam_s,
-                float(unlabeled_variance(fl, fu)), len(fu),
-                tuned=lam is None)
-            if pi_all is not None:
-                ratio = _active_plan(y0[m], f01[m], pi_use[m], labeled[m], lam_s)
-                per[s]["plan"]["design_variance_ratio"] = ratio
-                per[s]["plan"]["predicted_width_ratio"] = float(np.sqrt(ratio))
-
-    design = None
-    if weighted:
-        design = {"pi": pi_use, "strata": st_all}
-    pairs = _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
-                   notes, design)
-    adj = holm([p["p_value"] for p in pairs]) if pairs else []
-    for p, a in zip(pairs, adj, strict=True):
-        p["p_adjusted"] = float(a)
-        p["significant"] = bool(a < alpha)
-    ranks = rank_sets(systems, pairs, alpha)
-    ranking = [{"system": s, "estimate": per[s]["estimate"], "ci": per[s]["ci"],
-                "ranks": list(ranks[s])}
-               for s in sorted(systems, key=lambda s: -per[s]["estimate"])]
-    doc = {"study": "systems", "alpha": alpha, "method": method,
-           "scale": {"lo": scale.lo, "hi": scale.hi}, "target": target, "scores": scores,
-           "system_col": system_col, "item_col": item_col, "map": map_info,
-           "min_labels": MIN_LABELS, "inclusion_prob": inclusion_prob, "strata": strata,
-           "design": None if design is None else "checked: the labels match the design",
-           "estimator": ("inverse-probability-weighted (Hajek) PPI"
-                         if inclusion_prob or design is not None else
-                         "PPI") + (", stratified" if strata else ""),
-           "systems": per, "pairs": pairs, "ranking": ranking,
-           "n_rows": int(len(df)), "skipped_rows": [str(e) for e in errors.values()],
-           "warnings": notes}
+        e, cl, why = guarded_estimate(yl, fl, fu, alpha, fit.lam, f"system {s!r}", notes)
+    eff = len(yl) * (cl.se / e.se) ** 2 if e.se > 0 else float("inf")
+    if fit.pi is not None and e.se > 0:  # the labels a uniform design would need
+        wl = 1.0 / fit.pi[m & lab]
+        var_y = float(np.sum(wl * (yl - np.sum(wl * yl) / wl.sum()) ** 2) / wl.sum()
+                      * len(yl) / max(len(yl) - 1, 1))
+        eff = var_y / e.se ** 2 if var_y > 0 else eff
+    rec = {"n_labeled": int(len(yl)), "n_unlabeled": int(len(fu)), **_native(e, scale),
+           "lambda": e.lam, "df": e.df, "classical": _native(cl, scale),
+           "effective_labels": float(eff),
+           "width_ratio": (e.se / cl.se) if cl.se > 0 else 1.0, "degenerate": why}
+    if fit.pi is not None:  # Kish's count of the labels' weights: what the labels are worth
+        wl = 1.0 / fit.pi[m & lab]
+        rec["design_effective_labels"] = (float(wl.sum() ** 2 / np.sum(wl ** 2))
+                                          if e.se > 0 else float(len(yl)))
+    if st_info is not None:
+        rec["strata"] = st_info
     if plan is not None:
-        doc["plan"] = {"width": plan, "systems": {s: per[s]["plan"] for s in systems}}
-    return SystemsResult(doc, list(errors.values()), notes)
+        rec["plan"] = labels_for_width(
+            plan / (scale.hi - scale.lo), alpha, float(np.var(yl, ddof=1)),
+            float(np.var(yl - e.lam * fl, ddof=1)), e.lam, float(unlabeled_variance(fl, fu)),
+            len(fu), tuned=fit.lam is None)
+        if has_pi:
+            ratio = _active_plan(np.nan_to_num(fit.y01)[m], fit.f01[m], fit.pi[m], lab[m],
+                                 e.lam)
+            rec["plan"]["design_variance_ratio"] = ratio
+            rec["plan"]["predicted_width_ratio"] = float(np.sqrt(ratio))
+    return rec, e, cl
 
 
 def _pair_mode(n_both: int, n_a: int, n_b: int) -> tuple[bool, str]:
@@ -589,70 +576,74 @@ def _pair_mode(n_both: int, n_a: int, n_b: int) -> tuple[bool, str]:
                    "negatively correlated")
 
 
-def _pairs(systems, names, y01, f01, labeled, items, est01, cl01, alpha, lam, scale,
-           notes, design=None) -> list[dict]:
+def _pairs(systems, fit: _Fit, est01, cl01, alpha, scale: Scale, notes) -> list[dict]:
     """Every pair's difference ``a - b``: paired on the items labeled for both when there
     are enough of them (the labeled part; the items scored for both and not labeled for both
-    are the unlabeled part), unpaired otherwise. Each record says which and why. ``design``
-    (``pi``, ``strata`` per row): labels drawn with known probabilities; an item's
-    probability of being labeled for both is the smaller of its two rows' when they are
-    equal or one is 1 (an item drawn for every system at once, or a certain row); any other
-    pair of probabilities leaves the joint one unknown, and the pair is compared unpaired."""
+    are the unlabeled part), unpaired otherwise. Each record says which and why. With a
+    design (``fit.pi``): an item's probability of being labeled for both is the smaller of
+    its two rows' when they are equal or one is 1 (an item drawn for every system at once, or
+    a certain row); any other pair of probabilities leaves the joint one unknown, and the
+    pair is compared unpaired."""
+    wide = None
+    if fit.items is not None:
+        frame = pd.DataFrame({"s": fit.names, "item": fit.items, "y": fit.y01, "f": fit.f01,
+                              "pi": fit.pi, "st": fit.strata})
+        wide = {k: frame.pivot(index="item", columns="s", values=k)
+                for k in ("y", "f", "pi", "st")}
     out = []
-    if items is not None:
-        frame = pd.DataFrame({"s": names, "item": items, "y": y01, "f": f01})
-        Y = frame.pivot(index="item", columns="s", values="y")
-        F = frame.pivot(index="item", columns="s", values="f")
-        if design is not None:
-            frame["pi"] = design["pi"]
-            P = frame.pivot(index="item", columns="s", values="pi")
-            if design["strata"] is not None:
-                frame["st"] = design["strata"]
-                S = frame.pivot(index="item", columns="s", values="st")
     for a, b in itertools.combinations(systems, 2):
-        paired, n_both, n_scored = False, None, None
-        if items is None:
-            why = "no `item_col`: unpaired (the two means with their variances added)"
-        else:
-            both = F[a].notna() & F[b].notna()
-            lab = both & Y[a].notna() & Y[b].notna()
-            n_both, n_scored = int(lab.sum()), int(both.sum())
-            paired, why = _pair_mode(n_both, est01[a].n, est01[b].n)
-            if paired and design is not None:
-                pa, pb = P[a][both].to_numpy(), P[b][both].to_numpy()
-                joint_known = np.isclose(pa, pb, rtol=0, atol=1e-9) | (pa >= 1) | (pb >= 1)
-                if not joint_known.all():
-                    paired = False
-                    why = (f"{int((~joint_known).sum())} items scored for both systems had "
-                           "different probabilities of being labeled for each (rows drawn "
-                           "one by one), so the probability of an item being labeled for "
-                           "both is unknown: unpaired (the two means with their variances "
-                           "added)")
-        if paired and design is not None:
-            pj = np.minimum(P[a][both], P[b][both]).to_numpy()
-            st = None if design["strata"] is None else S[a][both].to_numpy()
-            yd = np.nan_to_num((Y[a] - Y[b])[both].to_numpy())
-            fd = (F[a] - F[b])[both].to_numpy()
-            e, cl, degenerate, _ = _weighted(yd, fd, pj, lab[both].to_numpy(), st, alpha,
-                                             lam, f"pair {a!r} - {b!r}", [])
-        elif paired:
-            yd = (Y[a] - Y[b])[lab].to_numpy()
-            fd = (F[a] - F[b])[lab].to_numpy()
-            fu = (F[a] - F[b])[both & ~lab].to_numpy()
-            e, cl, degenerate = guarded_estimate(yd, fd, fu, alpha, lam, f"pair {a!r} - {b!r}", [])
-        if paired and degenerate is not None:  # either paired estimate, no spread
-            paired = False
-            why = (f"{n_both} items labeled for both systems, but their label differences "
-                   "are all equal or predicted exactly by the score (no spread): compared "
-                   "unpaired instead")
-            notes.append(f"pair {a!r} - {b!r}: {why}")
+        paired, e, cl, why, n_both, n_scored = _paired_difference(a, b, wide, fit, est01,
+                                                                  cl01, alpha, notes)
         if not paired:
             e = difference(est01[a], est01[b], alpha)
             cl = difference(cl01[a], cl01[b], alpha)
-        rec = {"a": a, "b": b, **_native(e, scale, shift=False), "df": e.df,
-               "p_value": p_value(e), "paired": paired,
-               "pairing": "paired" if paired else "unpaired", "pairing_reason": why,
-               "n_labeled_both": n_both, "n_scored_both": n_scored}
-        rec["classical"] = _native(cl, scale, shift=False)
-        out.append(rec)
+        out.append({"a": a, "b": b, **_native(e, scale, shift=False), "df": e.df,
+                    "p_value": p_value(e), "paired": paired,
+                    "pairing": "paired" if paired else "unpaired", "pairing_reason": why,
+                    "n_labeled_both": n_both, "n_scored_both": n_scored,
+                    "classical": _native(cl, scale, shift=False)})
     return out
+
+
+def _paired_difference(a, b, wide, fit: _Fit, est01, cl01, alpha, notes) -> tuple:
+    """Pair ``a - b`` on the items labeled for both where they are enough (and, with a design,
+    the joint probability is known): ``(paired, estimate, labels-alone estimate, why,
+    n_labeled_both, n_scored_both)``; the estimates are None when unpaired."""
+    if wide is None:
+        return (False, None, None, "no `item_col`: unpaired (the two means with their "
+                "variances added)", None, None)
+    Y, F, P, S = wide["y"], wide["f"], wide["pi"], wide["st"]
+    both = F[a].notna() & F[b].notna()
+    lab = both & Y[a].notna() & Y[b].notna()
+    n_both, n_scored = int(lab.sum()), int(both.sum())
+    paired, why = _pair_mode(n_both, est01[a].n, est01[b].n)
+    if paired and fit.pi is not None:
+        pa, pb = P[a][both].to_numpy(float), P[b][both].to_numpy(float)
+        joint_known = np.isclose(pa, pb, rtol=0, atol=1e-9) | (pa >= 1) | (pb >= 1)
+        if not joint_known.all():
+            return (False, None, None, f"{int((~joint_known).sum())} items scored for both "
+                    "systems had different probabilities of being labeled for each (rows "
+                    "drawn one by one), so the probability of an item being labeled for both "
+                    "is unknown: unpaired (the two means with their variances added)",
+                    n_both, n_scored)
+    if not paired:
+        return False, None, None, why, n_both, n_scored
+    name = f"pair {a!r} - {b!r}"
+    if fit.pi is not None:
+        pj = np.minimum(P[a][both], P[b][both]).to_numpy(float)
+        st = None if fit.strata is None else S[a][both].to_numpy()
+        yd = np.nan_to_num((Y[a] - Y[b])[both].to_numpy(float))
+        fd = (F[a] - F[b])[both].to_numpy(float)
+        e, cl, degenerate, _ = _weighted(yd, fd, pj, lab[both].to_numpy(), st, alpha,
+                                         fit.lam, name, [])
+    else:
+        e, cl, degenerate = guarded_estimate(
+            (Y[a] - Y[b])[lab].to_numpy(float), (F[a] - F[b])[lab].to_numpy(float),
+            (F[a] - F[b])[both & ~lab].to_numpy(float), alpha, fit.lam, name, [])
+    if degenerate is not None:  # either paired estimate, no spread
+        why = (f"{n_both} items labeled for both systems, but their label differences "
+               "are all equal or predicted exactly by the score (no spread): compared "
+               "unpaired instead")
+        notes.append(f"{name}: {why}")
+        return False, None, None, why, n_both, n_scored
+    return True, e, cl, why, n_both, n_scored
