@@ -117,7 +117,7 @@ def test_api_fit_on_typed_frame_applies_to_text_cells(tmp_path):
     fit = df.iloc[:700].copy()
     fit["grp"] = fit["grp"].astype(float)  # 1.0, 2.0, 3.0
     rule = fit_triage(fit, target="human", score="judge", scale=(1, 5), tolerance=0.5,
-                      alpha=0.2, groups="grp")
+                      alpha=0.2, groups="grp").rule
     new = df.iloc[700:].astype(str)  # "1", "2", "3" as a text read gives them
     out = rule.apply(new)
     assert out["trusted"].mean() > 0.3
@@ -126,7 +126,7 @@ def test_api_fit_on_typed_frame_applies_to_text_cells(tmp_path):
     df2 = _table()
     p = _write(df2, tmp_path / "t.csv")
     r2 = fit_triage(p, target="human", score="judge", scale=(1, 5), tolerance=0.5,
-                    alpha=0.2, groups="grp")
+                    alpha=0.2, groups="grp").rule
     assert sorted(r2.groups) == ["01", "02", "03"]
     assert r2.apply(p)["trusted"].mean() > 0.3
 
@@ -253,7 +253,7 @@ def test_all_labels_equal_is_refused_without_library_warnings(tmp_path):
 def test_per_group_rule_that_keeps_nothing_says_why(tmp_path):
     df = _table(300, codes=[f"g{i}" for i in range(10)])
     rule = fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=0.5,
-                      alpha=0.1, groups="grp")
+                      alpha=0.1, groups="grp").rule
     assert all(v["accepted_share"] == 0 for v in rule.groups.values())
     note = " ".join(rule.warnings)
     assert "keeps nothing" in note and "calibration rows per group" in note

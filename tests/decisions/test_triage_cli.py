@@ -162,7 +162,7 @@ def test_python_twin_and_row_order(files):
     assert trusted.dtype == bool and 0 < trusted.mean() < 1
     # the split is drawn from each row's identity: a sorted table gives the same rule
     sorted_rule = fit_triage(df.sort_values("human"), target="human", score="judge",
-                             scale=(1, 5), tolerance=0.5, uncertainty="hard")
+                             scale=(1, 5), tolerance=0.5, uncertainty="hard").rule
     assert sorted_rule.threshold == est.rule_.threshold
     with pytest.raises(InputError, match="tolerance"):
         fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=5)
@@ -171,7 +171,7 @@ def test_python_twin_and_row_order(files):
 def test_saved_rule_round_trip(files, tmp_path):
     lab, unl = files
     rule = fit_triage(pd.read_csv(lab), target="human", score="judge", scale="1,5",
-                      tolerance=0.5, features="logp_*", by="knn-miss-features")
+                      tolerance=0.5, features="logp_*", by="knn-miss-features").rule
     p = rule.save(tmp_path / "r.json")
     back = load_rule(p)
     new = pd.read_csv(unl)
@@ -190,7 +190,7 @@ def test_band_width_of_a_calibrator(files, tmp_path):
     cal = api.calibrate(other, {"target": "human", "scale": "1,5", "features": ["judge", "hard"],
                                 "median": "judge"}, {"method": "cqr"})
     rule = fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=0.5,
-                      calibrator=cal, by="band-width")
+                      calibrator=cal, by="band-width").rule
     assert rule.uncertainty.name == "band-width"
     p = rule.save(tmp_path / "r.json")
     out = load_rule(p).apply(pd.read_csv(unl))
@@ -208,7 +208,7 @@ def test_cli_and_api_draw_the_same_split(files, tmp_path):
     res = run("triage", lab, *FIT, "--uncertainty", "hard", "--out", rule)
     assert res.exit_code == 0, res.output
     api_rule = fit_triage(pd.read_csv(lab), target="human", score="judge", scale=(1, 5),
-                          tolerance=0.5, uncertainty="hard")
+                          tolerance=0.5, uncertainty="hard").rule
     assert json.loads(rule.read_text())["threshold"] == pytest.approx(api_rule.threshold)
 
 

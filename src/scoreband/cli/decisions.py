@@ -185,7 +185,7 @@ def triage(
                             tolerance=tolerance, alpha=alpha, delta=delta,
                             features=features or (), groups=groups, uncertainty=uncertainty,
                             calibrator=calibrator, by=by, map=map_, train_frac=train_frac,
-                            seed=seed, id_col=id_col)
+                            seed=seed, id_col=id_col).rule
         report_rows(fitted.errors, len(df))
         for w in fitted.warnings:
             warn(w)
