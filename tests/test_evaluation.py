@@ -64,3 +64,41 @@ def test_a_band_that_adapts_is_not_called_constant():
     assert res["after"]["constant_width"] is False
     assert set(res["coverage_by_level"]["target"]) <= {"0-0.2", "0.2-0.4", "0.4-0.6",
                                                        "0.6-0.8", "0.8-1"}
+
+
+def test_evaluate_result_is_the_json_in_its_order_and_reads_back():
+    """:class:`EvaluateResult`: ``to_dict`` gives the evaluate JSON's keys in their order
+    (absent keys left out, ``delta`` None kept), ``from_dict`` reads it back; an older
+    file's missing keys stay ABSENT and unknown keys are dropped."""
+    import json
+
+    from scoreband.evaluation import ABSENT, EvaluateResult, evaluate_result
+
+    rng = np.random.default_rng(2)
+    y = rng.uniform(0, 1, 300)
+    m = np.clip(y + rng.normal(0, 0.05, 300), 0, 1)
+    pred = Predictions(m, lo=np.clip(m - 0.1, 0, 1), hi=np.clip(m + 0.1, 0, 1))
+    res = evaluate_result(pred, y, lambda seed=0: make_calibrator("crc", 0.1,
+                                                                  scale=Scale(0, 1)), seeds=2)
+    doc = res.to_dict()
+    assert list(doc)[:13] == ["method", "alpha", "n", "seeds", "cal_frac", "adjust_boundary",
+                              "theoretical_coverage", "guarantee", "delta",
+                              "coverage_below_target", "n_cal", "n_items_tested", "after"]
+    assert doc["delta"] is None and "groups" not in doc and res.groups is ABSENT
+    text = json.dumps(doc)
+    assert json.dumps(EvaluateResult.from_dict(json.loads(text)).to_dict()) == text
+    old = EvaluateResult.from_dict({"method": "split", "alpha": 0.1, "unknown": 1})
+    assert old.to_dict() == {"method": "split", "alpha": 0.1}
+    assert old.get("delta") is None and old.get("groups", {}) == {}
+    assert evaluate_splits(pred, y, lambda seed=0: make_calibrator(
+        "crc", 0.1, scale=Scale(0, 1)), seeds=2) == doc
+
+
+def test_a_tiny_delta_is_written_exactly():
+    """``--delta 1e-12`` is never printed as 0 % (or its confidence as 100 %)."""
+    from scoreband.report.evaluate import guarantee_text, share_text
+
+    assert share_text(1e-12) == "1e-12" and share_text(0.025) == "2.5 %"
+    doc = {"delta": 1e-12, "guarantee": "g", "coverage_below_target": {
+        "splits_below": 0, "splits": 10, "share": 0.0, "ci": [0.0, 0.31], "target": 0.9}}
+    assert "allows at most 1e-12 (within it)" in guarantee_text(doc)

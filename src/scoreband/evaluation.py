@@ -14,7 +14,7 @@ import inspect
 import re
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from scoreband.datatypes import Predictions
 from scoreband.errors import InputError
 
 __all__ = ["split_indices", "resplits", "build_for_split", "Split", "Tally", "evaluate_splits",
-           "summarize", "level_labels", "LEVEL_SHORTFALL"]
+           "evaluate_result", "EvaluateResult", "summarize", "level_labels", "LEVEL_SHORTFALL"]
 
 #: a level whose coverage falls more than this below 1 - alpha is warned about
 LEVEL_SHORTFALL = 0.1
@@ -35,6 +35,75 @@ LEVEL_SHORTFALL = 0.1
 WIDTH_ERROR_POINTS = 1500
 
 BAND_METRICS = ("coverage", "sharpness", "ups", "kendall_tau_c", "pearson", "spearman")
+
+
+class _Absent:
+    """A key the result does not have (``None`` is a value: ``delta`` None is the marginal
+    guarantee)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: the value of an :class:`EvaluateResult` field whose key the JSON does not have
+ABSENT = _Absent()
+
+
+@dataclass
+class EvaluateResult:
+    """What the protocol measured (:func:`evaluate_result`), and what its faces add (the
+    scale, the skipped rows, the notes, the calibration curve, the table, the provenance).
+    The fields are the keys of the evaluate JSON in its order; a field left
+    :data:`ABSENT` is a key the JSON does not have. :meth:`to_dict` gives that JSON,
+    :meth:`from_dict` reads it back (an older file's missing keys stay ABSENT; keys this
+    version does not know are dropped)."""
+
+    method: str = ABSENT
+    alpha: float = ABSENT
+    n: int = ABSENT
+    seeds: int = ABSENT
+    cal_frac: float = ABSENT
+    adjust_boundary: bool = ABSENT
+    #: the guarantee's band, for the items the conformal step used
+    theoretical_coverage: dict = ABSENT
+    #: marginal / training-conditional / per group / covariate shift only / none
+    guarantee: str | None = ABSENT
+    #: None: the marginal guarantee; else each calibration covers >= 1 - alpha with
+    #: probability >= 1 - delta
+    delta: float | None = ABSENT
+    #: the share of splits whose test coverage fell below 1 - alpha
+    coverage_below_target: dict = ABSENT
+    n_cal: int = ABSENT
+    #: the distinct items tested over all splits: what a coverage's interval may count
+    n_items_tested: int = ABSENT
+    after: dict = ABSENT
+    before: dict = ABSENT
+    groups: dict = ABSENT
+    coverage_by_level: dict = ABSENT
+    level_warnings: list = ABSENT
+    width_vs_error: dict = ABSENT
+    warnings: list = ABSENT
+    scale: dict = ABSENT
+    skipped_rows: list = ABSENT
+    notes: list = ABSENT
+    calibration_curve: list = ABSENT
+    table: str = ABSENT
+    provenance: dict = ABSENT
+
+    def to_dict(self) -> dict:
+        """The evaluate JSON: every field that is not :data:`ABSENT`, in field order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not ABSENT}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> EvaluateResult:
+        """A result from its JSON (a results file read back)."""
+        return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
+
+    def get(self, name: str, default=None):
+        """A field's value, ``default`` where it is ABSENT (or None)."""
+        v = getattr(self, name)
+        return default if v is ABSENT or v is None else v
 
 
 def split_indices(n: int, cal_frac: float, rng: np.random.Generator,
@@ -254,11 +323,17 @@ def _fit_predict(make_calibrator, pred, y01, cal, test, g_all, caught: list, see
     return cal_obj, band, pt
 
 
-def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibrator], *,
+def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibrator],
+                    **options) -> dict:
+    """:func:`evaluate_result` as the evaluate JSON (:meth:`EvaluateResult.to_dict`)."""
+    return evaluate_result(pred, y01, make_calibrator, **options).to_dict()
+
+
+def evaluate_result(pred: Predictions, y01, make_calibrator: Callable[[], Calibrator], *,
                     seeds: int = 10, cal_frac: float = 0.5, groups=None, split_keys=None,
                     adjust_boundary: bool = False, n_ratings=None, seed0: int = 0,
-                    on_split=None) -> dict:
-    """Run the protocol and return the metrics JSON (see the CLI's ``evaluate``).
+                    on_split=None) -> EvaluateResult:
+    """Run the protocol (see the CLI's ``evaluate``).
 
     Parameters
     ----------
@@ -286,46 +361,38 @@ def evaluate_splits(pred: Predictions, y01, make_calibrator: Callable[[], Calibr
             band = adjust_band(band, nr[test])
         rec.add(cal_obj, band, pt, y01[test], len(cal),
                 None if g_all is None else g_all[test], items=test)
-    out = {
-        "method": rec.method(), "alpha": rec.alpha, "n": n, "seeds": seeds,
-        "cal_frac": cal_frac, "adjust_boundary": adjust_boundary,
+    res = EvaluateResult(
+        method=rec.method(), alpha=rec.alpha, n=n, seeds=seeds, cal_frac=cal_frac,
+        adjust_boundary=adjust_boundary,
         # the guarantee's n: the items the conformal step used (learned methods train on a
         # share of the calibration half first)
-        "theoretical_coverage": M.theoretical_coverage(int(np.mean(rec.extra["n_conformal"])),
-                                                       rec.alpha, rec.delta),
-        # what that band rests on: marginal / training-conditional / per group / covariate
-        # shift only / none
-        "guarantee": rec.guarantee,
-        # None: the marginal guarantee; else each calibration covers >= 1 - alpha with
-        # probability >= 1 - delta
-        "delta": rec.delta,
-        # the measured side of it: the share of splits whose test coverage fell below
-        # 1 - alpha (at most about delta with delta; near one half for marginal bands)
-        "coverage_below_target": {**M.share_below(rec.after["coverage"], rec.alpha),
-                                  "delta": rec.delta},
-        "n_cal": int(np.mean(rec.extra["n_cal"])),
-        # the distinct items tested over all splits: what a coverage's interval may count
-        "n_items_tested": len(rec.tested),
-        "after": {k: summarize(v) for k, v in rec.after.items()},
-    }
+        theoretical_coverage=M.theoretical_coverage(int(np.mean(rec.extra["n_conformal"])),
+                                                    rec.alpha, rec.delta),
+        guarantee=rec.guarantee, delta=rec.delta,
+        # the measured side of the guarantee: at most about delta with delta; near one
+        # half for marginal bands
+        coverage_below_target={**M.share_below(rec.after["coverage"], rec.alpha),
+                               "delta": rec.delta},
+        n_cal=int(np.mean(rec.extra["n_cal"])), n_items_tested=len(rec.tested),
+        after={k: summarize(v) for k, v in rec.after.items()})
     if pred.lo is not None:
-        out["before"] = {k: summarize(v) for k, v in rec.before.items()}
-    _summarize_extra(out, rec, make_calibrator().scale.width, g_all is not None)
-    _summarize_levels(out, rec)
+        res.before = {k: summarize(v) for k, v in rec.before.items()}
+    _summarize_extra(res, rec, make_calibrator().scale.width, g_all is not None)
+    _summarize_levels(res, rec)
     # which median the agreement metrics (pearson, tau-c, UPS) of "after" were computed on
-    out["after"]["median_source"] = rec.median_source
-    warn = sorted(set(rec.warnings)) + out.get("level_warnings", [])
+    res.after["median_source"] = rec.median_source
+    warn = sorted(set(rec.warnings)) + res.get("level_warnings", [])
     if warn:
-        out["warnings"] = warn
-    return out
+        res.warnings = warn
+    return res
 
 
-def _summarize_extra(out: dict, rec: _Record, width: float, grouped: bool) -> None:
-    for part in ("before", "after"):
-        if part in out:
-            s = out[part]["sharpness"]
-            out[part]["sharpness_native"] = {"mean": s["mean"] * width, "std": s["std"] * width}
-    ex, after = rec.extra, out["after"]
+def _summarize_extra(out: EvaluateResult, rec: _Record, width: float, grouped: bool) -> None:
+    for part in (out.before, out.after):
+        if part is not ABSENT:
+            s = part["sharpness"]
+            part["sharpness_native"] = {"mean": s["mean"] * width, "std": s["std"] * width}
+    ex, after = rec.extra, out.after
     if ex["set_coverage"]:
         # union-of-intervals prediction sets (R2CCP): their own coverage and total length,
         # beside the hull reported as the band
@@ -340,8 +407,8 @@ def _summarize_extra(out: dict, rec: _Record, width: float, grouped: bool) -> No
     after["fallback_rate"] = summarize(ex["fallback_rate"])
     if grouped:
         after["worst_group_coverage"] = summarize(ex["worst_group_coverage"])
-        out["groups"] = {g: _group_summary(d, rec.group_items.get(g))
-                         for g, d in sorted(rec.per_group.items())}
+        out.groups = {g: _group_summary(d, rec.group_items.get(g))
+                      for g, d in sorted(rec.per_group.items())}
 
 
 def _group_summary(d: dict, items: set | None) -> dict:
@@ -390,7 +457,7 @@ def _level_key(name: str) -> float:
     return float(m.group()) if m else float("inf")
 
 
-def _summarize_levels(out: dict, rec: _Record) -> None:
+def _summarize_levels(out: EvaluateResult, rec: _Record) -> None:
     """``coverage_by_level`` (by the target's level and by the calibrated median's, each
     level's coverage with its Clopper-Pearson interval on distinct items, as the groups'),
     ``width_vs_error`` (the report's figure) and the warnings for levels more than
@@ -403,7 +470,7 @@ def _summarize_levels(out: dict, rec: _Record) -> None:
         names = sorted(rec.levels[kind], key=_level_key)
         by[kind] = {g: _group_summary(rec.levels[kind][g], rec.level_items[kind].get(g))
                     for g in names}
-    out["coverage_by_level"] = by
+    out.coverage_by_level = by
     warns = []
     for kind in ("target", "predicted"):
         for g, v in by[kind].items():
@@ -411,14 +478,14 @@ def _summarize_levels(out: dict, rec: _Record) -> None:
             if c < nominal - LEVEL_SHORTFALL:
                 warns.append(_level_warning(kind, g, v, nominal))
     if warns:
-        out["level_warnings"] = warns
+        out.level_warnings = warns
     err = np.concatenate([e for e, _, _ in rec.err_width])
     wid = np.concatenate([w for _, w, _ in rec.err_width])
     cov = np.concatenate([c for _, _, c in rec.err_width])
-    out["width_vs_error"] = _width_vs_error(err, wid, cov)
+    out.width_vs_error = _width_vs_error(err, wid, cov)
     # a band of one width for every item, cut only at the scale's ends: its UPS (correlation
     # of width and error) comes from the cutting, not from bands that adapt to the error
-    out["after"]["constant_width"] = bool(rec.constant_inside and all(rec.constant_inside))
+    out.after["constant_width"] = bool(rec.constant_inside and all(rec.constant_inside))
 
 
 #: the remedy the warnings offer: calibration per level of the point score, whose bins are

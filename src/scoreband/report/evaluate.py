@@ -20,7 +20,7 @@ from scoreband.report.schema import Measured, Pair, ScaleM, Stat, StrictModel
 from scoreband.report.sections import ReportSection
 from scoreband.textsafe import fig as label
 
-__all__ = ["evaluate_section", "EvaluateDoc", "REPORT_SECTION"]
+__all__ = ["evaluate_section", "EvaluateDoc", "REPORT_SECTION", "guarantee_text", "share_text"]
 
 
 def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str, list]:
@@ -103,15 +103,15 @@ def _width_error_figure(we: dict, unit: str, constant: bool) -> str:
                label="items (a sample of every split's test side)")
     b = we["bins"]
     if b:
-        x = [(r["error_lo"] + r["error_hi"]) / 2 for r in b]
-        m = np.array([r["width_mean"] for r in b])
-        q = np.array([[r["width_q25"], r["width_q75"]] for r in b])
+        x = [(r['error_lo'] + r['error_hi']) / 2 for r in b]
+        m = np.array([r['width_mean'] for r in b])
+        q = np.array([[r['width_q25'], r['width_q75']] for r in b])
         ax.errorbar(x, m, yerr=np.vstack([np.maximum(m - q[:, 0], 0),
                                           np.maximum(q[:, 1] - m, 0)]),
                     fmt="o-", color="#1a365d", capsize=3,
                     label="mean width per error bin (bar: quartiles)")
         # the error a band of that width can hold: half its width (a centred band)
-        top = max(r["error_hi"] for r in b)
+        top = max(r['error_hi'] for r in b)
         ax.plot([0, top], [0, 2 * top], color="#9b2c2c", ls=":", lw=1,
                 label="width = 2 x error (below: the centred band misses)")
         ax.set_ylim(0, max(max(we["width"], default=0), float(m.max())) * 1.1 + 1e-9)
@@ -191,16 +191,29 @@ def _usefulness(width: float, sc: dict) -> str:
             f"{sc['lo']:g}-{sc['hi']:g}, {share:.0%} of the scale: {what}.")
 
 
+def share_text(d: float) -> str:
+    """A small probability as written: a percentage where two decimals hold it exactly
+    (``5 %``, ``2.5 %``), else the number itself (``1e-12``), never rounded to ``0 %``.
+
+    >>> share_text(0.05), share_text(0.025), share_text(1e-12)
+    ('5 %', '2.5 %', '1e-12')
+    """
+    pct = 100 * d
+    exact = pct >= 0.01 and abs(round(pct, 2) - pct) <= 1e-9 * pct
+    return f"{pct:g} %" if exact else f"{d:g}"
+
+
 def guarantee_text(doc: dict) -> str | None:
     """The guarantee the bands make and how the splits measured it: the share of splits
     whose test coverage fell below 1 - alpha (``coverage_below_target``); None for an
     evaluate JSON written before it was measured."""
-    below = doc.get("coverage_below_target")
+    r = doc
+    below = r.get("coverage_below_target")
     if not below:
         return None
-    d = doc.get("delta")
+    d = r.get("delta")
     k, n, ci = below["splits_below"], below["splits"], below.get("ci") or [None, None]
-    head = f"Guarantee: {doc['guarantee']}." if doc.get("guarantee") else ""
+    head = f"Guarantee: {r['guarantee']}." if r.get("guarantee") else ""
     measured = (f" Measured: {k} of {n} splits ({below['share']:.0%}, 95 % CI "
                 f"{fmt(ci[0], 2)}-{fmt(ci[1], 2)}) covered less than {below['target']:.0%} of "
                 "their test items")
@@ -208,7 +221,7 @@ def guarantee_text(doc: dict) -> str | None:
         where = ("within it" if below["share"] <= d else
                  "above it, within sampling error" if ci[0] is not None and ci[0] <= d else
                  "above it, beyond sampling error")
-        measured += f"; the guarantee allows at most {d:.0%} ({where})"
+        measured += f"; the guarantee allows at most {share_text(d)} ({where})"
     else:
         measured += (" (marginal bands cover 1 - alpha on average over calibrations, so about "
                      "half of them fall below it; --delta bounds that share)")
@@ -217,119 +230,158 @@ def guarantee_text(doc: dict) -> str | None:
             "same rows: an indication, not a test of the guarantee.")
 
 
-def evaluate_section(doc: dict) -> dict:
-    a, tc = doc["after"], doc["theoretical_coverage"]
-    target, sc = 1 - doc["alpha"], doc["scale"]
-    unit = f"{sc['lo']:g}-{sc['hi']:g}"
-    span = sc["hi"] - sc["lo"]
-    splits = f"{doc['method']} at alpha {doc['alpha']:g}, {doc['seeds']} splits"
+def _verdict(r: dict) -> str:
+    """The section's one-line verdict: coverage, width, delta's share, the worst level."""
+    a, tc, target = r['after'], r['theoretical_coverage'], 1 - r['alpha']
+    sc = r['scale']
     verdict = (f"{target:.0%} bands cover {a['coverage']['mean']:.3f} of held-out items "
                f"(theoretical band {tc['low']:.3f}-{tc['high']:.3f}); mean width "
-               f"{a['sharpness_native']['mean']:.2f} on {unit}")
-    blocks = []
-    below = doc.get("coverage_below_target")
-    if below and doc.get("delta") is not None:
-        verdict += (f"; with delta {doc['delta']:g}, {below['splits_below']} of "
+               f"{a['sharpness_native']['mean']:.2f} on {sc['lo']:g}-{sc['hi']:g}")
+    below = r.get("coverage_below_target")
+    if below and r.get("delta") is not None:
+        verdict += (f"; with delta {r['delta']:g}, {below['splits_below']} of "
                     f"{below['splits']} splits below {target:.0%}")
-    text = guarantee_text(doc)
-    if text:
-        blocks.append({"kind": "text", "text": text})
-    by = doc.get("coverage_by_level") or {}
+    by = r.get("coverage_by_level", {})
     low = [(k, g, v["coverage"]["mean"]) for k in ("target", "predicted")
            for g, v in (by.get(k) or {}).items() if v["coverage"]["mean"] < target - 0.1]
     if low:
         k, g, c = min(low, key=lambda t: t[2])
         verdict += (f"; but items {'whose human score is' if k == 'target' else 'predicted'} "
                     f"at level {g} are covered only {c:.3f}")
-    if doc.get("calibration_curve"):
-        blocks.append(fig_block(_curve_figure(doc["calibration_curve"], doc["alpha"], tc),
-                           f"Calibration curve ({doc['method']}): empirical coverage of "
-                           "held-out items against the nominal 1 - alpha, each point with "
-                           "its 95 % Clopper-Pearson interval on the distinct items tested "
-                           f"(alpha {doc['alpha']:g}: its {doc['seeds']} splits; the others "
-                           "at most 3 splits each). On the dashed line the bands are exactly "
-                           "calibrated; above it they over-cover (ties of discrete targets), "
-                           "below it they under-cover. The green bar: the theoretical band."))
-    if by:
-        blocks.append(fig_block(_levels_figure(by, target),
-                           "Coverage where it matters: by the human score's level (left) and "
-                           "by the level the calibrated median predicts (right), each with "
-                           "its 95 % Clopper-Pearson interval on distinct items; red: more "
-                           "than 0.1 below the nominal coverage. Split-conformal bands hold "
-                           "on average over levels, not at each: an auditor cannot trust a "
-                           "red level. Remedy (per predicted level): --mondrian-by predicted "
-                           "(or --mondrian --groups on a column of the rounded point "
-                           "score)."))
-        rows = [[f"{'human score' if k == 'target' else 'predicted'} {g}",
-                 v.get("n_items", v["n"]), fmt(v["coverage"]["mean"]),
-                 f"{fmt((v.get('ci') or [None, None])[0])}-{fmt((v.get('ci') or [None, None])[1])}",
-                 fmt(v["sharpness"]["mean"] * span, 2)]
-                for k in ("target", "predicted") for g, v in (by.get(k) or {}).items()]
-        blocks.append(table_block(["level", "items", "coverage", "95 % CI",
-                              f"width (points on {unit})"], rows,
-                             "Coverage by level"))
-    we = doc.get("width_vs_error")
-    constant = bool(a.get("constant_width"))
-    if we and we.get("bins"):
-        ups = (a.get("ups") or {}).get("mean")
-        blocks.append(fig_block(_width_error_figure(we, unit, constant),
-                           f"Is the band wide where the score is wrong? Band width against "
-                           f"the absolute error of the calibrated median, every test item of "
-                           f"every split ({splits}). Bands that adapt rise to the right"
-                           + (f" (UPS, their correlation: {ups:.3f})" if ups is not None
-                              and not constant else "")
-                           + "; items above the red dotted line's reach are missed by a "
-                             "centred band."))
-    if doc.get("groups"):
-        svg, rows = _group_coverage_figure(doc["groups"], doc["seeds"], target)
-        worst = min(rows, key=lambda r: r[2])
-        widest = max(doc["groups"], key=lambda g: doc["groups"][g]["sharpness"]["mean"])
-        verdict += (f"; least covered group {worst[0]} ({worst[2]:.3f}, 95 % CI "
-                    f"{worst[3]:.3f}-{worst[4]:.3f}); widest group {widest}")
-        blocks.append(fig_block(svg, "Coverage per group against the target, with the 95 % "
-                                "Clopper-Pearson interval on the group's distinct items "
-                                "(red: the interval lies below the target)."))
-        widths = {g: doc["groups"][g]["sharpness"]["mean"] * span for g in doc["groups"]}
-        blocks.append(fig_block(_group_map_figure(rows, widths, target, span, unit),
-                           "Reliability map of the groups: mean band width per group in "
-                           "points, and its coverage. Green: covered and at most half the "
-                           "scale wide (the scores can be trusted to tell low from high); "
-                           "orange: covered but too wide to say much; red: under-covered "
-                           "(the interval lies below the target)."))
+    return verdict
 
-        def points(d):  # a [0, 1] width in points of the native scale
-            return {k: d[k] * span for k in ("mean", "std") if k in d}
 
-        blocks.append(table_block(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]",
-                              f"width (points on {unit})"],
-                             [[g, n, fmt(c), f"{fmt(lo)}-{fmt(hi)}",
-                               mean_std(doc["groups"][g]["sharpness"]),
-                               mean_std(points(doc["groups"][g]["sharpness"]))]
-                              for g, n, c, lo, hi in rows]))
-    if a.get("width_quantiles"):
-        blocks.append(fig_block(_width_quantile_figure(a["width_quantiles"], unit,
-                                                  a["sharpness_native"]["mean"]),
-                           f"Distribution of the calibrated band widths ({splits}) over "
-                           "every test item of every split."))
-    blocks.append({"kind": "text", "text": _usefulness(a["sharpness_native"]["mean"], sc)})
+def _curve_block(r: dict) -> dict:
+    return fig_block(_curve_figure(r['calibration_curve'], r['alpha'], r['theoretical_coverage']),
+                     f"Calibration curve ({r['method']}): empirical coverage of held-out items "
+                     "against the nominal 1 - alpha, each point with its 95 % "
+                     "Clopper-Pearson interval on the distinct items tested (alpha "
+                     f"{r['alpha']:g}: its {r['seeds']} splits; the others at most 3 splits each). "
+                     "On the dashed line the bands are exactly calibrated; above it they "
+                     "over-cover (ties of discrete targets), below it they under-cover. The "
+                     "green bar: the theoretical band.")
+
+
+def _level_blocks(by: dict, target: float, span: float, unit: str) -> list[dict]:
+    """Coverage by level: the figure and the table."""
+    fig = fig_block(_levels_figure(by, target),
+                    "Coverage where it matters: by the human score's level (left) and by the "
+                    "level the calibrated median predicts (right), each with its 95 % "
+                    "Clopper-Pearson interval on distinct items; red: more than 0.1 below "
+                    "the nominal coverage. Split-conformal bands hold on average over "
+                    "levels, not at each: an auditor cannot trust a red level. Remedy (per "
+                    "predicted level): --mondrian-by predicted (or --mondrian --groups on a "
+                    "column of the rounded point score).")
+
+    def ci(v):
+        lo, hi = v.get("ci") or [None, None]
+        return f"{fmt(lo)}-{fmt(hi)}"
+
+    rows = [[f"{'human score' if k == 'target' else 'predicted'} {g}",
+             v.get("n_items", v["n"]), fmt(v["coverage"]["mean"]), ci(v),
+             fmt(v["sharpness"]["mean"] * span, 2)]
+            for k in ("target", "predicted") for g, v in (by.get(k) or {}).items()]
+    return [fig, table_block(["level", "items", "coverage", "95 % CI",
+                              f"width (points on {unit})"], rows, "Coverage by level")]
+
+
+def _width_error_block(r: dict, splits: str, unit: str) -> dict:
+    a, constant = r['after'], bool(r['after'].get("constant_width"))
+    ups = (a.get("ups") or {}).get("mean")
+    return fig_block(_width_error_figure(r['width_vs_error'], unit, constant),
+                     f"Is the band wide where the score is wrong? Band width against the "
+                     f"absolute error of the calibrated median, every test item of every "
+                     f"split ({splits}). Bands that adapt rise to the right"
+                     + (f" (UPS, their correlation: {ups:.3f})" if ups is not None
+                        and not constant else "")
+                     + "; items above the red dotted line's reach are missed by a centred "
+                       "band.")
+
+
+def _group_blocks(groups: dict, seeds: int, target: float, span: float,
+                  unit: str) -> tuple[str, list[dict]]:
+    """The groups' verdict clause, their coverage figure, reliability map and table."""
+    fig, rows = _group_coverage_figure(groups, seeds, target)
+    worst = min(rows, key=lambda r: r[2])
+    widest = max(groups, key=lambda g: groups[g]["sharpness"]["mean"])
+    clause = (f"; least covered group {worst[0]} ({worst[2]:.3f}, 95 % CI "
+              f"{worst[3]:.3f}-{worst[4]:.3f}); widest group {widest}")
+    widths = {g: groups[g]["sharpness"]["mean"] * span for g in groups}
+
+    def points(d):  # a [0, 1] width in points of the native scale
+        return {k: d[k] * span for k in ("mean", "std") if k in d}
+
+    return clause, [
+        fig_block(fig, "Coverage per group against the target, with the 95 % "
+                       "Clopper-Pearson interval on the group's distinct items (red: the "
+                       "interval lies below the target)."),
+        fig_block(_group_map_figure(rows, widths, target, span, unit),
+                  "Reliability map of the groups: mean band width per group in points, and "
+                  "its coverage. Green: covered and at most half the scale wide (the scores "
+                  "can be trusted to tell low from high); orange: covered but too wide to "
+                  "say much; red: under-covered (the interval lies below the target)."),
+        table_block(["group", "items (pooled)", "coverage", "95 % CI", "width [0, 1]",
+                     f"width (points on {unit})"],
+                    [[g, n, fmt(c), f"{fmt(lo)}-{fmt(hi)}", mean_std(groups[g]["sharpness"]),
+                      mean_std(points(groups[g]["sharpness"]))]
+                     for g, n, c, lo, hi in rows])]
+
+
+def _metric_blocks(r: dict, unit: str) -> list[dict]:
+    """The before / after table (UPS left out, and said why, for one width for all)."""
+    a, constant = r['after'], bool(r['after'].get("constant_width"))
+    before = r.get("before", {})
     metrics = ("coverage", "sharpness", "sharpness_native", "ups", "kendall_tau_c",
                "pearson", "spearman")
     names = {"sharpness": "sharpness (width on [0, 1])",
              "sharpness_native": f"width (points on {unit})"}
     if constant:  # UPS of one width cut at the ends: an artefact, left out
         metrics = tuple(m for m in metrics if m != "ups")
-    rows = [[names.get(m, m), mean_std(doc.get("before", {}).get(m)), mean_std(a.get(m))]
-            for m in metrics if m in a or m in doc.get("before", {})]
-    blocks.append(table_block(["metric", "before calibration", "after calibration"], rows,
-                         f"{doc['method']}, alpha {doc['alpha']}, n = {doc['n']}, "
-                         f"{doc['seeds']} splits (mean ± standard deviation over the "
-                         "splits)"))
+    rows = [[names.get(m, m), mean_std(before.get(m)), mean_std(a.get(m))]
+            for m in metrics if m in a or m in before]
+    out = [table_block(["metric", "before calibration", "after calibration"], rows,
+                       f"{r['method']}, alpha {r['alpha']}, n = {r['n']}, {r['seeds']} splits (mean ± "
+                       "standard deviation over the splits)")]
     if constant:
-        blocks.append({"kind": "text", "text": (
-            f"UPS is left out: {doc['method']} gives every band the same width, cut only "
-            "at the scale's ends, so a correlation of width and error would come from that "
+        out.append({"kind": "text", "text": (
+            f"UPS is left out: {r['method']} gives every band the same width, cut only at the "
+            "scale's ends, so a correlation of width and error would come from that "
             "cutting, not from bands that adapt to the error.")})
-    return {"title": f"evaluate: {doc.get('table', '')}", "verdict": verdict + ".",
+    return out
+
+
+def evaluate_section(doc: dict) -> dict:
+    """The section of an evaluate JSON (the keys of
+    :class:`scoreband.evaluation.EvaluateResult`)."""
+    r = doc
+    a, target, sc = r['after'], 1 - r['alpha'], r['scale']
+    unit = f"{sc['lo']:g}-{sc['hi']:g}"
+    span = sc["hi"] - sc["lo"]
+    splits = f"{r['method']} at alpha {r['alpha']:g}, {r['seeds']} splits"
+    verdict = _verdict(r)
+    blocks = []
+    text = guarantee_text(r)
+    if text:
+        blocks.append({"kind": "text", "text": text})
+    if r.get("calibration_curve"):
+        blocks.append(_curve_block(r))
+    by = r.get("coverage_by_level", {})
+    if by:
+        blocks += _level_blocks(by, target, span, unit)
+    if (r.get("width_vs_error") or {}).get("bins"):
+        blocks.append(_width_error_block(r, splits, unit))
+    if r.get("groups"):
+        clause, more = _group_blocks(r['groups'], r['seeds'], target, span, unit)
+        verdict += clause
+        blocks += more
+    if a.get("width_quantiles"):
+        blocks.append(fig_block(_width_quantile_figure(a["width_quantiles"], unit,
+                                                       a["sharpness_native"]["mean"]),
+                                f"Distribution of the calibrated band widths ({splits}) over "
+                                "every test item of every split."))
+    blocks.append({"kind": "text", "text": _usefulness(a["sharpness_native"]["mean"], sc)})
+    blocks += _metric_blocks(r, unit)
+    return {"title": f"evaluate: {r.get('table', '')}", "verdict": verdict + ".",
             "blocks": blocks}
 
 
