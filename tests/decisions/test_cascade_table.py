@@ -118,6 +118,27 @@ def test_bad_rows_are_reported_and_skipped():
     assert res.table.loc[3, "decided_by"] != "cheap"
 
 
+def test_a_rule_of_the_one_base_chunks_agree(tmp_path):
+    """The cascade rule is a registered :class:`Rule`: the one ``load_rule`` reads its
+    file, and chunk by chunk (the row engine's way) it decides as on the whole table, with
+    its row errors named by their row in the table."""
+    from scoreband.decisions.rule import Rule, load_rule
+
+    res = cascade(_table(600), JUDGES, "human", 0.1, 0.1)
+    rule = load_rule(res.rule.save(tmp_path / "r.json"))
+    assert isinstance(rule, Rule) and rule.to_dict() == res.rule.to_dict()
+    new = _table(200, seed=9)
+    new.loc[150, "mid_p"] = "x"
+    whole = rule.apply(new)
+    parts = [rule.decide_frame(new.iloc[a:b].reset_index(drop=True), a)
+             for a, b in ((0, 120), (120, 200))]
+    for col in ("decided_by", "decided_answer", "cascade_error"):
+        assert whole[col].tolist() == [*parts[0].columns[col], *parts[1].columns[col]]
+    assert [e.row for e in parts[1].errors] == ["151 (id=r150)"]
+    assert rule.last_errors[0].position == 150
+    assert rule.predict(new).tolist() == (whole["decided_by"] != "human").tolist()
+
+
 def test_bad_input_names_the_fix():
     df = _table(300)
     with pytest.raises(InputError, match="'nope'.*not in the table; available"):

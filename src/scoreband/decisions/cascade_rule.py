@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from scoreband.decisions.cascade import VIEWS, apply_cascade, fit_cascade, stage_views
+from scoreband.decisions.rule import Decision, Rule, register_rule
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 
 __all__ = ["Judge", "CascadeRule", "CascadeResult", "cascade", "load_cascade_rule",
@@ -229,12 +230,15 @@ def _source_cells(df: pd.DataFrame, judges, codes, stage, verdict) -> np.ndarray
 
 
 # ------------------------------------------------------------------ the rule
-@dataclass
-class CascadeRule:
+@register_rule
+@dataclass(eq=False)
+class CascadeRule(Rule):
     """A fitted cascade: the ``judges`` (cheapest first), the ``view`` of their verdicts
     (``own`` or ``joint``), the ``stages`` allowed to decide and the ``threshold`` on their
     stated error; ``n_classes`` (answers the joint view weighs), ``alpha`` (the risk),
-    ``delta``, ``costs`` and the fit's ``report``."""
+    ``delta``, ``costs``, ``human_cost`` and the fit's ``report``. A :class:`Rule`: its
+    file is read by :func:`scoreband.decisions.rule.load_rule` too, and ``apply(table)``
+    runs the one rule stage on the row engine."""
 
     format = CASCADE_FORMAT
     version = CASCADE_VERSION
@@ -269,28 +273,31 @@ class CascadeRule:
         names = np.array([j.name for j in self.judges] + [HUMAN], dtype=object)
         verdict = V[np.arange(len(df)), np.maximum(stage, 0)] if len(df) else V[:, 0]
         why = np.full(len(df), "", dtype=object)
-        for e in errors:
-            why[e.position - offset] = f"column {e.column!r}: {e.reason}"
+        for e in errors:  # positions in this chunk
+            why[e.position] = f"column {e.column!r}: {e.reason}"
         return ({DECIDED_BY: names[np.where(stage >= 0, stage, len(self.judges))],
                  DECIDED_ANSWER: _source_cells(df, self.judges, codes, stage, verdict),
                  self.error_column: why}, errors)
 
+    def decide_frame(self, df: pd.DataFrame, offset: int = 0) -> Decision:
+        """The rule's columns for the chunk ``df`` (the row engine's stage calls it)."""
+        cols, errors = self.decide_columns(df, offset)
+        return Decision(cols, errors, len(df),
+                        {"decided": int((cols[DECIDED_BY] != HUMAN).sum())})
+
     def decide(self, table) -> CascadeResult:
         """Every row and column of ``table`` (a DataFrame, or a path: its cells read as
-        text) with the rule's columns added."""
-        from scoreband.engine.rows import check_added_columns
-        from scoreband.tables import read_table
+        text) with the rule's columns added, through the one rule stage
+        (:meth:`Rule.apply`); a table that already has one of them is refused."""
+        out = self.apply(table)
+        return CascadeResult(self, out, list(self.last_errors), list(self.last_warnings))
 
-        df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
-        check_added_columns(df.columns, [*self.outputs(), self.error_column])
-        cols, errors = self.decide_columns(df)
-        return CascadeResult(self, df.assign(**cols), errors)
+    def predict(self, table) -> np.ndarray:
+        """Whether a judge decides each row of ``table`` (bool (n,))."""
+        return (self.apply(table)[DECIDED_BY] != HUMAN).to_numpy()
 
     def to_dict(self) -> dict:
-        from scoreband._version import __version__
-
-        return {"format": self.format, "format_version": self.version,
-                "scoreband_version": __version__,
+        return {**self.head(),
                 "judges": [{"name": j.name, "confidence": j.confidence, "answer": j.answer}
                            for j in self.judges],
                 "view": self.view, "stages": list(self.stages), "threshold": self.threshold,
@@ -320,12 +327,6 @@ class CascadeRule:
                    human_cost=key("human_cost", _cost, default=0.0),
                    report=key("report", as_mapping, default={}))
 
-    def save(self, path) -> Path:
-        """Write the rule as JSON (:func:`load_cascade_rule` reads it back)."""
-        from scoreband.json_io import write_json
-
-        write_json(path, self.to_dict())
-        return Path(path)
 
 
 def _stage_index(v, S: int) -> int:
