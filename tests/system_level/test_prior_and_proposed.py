@@ -14,9 +14,10 @@ import pytest
 
 from scoreband.cli import app
 from scoreband.errors import InputError
+from scoreband.system_level.active import certain_and_drawn
 from scoreband.system_level.ppi import MeanEstimate, t_crit
 from scoreband.system_level.propose import propose_labels
-from scoreband.system_level.study import _certain_and_drawn, systems_study
+from scoreband.system_level.study import systems_study
 from tests.conftest import runner
 
 
@@ -79,7 +80,7 @@ def test_the_combination_is_never_wider_than_the_certain_labels_beyond_the_t_rat
         pi = np.where(np.arange(n_rows) < n_cert, 1.0, rng.uniform(0.02, 0.3, n_rows))
         lab = (np.arange(n_rows) < n_cert) | (rng.random(n_rows) < pi)
         lab[n_cert:n_cert + 2] = True
-        e = _certain_and_drawn(y, f, pi, lab, 0.05, None)
+        e = certain_and_drawn(y, f, pi, lab, 0.05, None)
         from scoreband.system_level.ppi import ppi_mean
 
         a = ppi_mean(y[lab & (pi >= 1)], f[lab & (pi >= 1)], f[~(lab & (pi >= 1))], 0.05)

@@ -19,7 +19,7 @@ weighting makes these labels a draw of the design):
 
 Rows labeled before the proposal keep probability 1: ``systems`` estimates the mean from them
 (a uniform sample, as without a design) and from the drawn rows (weighted by ``1 / pi``)
-separately and combines the two (:func:`scoreband.system_level.study._certain_and_drawn`).
+separately and combines the two (:func:`scoreband.system_level.active.certain_and_drawn`).
 """
 
 from __future__ import annotations

@@ -34,8 +34,9 @@ from scoreband.datatypes import Scale
 from scoreband.errors import InputError
 from scoreband.report.result import StudyResult
 from scoreband.system_level.active import (
-    active_mean,
-    stratified,
+    MIN_STRATUM_LABELS,
+    design_variance_ratio,
+    weighted_estimate,
 )
 from scoreband.system_level.ppi import (
     MIN_LABELS,
@@ -47,9 +48,7 @@ from scoreband.system_level.ppi import (
     p_value,
     ppi_mean,
     rank_sets,
-    t_crit,
     unlabeled_variance,
-    welch_df,
     worst_case_mean,
 )
 
@@ -66,11 +65,6 @@ METHODS = {"ppi++": None, "ppi": 1.0, "classical": 0.0}
 #: ``n_both > n (1 - rho)``, rho the within-item correlation of the two systems' labels:
 #: one half is the break-even at rho = 0.5.
 MIN_PAIRED_FRACTION = 0.5
-#: a stratum of a system (or pair) with fewer labels is pooled with the other small ones;
-#: the choice reads the counts only. Simulated (tests/system_level/test_active.py), stratified
-#: active PPI++ covered 0.90 at nominal 0.95 with 4 labels in the smallest stratum and
-#: 0.96-0.98 from 9-11 on
-MIN_STRATUM_LABELS = 8
 #: the predicted width ratio active / uniform below which ``plan`` says active labeling pays
 ACTIVE_PAYS = 0.95
 
@@ -206,109 +200,6 @@ def guarded_estimate(yl, fl, fu, alpha, lam, name, notes
     return e, cl, None
 
 
-def _pooled_strata(st, labeled) -> tuple[np.ndarray, list[str]]:
-    """Strata with fewer than :data:`MIN_STRATUM_LABELS` labels pooled into one; a pool still
-    too small joins the stratum with the most labels. Reads the counts only."""
-    st = np.asarray(st, dtype=object).copy()
-    names = np.unique(st)
-    counts = {k: int(labeled[st == k].sum()) for k in names}
-    small = [k for k in names if counts[k] < MIN_STRATUM_LABELS]
-    if not small:
-        return st, []
-    pool = "(pooled: " + ", ".join(map(str, small)) + ")"
-    st[np.isin(st, small)] = pool
-    if sum(counts[k] for k in small) < MIN_STRATUM_LABELS:
-        big = [k for k in names if k not in small]
-        if big:
-            target = max(big, key=lambda k: counts[k])
-            st[st == pool] = target
-            pool = f"{target} (with {', '.join(map(str, small))})"
-            st[st == target] = pool
-    return st, [str(k) for k in small]
-
-
-def _certain_and_drawn(y, f, pi, labeled, alpha, lam) -> MeanEstimate:
-    """One mean from labels of two kinds: rows labeled with certainty (probability 1: the
-    labels that existed before a proposal, a uniform sample as ``systems`` without a design
-    assumes) and rows drawn with probabilities below 1. Each kind gives its own estimate of
-    the mean - PPI++ on the certain labels (every other row unlabeled), the weighted PPI++
-    of :func:`active_mean` on the drawn ones - and the two are combined with the
-    inverse-variance weight ``v_B / (v_A + v_B)``: the combined variance
-    ``v_A v_B / (v_A + v_B)`` is below either, so the interval is never wider than the
-    certain labels' own beyond the ratio of the t quantiles (Welch degrees of freedom).
-    Weighting the few drawn labels by ``1 / pi`` beside certain labels of weight 1 in one
-    Hajek mean instead let 30 drawn labels outweigh 50 certain ones (THumB-like: intervals
-    0.38-0.52 wide where the 50 alone gave 0.32). With one kind only: that kind's
-    estimate."""
-    cert = labeled & (pi >= 1)
-    drawn = pi < 1
-    if cert.sum() < MIN_LABELS or (labeled & drawn).sum() < 2:
-        return active_mean(y, f, pi, labeled, alpha, lam)
-    a = (ppi_mean(y[cert], f[cert], f[~cert], alpha, lam) if lam != 0.0 else
-         classical_mean(y[cert], alpha))
-    b = active_mean(y[drawn], f[drawn], pi[drawn], labeled[drawn], alpha, lam)
-    va, vb = a.se ** 2, b.se ** 2
-    g = vb / (va + vb) if va + vb > 0 else 0.5
-    est = g * a.estimate + (1 - g) * b.estimate
-    se = float(np.sqrt(g ** 2 * va + (1 - g) ** 2 * vb))
-    df = welch_df(g * a.se, a.df, (1 - g) * b.se, b.df)
-    h = float(t_crit(alpha, df)) * se
-    return MeanEstimate(est, se, (est - h, est + h), g * a.lam + (1 - g) * b.lam,
-                        int(labeled.sum()), int((~labeled).sum()), df)
-
-
-def _weighted(y, f, pi, labeled, st, alpha, lam, name, notes) -> tuple:
-    """One system's (or paired difference's) estimate from labels drawn with probabilities
-    ``pi`` (inverse-probability-weighted, self-normalised PPI++; :mod:`.active`), stratified
-    by ``st`` when given; its labels-alone counterpart (``lam = 0``, same weights); why it is
-    degenerate (None) and the per-stratum records."""
-    why = None
-    yl = y[labeled]
-    if np.ptp(yl) == 0:
-        why = (f"{name}: its {len(yl)} labels are all equal (no spread in the labels): the "
-               "interval uses the largest variance a target on the scale can have instead")
-        notes.append(why)
-    if st is None:
-        parts = [(None, np.ones(len(y), bool))]
-    else:
-        st, small = _pooled_strata(st, labeled)
-        if small:
-            notes.append(f"{name}: strata {', '.join(small)} have fewer than "
-                         f"{MIN_STRATUM_LABELS} labels each and are pooled")
-        parts = [(k, st == k) for k in np.unique(st)]
-    est, cls, recs = [], [], {}
-    for k, m in parts:
-        e = (_certain_and_drawn(y[m], f[m], pi[m], labeled[m], alpha, lam)
-             if lam != 0.0 and why is None else None)
-        cl = _certain_and_drawn(y[m], f[m], pi[m], labeled[m], alpha, 0.0)
-        if e is not None and e.lam > 0 and np.ptp((y - e.lam * f)[m & labeled]) < 1e-12:
-            why = (f"{name}: the mapped score predicts every label exactly (no spread in the "
-                   "residuals): the labels alone are used")
-            notes.append(why)
-            e = None
-        est.append((int(m.sum()), e if e is not None else cl))
-        cls.append((int(m.sum()), cl))
-        if k is not None:
-            recs[str(k)] = {"n_rows": int(m.sum()), "n_labeled": int(labeled[m].sum()),
-                            "estimate": est[-1][1].estimate, "lambda": est[-1][1].lam}
-    if st is None:
-        return est[0][1], cls[0][1], why, None
-    return stratified(est, alpha), stratified(cls, alpha), why, recs
-
-
-def _active_plan(y, f, pi, labeled, lam) -> float:
-    """Predicted variance ratio of the design ``pi`` over a uniform one at equal expected
-    labels, from the labeled rows weighted by ``1 / pi`` (estimates of population means)."""
-    w = 1.0 / pi[labeled]
-    r = (y - lam * f)[labeled]
-    r2 = (r - np.sum(w * r) / np.sum(w)) ** 2
-    # population means by weighting: E[r2 / p] and E[r2], p the design's probabilities
-    p = pi / np.mean(pi)
-    num = np.sum(w * r2 / p[labeled]) / np.sum(w)
-    den = np.sum(w * r2) / np.sum(w)
-    return float(num / den) if den > 0 else 1.0
-
-
 def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, scale,
                   item_col: str | None = None, alpha: float = 0.05, method: str = "ppi++",
                   plan: float | None = None, strict: bool = False, folds: int = 5,
@@ -319,30 +210,23 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     the coverage assumes: labeled rows a random sample of each system's rows).
 
     Rows whose ``target`` is empty are unlabeled; ``scores`` (one column or several) are
-    mapped onto the target's ``scale`` by a cross-fitted map. A system needs
-    :data:`MIN_LABELS` labeled rows (fewer: left out with a warning, ``strict``: an error).
-    Pairs are paired on the items labeled for both systems when enough are (see
-    :data:`MIN_PAIRED_FRACTION`; each pair says which and why), unpaired otherwise.
-    ``plan``: a full interval width on the native scale; the labels per system that reach
-    it are added.
+    mapped onto ``scale`` by a cross-fitted map. A system needs :data:`MIN_LABELS` labels
+    (fewer: left out with a warning, ``strict``: an error). Pairs are paired on the items
+    labeled for both when enough are (:data:`MIN_PAIRED_FRACTION`; each says which and
+    why). ``plan``: a full interval width on the native scale: the labels that reach it.
 
-    ``inclusion_prob``: the column of each row's probability of having been labeled (as
-    :func:`scoreband.system_level.propose.propose_labels` writes it): the means and differences
-    are then the inverse-probability-weighted, self-normalised PPI++ estimates, valid for any
-    probabilities fixed before the labels were seen (:mod:`scoreband.system_level.active`); a
-    pair is paired when, on every item both scored, the two rows had the same probability (an
-    item labeled for every system at once) or one of them was certain. On a proposal's table
-    (a ``propose_label`` column) the labels are checked against the draw as with ``design``.
-    ``strata``: a column (task, dimension); each system's mean is then the size-weighted mean
-    of per-stratum PPI++ estimates, each with its own weight (stratified PPI++). ``design``:
-    the label design ``propose_labels`` wrote (a path or its dict,
-    :mod:`scoreband.system_level.design`) instead of ``inclusion_prob``: the labels are
-    checked against it (proposed rows left unlabeled, labeled rows never proposed: an error
-    naming them) and rows labeled before the proposal count as certain.
+    ``inclusion_prob``: the column of each row's probability of having been labeled: the
+    inverse-probability-weighted, self-normalised PPI++ estimates, valid for any
+    probabilities fixed before the labels were seen (:mod:`.active`); a pair is paired when,
+    on every item both scored, the two rows had the same probability or one was certain. On
+    a proposal's table (its ``propose_label`` column) the labels are checked against the
+    draw. ``strata``: a column (task, dimension): size-weighted per-stratum PPI++ estimates,
+    each with its own weight. ``design``: the label design ``propose_labels`` wrote (a path
+    or its dict, :mod:`.design`) instead of ``inclusion_prob``: the labels are checked
+    against it (an error naming the rows) and rows labeled before the proposal are certain.
 
-    The table layer: the rows are read by :func:`scoreband.columns.systems_inputs`, the
-    estimates made on arrays by :func:`systems_arrays`.
-    """
+    A table layer: rows read by :func:`scoreband.columns.systems_inputs`, estimates made on
+    arrays by :func:`systems_arrays`."""
     scores, scale = _check_args(df, system_col=system_col, scores=scores, target=target,
                                 scale=scale, item_col=item_col, alpha=alpha, method=method,
                                 plan=plan, inclusion_prob=inclusion_prob, strata=strata,
@@ -350,18 +234,7 @@ def systems_study(df: pd.DataFrame, *, system_col: str, scores, target: str, sca
     rows = systems_inputs(df, system_col=system_col, scores=scores, target=target,
                           scale=scale, item_col=item_col, inclusion_prob=inclusion_prob,
                           strata=strata)
-    checked, labeled = None, np.isfinite(rows.target)
-    if design is not None:
-        from scoreband.system_level.design import design_probabilities, read_design
-
-        design = design if isinstance(design, dict) else read_design(design)
-        rows = replace(rows, inclusion_prob=design_probabilities(df, design, labeled))
-        checked = "checked: the labels match the design"
-    elif inclusion_prob is not None and rows.proposed is not None:
-        from scoreband.system_level.design import check_proposal_column
-
-        check_proposal_column(rows.proposed, labeled, rows.inclusion_prob, rows.ids)
-        checked = "checked: the labels match the table's propose_label column"
+    rows, checked = _checked_design(df, rows, design)
     errors = rows.errors
     keep = np.array(sorted(set(range(len(df))) - set(errors)), dtype=int)
     if len(keep) == 0:
@@ -419,6 +292,25 @@ def _check_args(df, *, system_col, scores, target, scale, item_col, alpha, metho
         raise InputError("give `design` or `inclusion_prob`, not both: the design file holds "
                          "the probabilities")
     return scores, scale
+
+
+def _checked_design(df, rows: SystemsInputs, design) -> tuple[SystemsInputs, str | None]:
+    """The labels checked against the design: a design file's (its probabilities replace
+    the column's), else a proposal table's ``propose_label`` column with
+    ``inclusion_prob``; what was checked, for the results (None: nothing)."""
+    labeled = np.isfinite(rows.target)
+    if design is not None:
+        from scoreband.system_level.design import design_probabilities, read_design
+
+        design = design if isinstance(design, dict) else read_design(design)
+        rows = replace(rows, inclusion_prob=design_probabilities(df, design, labeled))
+        return rows, "checked: the labels match the design"
+    if rows.inclusion_prob is not None and rows.proposed is not None:
+        from scoreband.system_level.design import check_proposal_column
+
+        check_proposal_column(rows.proposed, labeled, rows.inclusion_prob, rows.ids)
+        return rows, "checked: the labels match the table's propose_label column"
+    return rows, None
 
 
 # ------------------------------------------------------------------ the study on arrays
@@ -529,7 +421,7 @@ def _system_record(fit: _Fit, s, *, alpha, plan, scale: Scale, has_pi: bool, not
     yl, fl, fu = fit.y01[m & lab], fit.f01[m & lab], fit.f01[m & ~lab]
     st_info = None
     if fit.pi is not None:
-        e, cl, why, st_info = _weighted(np.nan_to_num(fit.y01)[m], fit.f01[m], fit.pi[m],
+        e, cl, why, st_info = weighted_estimate(np.nan_to_num(fit.y01)[m], fit.f01[m], fit.pi[m],
                                         lab[m], None if fit.strata is None else fit.strata[m],
                                         alpha, fit.lam, f"system {s!r}", notes)
     else:
@@ -556,7 +448,7 @@ def _system_record(fit: _Fit, s, *, alpha, plan, scale: Scale, has_pi: bool, not
             float(np.var(yl - e.lam * fl, ddof=1)), e.lam, float(unlabeled_variance(fl, fu)),
             len(fu), tuned=fit.lam is None)
         if has_pi:
-            ratio = _active_plan(np.nan_to_num(fit.y01)[m], fit.f01[m], fit.pi[m], lab[m],
+            ratio = design_variance_ratio(np.nan_to_num(fit.y01)[m], fit.f01[m], fit.pi[m], lab[m],
                                  e.lam)
             rec["plan"]["design_variance_ratio"] = ratio
             rec["plan"]["predicted_width_ratio"] = float(np.sqrt(ratio))
@@ -634,7 +526,7 @@ def _paired_difference(a, b, wide, fit: _Fit, est01, cl01, alpha, notes) -> tupl
         st = None if fit.strata is None else S[a][both].to_numpy()
         yd = np.nan_to_num((Y[a] - Y[b])[both].to_numpy(float))
         fd = (F[a] - F[b])[both].to_numpy(float)
-        e, cl, degenerate, _ = _weighted(yd, fd, pj, lab[both].to_numpy(), st, alpha,
+        e, cl, degenerate, _ = weighted_estimate(yd, fd, pj, lab[both].to_numpy(), st, alpha,
                                          fit.lam, name, [])
     else:
         e, cl, degenerate = guarded_estimate(
