@@ -19,6 +19,7 @@ from scoreband.conformal.base import (
 )
 from scoreband.conformal.boundary import adjust_band, boundary_adjust
 from scoreband.conformal.chr import CHR
+from scoreband.conformal.cluster import ClusterConservative
 from scoreband.conformal.core import (
     check_alpha,
     conditional_rank,
@@ -40,7 +41,7 @@ from scoreband.conformal.crc import (
 from scoreband.conformal.fitted import Fitted
 from scoreband.conformal.mapping import MAP_KINDS, Mapped, MonotoneMap
 from scoreband.conformal.marginal import Marginal
-from scoreband.conformal.mondrian import ClusterConservative, Mondrian
+from scoreband.conformal.mondrian import Mondrian
 from scoreband.conformal.persist import load_calibrator, save_calibrator
 from scoreband.conformal.r2ccp import R2CCP
 from scoreband.conformal.split import SplitConformal, absolute_residual_interval
