@@ -129,8 +129,8 @@ def _print(res, fitted: bool) -> None:
     shares = res.shares
     for i, name in enumerate([j.name for j in rule.judges] + ["human"]):
         m = mins.get(name)
-        c = "-" if rule.costs is None else f"{rule.human_cost:g}" if i == len(rule.judges) \
-            else f"{rule.costs[i]:g}"
+        c = ("-" if not rule.human_cost else f"{rule.human_cost:g}") \
+            if rule.costs is None or i == len(rule.judges) else f"{rule.costs[i]:g}"
         t.add_row(plain(name), "-" if m is None else f"{m:.6g}", c,
                   f"{cal[name]:.1%}" if name in cal else "-", f"{shares[name]:.1%}")
     console.print(t)
