@@ -313,47 +313,11 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
     if by not in ("head-to-head", "bradley-terry"):
         raise InputError(f"`by` {by!r}: choose head-to-head or bradley-terry")
     notes: list[str] = []
-    use = np.isfinite(f)
-    lab = use & np.isfinite(y)
-    all_names = sorted({str(x) for x in set(a[use]) | set(b[use])})
-    counts = _label_counts(a[use], b[use], all_names, lab[use])
-    names, skipped, skip_notes = _skip_unlabeled(a, b, all_names, counts)
-    notes += skip_notes
-    if len(names) < 2:
-        raise InputError(
-            "fewer than 2 systems have a human-labeled pair among their judged pairs "
-            f"({', '.join(repr(s) for s in names) or 'none'}; skipped: "
-            f"{', '.join(repr(s) for s in skipped) or 'none'}): nothing can be ranked. "
-            "Label a random sample of the pairs (the judge's verdicts alone give no "
-            "interval)")
-    if skipped:
-        gone = np.isin(a, list(skipped)) | np.isin(b, list(skipped))
-        use, lab = use & ~gone, lab & ~gone
+    names, skipped, counts, use, lab = _ranked_systems(a, b, f, y, notes)
     share = float(lab.sum() / max(use.sum(), 1))
     few = [s for s in names if counts[s][1] < MIN_LABELS]
-    per: dict[str, dict] = {}
-    for s in names:
-        m = use & ((a == s) | (b == s))
-        fs = np.where(a == s, f, 1 - f)[m]
-        ys = np.where(a == s, y, 1 - y)[m]
-        ls = lab[m]
-        rec = {"n_labeled": int(ls.sum()), "n_unlabeled": int((~ls).sum())}
-        if s in few:
-            notes.append(_few_labels_note(s, int(m.sum()), int(ls.sum()), share))
-            rec.update(estimate=float(np.mean(fs)) if len(fs) else None, ci=None,
-                       classical=None, effective_labels=0.0, judge_only=True)
-        else:
-            # labels with no spread (a system that won every labeled pair): the widest
-            # variance a [0, 1] target can have, never a zero-width interval
-            e, cl, why = guarded_estimate(ys[ls], fs[ls], fs[~ls], alpha, lam,
-                                          f"system {s!r}", notes)
-            rec.update(estimate=e.estimate, se=e.se, ci=_clip(e.ci, 0.0, 1.0),
-                       **{"lambda": e.lam}, df=e.df, degenerate=why,
-                       classical={"estimate": cl.estimate, "se": cl.se,
-                                  "ci": _clip(cl.ci, 0.0, 1.0)},
-                       effective_labels=float(ls.sum() * (cl.se / e.se) ** 2)
-                       if e.se > 0 else float("inf"))
-        per[s] = rec
+    per = {s: _system_estimate(s, a, b, f, y, use, lab, s in few, share, alpha, lam, notes)
+           for s in names}
     bt = None
     labeled_enough = [s for s in names if s not in few]
     if labeled_enough and lab.sum() >= MIN_LABELS and (use & ~lab).sum() > 0:
@@ -364,59 +328,12 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
                                lab[use], alpha, reference=labeled_enough[-1])
         for s in names:
             per[s]["strength"] = bt["strength"][s]
-            per[s]["strength_ci"] = None if s in few else \
-                [float(v) for v in bt["ci"][s]]
-    pairs = []
-    for s1, s2 in itertools.combinations(names, 2):
-        rec = {"a": s1, "b": s2}
-        if by == "bradley-terry" and bt is not None:
-            if s1 in few or s2 in few:
-                s_few = s1 if s1 in few else s2
-                rec.update(estimate=bt["strength"][s1] - bt["strength"][s2], se=None,
-                           p_value=1.0, judge_only=True, scale="strength difference")
-                notes.append(f"pair {s1!r} - {s2!r}: {s_few!r} has fewer than {MIN_LABELS} "
-                             "human-labeled pairs: no decision between them")
-                pairs.append(rec)
-                continue
-            i, j = bt["names"].index(s1), bt["names"].index(s2)
-            V = bt["covariance"]
-            est = bt["strength"][s1] - bt["strength"][s2]
-            se = math.sqrt(max(V[i, i] + V[j, j] - 2 * V[i, j], 0))
-            from scipy.stats import norm
-
-            rec.update(estimate=est, se=se, p_value=float(2 * norm.sf(abs(est) / se))
-                       if se > 0 else 1.0, scale="strength difference")
-        else:
-            idx, fo, yo = _oriented(a, b, f, y, s1, s2)
-            ok = np.isfinite(fo)
-            lo = ok & np.isfinite(yo)
-            rec.update(n_labeled_both=int(lo.sum()), n_scored_both=int(ok.sum()),
-                       scale="P(a preferred) - 1/2")
-            if lo.sum() < MIN_LABELS:
-                notes.append(f"pair {s1!r} - {s2!r}: {int(lo.sum())} human-labeled pair(s), "
-                             f"fewer than {MIN_LABELS}: no decision between them")
-                rec.update(estimate=float(np.mean(fo[ok]) - 0.5) if ok.any() else None,
-                           ci=None, p_value=1.0, judge_only=True)
-            else:
-                e, _, why = guarded_estimate(yo[lo], fo[lo], fo[ok & ~lo], alpha, lam,
-                                             f"pair {s1!r} - {s2!r}", notes)
-                e = replace(e, estimate=e.estimate - 0.5, ci=(e.ci[0] - 0.5, e.ci[1] - 0.5))
-                rec.update(estimate=e.estimate, se=e.se, ci=_clip(e.ci, -0.5, 0.5),
-                           df=e.df, p_value=p_value(e), degenerate=why)
-        pairs.append(rec)
-    adj = holm([p["p_value"] for p in pairs]) if pairs else []
-    for p, q in zip(pairs, adj, strict=True):
-        p["p_adjusted"] = float(q)
-        p["significant"] = bool(q < alpha and p.get("estimate") is not None)
-    decided = [p for p in pairs if p.get("estimate") is not None]
-    cycles = cyclic_preferences(names, decided, alpha)
-    if cycles:
-        notes.append(_cycle_note(cycles, alpha))
-        inside = {s: i for i, c in enumerate(cycles) for s in c["systems"]}
-        # a cycle's own decisions order nothing: its systems' rank sets span each other
-        decided = [p for p in decided if not (p["a"] in inside and p["b"] in inside
-                                              and inside[p["a"]] == inside[p["b"]])]
-    ranks = rank_sets(names, decided, alpha)
+            per[s]["strength_ci"] = None if s in few else [float(v) for v in bt["ci"][s]]
+    pairs = [_bt_comparison(s1, s2, bt, few, notes)
+             if by == "bradley-terry" and bt is not None else
+             _head_to_head(s1, s2, a, b, f, y, alpha, lam, notes)
+             for s1, s2 in itertools.combinations(names, 2)]
+    ranks, cycles = _rank_sets(names, pairs, alpha, notes)
 
     def key(s):
         return -(per[s]["estimate"] if per[s]["estimate"] is not None else -1)
@@ -434,6 +351,115 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
             "min_labels": MIN_LABELS, "n_pairs": int(len(a)),
             "n_pairs_ranked": int(use.sum()),
             "n_labeled_pairs": int(lab.sum()), "warnings": notes}
+
+
+def _ranked_systems(a, b, f, y, notes: list):
+    """``(names, skipped, counts, use, lab)``: the systems ranked (those with a labeled
+    judged pair), the ones skipped, the labeled / judged counts per system, and the masks of
+    the judged and the labeled pairs left once the skipped systems' pairs are out."""
+    use = np.isfinite(f)
+    lab = use & np.isfinite(y)
+    all_names = sorted({str(x) for x in set(a[use]) | set(b[use])})
+    counts = _label_counts(a[use], b[use], all_names, lab[use])
+    names, skipped, skip_notes = _skip_unlabeled(a, b, all_names, counts)
+    notes += skip_notes
+    if len(names) < 2:
+        raise InputError(
+            "fewer than 2 systems have a human-labeled pair among their judged pairs "
+            f"({', '.join(repr(s) for s in names) or 'none'}; skipped: "
+            f"{', '.join(repr(s) for s in skipped) or 'none'}): nothing can be ranked. "
+            "Label a random sample of the pairs (the judge's verdicts alone give no "
+            "interval)")
+    if skipped:
+        gone = np.isin(a, list(skipped)) | np.isin(b, list(skipped))
+        use, lab = use & ~gone, lab & ~gone
+    return names, skipped, counts, use, lab
+
+
+def _system_estimate(s, a, b, f, y, use, lab, few: bool, share: float, alpha: float, lam,
+                     notes: list) -> dict:
+    """System ``s``'s win rate over its pairs: prediction-powered with its interval, or
+    (fewer than :data:`MIN_LABELS` labels) the judge's alone, without one."""
+    m = use & ((a == s) | (b == s))
+    fs = np.where(a == s, f, 1 - f)[m]
+    ys = np.where(a == s, y, 1 - y)[m]
+    ls = lab[m]
+    rec = {"n_labeled": int(ls.sum()), "n_unlabeled": int((~ls).sum())}
+    if few:
+        notes.append(_few_labels_note(s, int(m.sum()), int(ls.sum()), share))
+        rec.update(estimate=float(np.mean(fs)) if len(fs) else None, ci=None,
+                   classical=None, effective_labels=0.0, judge_only=True)
+        return rec
+    # labels with no spread (a system that won every labeled pair): the widest variance a
+    # [0, 1] target can have, never a zero-width interval
+    e, cl, why = guarded_estimate(ys[ls], fs[ls], fs[~ls], alpha, lam, f"system {s!r}", notes)
+    rec.update(estimate=e.estimate, se=e.se, ci=_clip(e.ci, 0.0, 1.0),
+               **{"lambda": e.lam}, df=e.df, degenerate=why,
+               classical={"estimate": cl.estimate, "se": cl.se, "ci": _clip(cl.ci, 0.0, 1.0)},
+               effective_labels=float(ls.sum() * (cl.se / e.se) ** 2)
+               if e.se > 0 else float("inf"))
+    return rec
+
+
+def _bt_comparison(s1: str, s2: str, bt: dict, few: list, notes: list) -> dict:
+    """The comparison of two systems by their Bradley-Terry strengths' difference."""
+    rec = {"a": s1, "b": s2}
+    if s1 in few or s2 in few:
+        s_few = s1 if s1 in few else s2
+        rec.update(estimate=bt["strength"][s1] - bt["strength"][s2], se=None,
+                   p_value=1.0, judge_only=True, scale="strength difference")
+        notes.append(f"pair {s1!r} - {s2!r}: {s_few!r} has fewer than {MIN_LABELS} "
+                     "human-labeled pairs: no decision between them")
+        return rec
+    from scipy.stats import norm
+
+    i, j = bt["names"].index(s1), bt["names"].index(s2)
+    V = bt["covariance"]
+    est = bt["strength"][s1] - bt["strength"][s2]
+    se = math.sqrt(max(V[i, i] + V[j, j] - 2 * V[i, j], 0))
+    rec.update(estimate=est, se=se, p_value=float(2 * norm.sf(abs(est) / se))
+               if se > 0 else 1.0, scale="strength difference")
+    return rec
+
+
+def _head_to_head(s1: str, s2: str, a, b, f, y, alpha: float, lam, notes: list) -> dict:
+    """The comparison of two systems on their own pairs: P(s1 preferred) - 1/2."""
+    rec = {"a": s1, "b": s2}
+    _, fo, yo = _oriented(a, b, f, y, s1, s2)
+    ok = np.isfinite(fo)
+    lo = ok & np.isfinite(yo)
+    rec.update(n_labeled_both=int(lo.sum()), n_scored_both=int(ok.sum()),
+               scale="P(a preferred) - 1/2")
+    if lo.sum() < MIN_LABELS:
+        notes.append(f"pair {s1!r} - {s2!r}: {int(lo.sum())} human-labeled pair(s), "
+                     f"fewer than {MIN_LABELS}: no decision between them")
+        rec.update(estimate=float(np.mean(fo[ok]) - 0.5) if ok.any() else None,
+                   ci=None, p_value=1.0, judge_only=True)
+        return rec
+    e, _, why = guarded_estimate(yo[lo], fo[lo], fo[ok & ~lo], alpha, lam,
+                                 f"pair {s1!r} - {s2!r}", notes)
+    e = replace(e, estimate=e.estimate - 0.5, ci=(e.ci[0] - 0.5, e.ci[1] - 0.5))
+    rec.update(estimate=e.estimate, se=e.se, ci=_clip(e.ci, -0.5, 0.5),
+               df=e.df, p_value=p_value(e), degenerate=why)
+    return rec
+
+
+def _rank_sets(names: list, pairs: list[dict], alpha: float, notes: list):
+    """Holm-adjusted decisions (each comparison's ``p_adjusted`` / ``significant`` set in
+    place), the cycles among them, and the rank sets from the decisions outside a cycle."""
+    adj = holm([p["p_value"] for p in pairs]) if pairs else []
+    for p, q in zip(pairs, adj, strict=True):
+        p["p_adjusted"] = float(q)
+        p["significant"] = bool(q < alpha and p.get("estimate") is not None)
+    decided = [p for p in pairs if p.get("estimate") is not None]
+    cycles = cyclic_preferences(names, decided, alpha)
+    if cycles:
+        notes.append(_cycle_note(cycles, alpha))
+        inside = {s: i for i, c in enumerate(cycles) for s in c["systems"]}
+        # a cycle's own decisions order nothing: its systems' rank sets span each other
+        decided = [p for p in decided if not (p["a"] in inside and p["b"] in inside
+                                              and inside[p["a"]] == inside[p["b"]])]
+    return rank_sets(names, decided, alpha), cycles
 
 
 def _system_names(col: pd.Series) -> np.ndarray:
