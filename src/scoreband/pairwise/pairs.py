@@ -97,53 +97,14 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
     errors: list[RowError] = []
     d = df.reset_index(drop=True)
     ids = row_ids(d, None)
-    nums = {}
-    for c in scores + ([target] if target else []):
-        v = pd.to_numeric(d[c], errors="coerce")
-        text = _texts(d[c])
-        bad = v.isna().to_numpy() & ~np.isin(np.char.strip(text), list(NA_TEXT))
-        for i in np.flatnonzero(bad)[:1000]:
-            errors.append(RowError(ids[i], c, f"{text[i][:40]!r} is not a number; the row's "
-                                              "pairs leave it empty", int(i)))
-        nums[c] = v.to_numpy(float)
-    sys_ = _texts(d[system_col])
-    item = _texts(d[item_col])
-    empty = (np.char.strip(sys_) == "") | (np.char.strip(item) == "")
-    for i in np.flatnonzero(empty):
-        col = system_col if not sys_[i].strip() else item_col
-        errors.append(RowError(ids[i], col, "the cell is empty: the row is in no pair", int(i)))
-    # a system twice on an item: which row is it? every row of it there is skipped (the
-    # same whatever the order of the table)
-    dup = pd.Series(list(zip(item, sys_, strict=True))).duplicated(keep=False).to_numpy() \
-        & ~empty
-    for i in np.flatnonzero(dup):
-        errors.append(RowError(ids[i], system_col,
-                               f"system {str(sys_[i])!r} appears more than once on item "
-                               f"{str(item[i])!r}: a system is not compared with itself; "
-                               "its rows on this item are skipped", int(i)))
-    rows = []
+    nums = _number_cells(d, scores + ([target] if target else []), ids, errors)
+    sys_, item = _texts(d[system_col]), _texts(d[item_col])
+    skip, n_dup = _unpairable_rows(sys_, item, ids, system_col, item_col, errors)
     resp = _texts(d[response_col]) if response_col else None
-    order = np.lexsort((sys_, item))
-    order = order[~(dup | empty)[order]]
-    bounds = np.flatnonzero(np.r_[True, item[order][1:] != item[order][:-1], True])
-    for s, e in zip(bounds[:-1], bounds[1:], strict=False):
-        idx = order[s:e]
-        for x in range(len(idx)):
-            for y in range(x + 1, len(idx)):
-                i, j = idx[x], idx[y]
-                if resp is not None and resp[i].strip() == resp[j].strip():
-                    errors.append(RowError(
-                        f"{ids[i]}/{ids[j]}", response_col,
-                        f"systems {str(sys_[i])!r} and {str(sys_[j])!r} gave the same "
-                        f"response on item {str(item[i])!r}: nothing to prefer; the pair is "
-                        "skipped", int(j)))
-                    continue
-                rows.append((i, j))
+    rows = _pair_rows(sys_, item, resp, skip, ids, response_col, errors)
     if not rows:
-        why = ""
-        if dup.any():
-            why = (f" ({int(dup.sum())} row(s) skipped: a system more than once on an "
-                   "item)")
+        why = (f" ({n_dup} row(s) skipped: a system more than once on an item)"
+               if n_dup else "")
         raise InputError("no pair of systems on a shared item: the table needs several "
                          f"systems ({system_col!r}) scored on the same items ({item_col!r})"
                          + why)
@@ -169,6 +130,64 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
             warnings.append(f"no pair has a human score ({target!r}) for both systems: "
                             "the pair table has no human preference")
     return PairTable(pd.DataFrame(out), errors, warnings)
+
+
+def _number_cells(d: pd.DataFrame, cols: list, ids, errors: list) -> dict:
+    """Each column's numbers (NaN where missing); a cell that is not a number (and not a
+    missing-value text) is a row error (the first 1000 of each column)."""
+    nums = {}
+    for c in cols:
+        v = pd.to_numeric(d[c], errors="coerce")
+        text = _texts(d[c])
+        bad = v.isna().to_numpy() & ~np.isin(np.char.strip(text), list(NA_TEXT))
+        for i in np.flatnonzero(bad)[:1000]:
+            errors.append(RowError(ids[i], c, f"{text[i][:40]!r} is not a number; the row's "
+                                              "pairs leave it empty", int(i)))
+        nums[c] = v.to_numpy(float)
+    return nums
+
+
+def _unpairable_rows(sys_, item, ids, system_col: str, item_col: str,
+                     errors: list) -> tuple[np.ndarray, int]:
+    """The rows in no pair (a mask) and how many are a system twice on an item; each a row
+    error: an empty system or item cell, or a system
+    twice on an item (which row is it? every row of it there is skipped, the same whatever
+    the order of the table)."""
+    empty = (np.char.strip(sys_) == "") | (np.char.strip(item) == "")
+    for i in np.flatnonzero(empty):
+        col = system_col if not sys_[i].strip() else item_col
+        errors.append(RowError(ids[i], col, "the cell is empty: the row is in no pair", int(i)))
+    dup = pd.Series(list(zip(item, sys_, strict=True))).duplicated(keep=False).to_numpy() \
+        & ~empty
+    for i in np.flatnonzero(dup):
+        errors.append(RowError(ids[i], system_col,
+                               f"system {str(sys_[i])!r} appears more than once on item "
+                               f"{str(item[i])!r}: a system is not compared with itself; "
+                               "its rows on this item are skipped", int(i)))
+    return dup | empty, int(dup.sum())
+
+
+def _pair_rows(sys_, item, resp, skip, ids, response_col, errors: list) -> list:
+    """``(i, j)`` row positions of every pair of systems on the same item (systems in text
+    order within an item); a pair of identical responses is a row error, skipped."""
+    rows = []
+    order = np.lexsort((sys_, item))
+    order = order[~skip[order]]
+    bounds = np.flatnonzero(np.r_[True, item[order][1:] != item[order][:-1], True])
+    for s, e in zip(bounds[:-1], bounds[1:], strict=False):
+        idx = order[s:e]
+        for x in range(len(idx)):
+            for y in range(x + 1, len(idx)):
+                i, j = idx[x], idx[y]
+                if resp is not None and resp[i].strip() == resp[j].strip():
+                    errors.append(RowError(
+                        f"{ids[i]}/{ids[j]}", response_col,
+                        f"systems {str(sys_[i])!r} and {str(sys_[j])!r} gave the same "
+                        f"response on item {str(item[i])!r}: nothing to prefer; the pair is "
+                        "skipped", int(j)))
+                    continue
+                rows.append((i, j))
+    return rows
 
 
 def _texts(col: pd.Series) -> np.ndarray:
