@@ -316,3 +316,36 @@ def test_out_may_not_be_the_input(tmp_path):
     r = runner.invoke(app, ["systems", str(p), *ARGS, "--out", str(p)])
     assert r.exit_code == 2
     assert p.read_bytes() == before
+
+
+def test_pairwise_system_columns_are_one_option(tmp_path):
+    """`systems --pairwise` takes the pair's two system columns as --system-col 'A,B' (the
+    command keeps <= 25 options); the default is system_a,system_b; a value that is not two
+    columns is refused naming the option."""
+    rng = np.random.default_rng(7)
+    names = ["s1", "s2", "s3"]
+    rows = [(f"i{i}", a, b) for i in range(60) for a, b in
+            [("s1", "s2"), ("s1", "s3"), ("s2", "s3")]]
+    df = pd.DataFrame(rows, columns=["item", "system_a", "system_b"])
+    strength = df.system_a.map(dict(zip(names, (0.8, 0.0, -0.8), strict=True))) - \
+        df.system_b.map(dict(zip(names, (0.8, 0.0, -0.8), strict=True)))
+    p_a = 1 / (1 + np.exp(-strength.to_numpy() - rng.normal(0, 0.5, len(df))))
+    df["human"] = np.where(rng.random(len(df)) < 0.4,
+                           np.where(rng.random(len(df)) < p_a, "A", "B"), "")
+    df["pair_p_a"], df["pair_p_b"] = 0.9 * p_a, 0.9 * (1 - p_a)
+    df["pair_p_tie"] = 0.1
+    df.to_csv(tmp_path / "default.csv", index=False)
+    df.rename(columns={"system_a": "left", "system_b": "right"}).to_csv(
+        tmp_path / "named.csv", index=False)
+    docs = []
+    for name, extra in (("default", []), ("named", ["--system-col", "left,right"])):
+        r = runner.invoke(app, ["systems", "--pairwise", str(tmp_path / f"{name}.csv"),
+                                "--label-col", "human", *extra, "--out",
+                                str(tmp_path / f"{name}.json")])
+        assert r.exit_code == 0, r.output
+        docs.append(json.loads((tmp_path / f"{name}.json").read_text()))
+    assert docs[0]["systems"] == docs[1]["systems"] and docs[0]["pairs"] == docs[1]["pairs"]
+    r = runner.invoke(app, ["systems", "--pairwise", str(tmp_path / "named.csv"),
+                            "--label-col", "human", "--system-col", "left", "--out",
+                            str(tmp_path / "x.json")])
+    assert r.exit_code == 2 and "--system-col" in r.output and "A_COL,B_COL" in r.output

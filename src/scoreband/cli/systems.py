@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from scoreband import api
-from scoreband.cli._app import app, console, guard, report_rows, warn
+from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import need, only_with
 from scoreband.cli._options import (
     HtmlOpt,
@@ -22,101 +22,89 @@ from scoreband.cli._options import (
     positive,
     split_commas,
 )
-from scoreband.engine.stream import as_text
 from scoreband.errors import InputError
-from scoreband.system_level import MIN_LABELS
-from scoreband.tables import read_table, write_table
 from scoreband.textsafe import plain
+
+# the options, one alias each, so that the command's signature is one line per option
+OutOpt = Annotated[Path, typer.Option("--out", help=(
+    "Results JSON (with --propose-labels: the table with inclusion_prob and propose_label, "
+    "format by extension)."))]
+SystemColOpt = Annotated[str | None, typer.Option(
+    "--system-col", help="Column naming the system of each row (required); with --pairwise "
+                         "the two system columns of a pair, 'A_COL,B_COL' (default "
+                         "system_a,system_b).")]
+ScaleOpt = Annotated[str | None, typer.Option("--scale", callback=check_scale, help=(
+    "Scale of the human score, 'A,B' (required without --pairwise)."))]
+TargetOpt = Annotated[str | None, typer.Option("--target", help=(
+    "Column of the human score; empty cells are unlabeled rows (with --propose-labels it may "
+    "be absent: no labels yet)."))]
+ScoreOpt = Annotated[list[str] | None, typer.Option("--score", callback=split_commas, help=(
+    "Metric or judge column(s): a comma list or the option repeated (several are combined in "
+    "one map onto the human scale)."))]
+ItemOpt = Annotated[str | None, typer.Option("--item-col", help=(
+    "Column of the item (prompt, image) each row answers: pairs of systems are compared on "
+    "the items they share."))]
+AlphaOpt = Annotated[float, typer.Option("--alpha", callback=open_unit, help=(
+    "1 - confidence of every interval; the Holm decisions and the rank sets hold all at once "
+    "with probability >= 1 - alpha (with --pairwise too)."))]
+MethodOpt = Annotated[str, typer.Option("--method", help=(
+    "ppi++ (power-tuned) | ppi | classical (the labels alone)."))]
+PlanOpt = Annotated[float | None, typer.Option("--plan", callback=positive, help=(
+    "Interval width on the human scale: how many labels per system reach it, with PPI++ and "
+    "alone."))]
+StrictOpt = Annotated[bool, typer.Option("--strict", help=(
+    f"Exit 2 when a system has fewer than {api.MIN_LABELS} labeled rows (default: excluded "
+    "with a warning)."))]
+ProposeOpt = Annotated[float | None, typer.Option(
+    "--propose-labels", callback=positive, metavar="N", help=(
+    "Choose the rows to send to humans instead: N expected new labels per system, each row "
+    "(each item with --item-col) drawn with probability proportional to its uncertainty mixed "
+    "with uniform; writes the table to --out with inclusion_prob and propose_label, and the "
+    "design to --design."))]
+CalibratorOpt = Annotated[Path | None, typer.Option("--calibrator", help=(
+    "With --propose-labels: a calibrator whose band width is each row's uncertainty (else a "
+    "residual model on the labeled rows, from 20 of them, else uniform)."))]
+MixOpt = Annotated[float, typer.Option("--mix", help=(
+    "With --propose-labels: weight of the uniform design (also the floor: no row below mix x "
+    "the uniform probability)."))]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the draw and the folds.")]
+InclusionOpt = Annotated[str | None, typer.Option("--inclusion-prob", metavar="COL", help=(
+    "Column of each row's probability of being labeled, in (0, 1] (a design of your own): "
+    "inverse-probability-weighted PPI++ means, differences and ranks. For a proposal give "
+    "--design instead (it checks the labels by row identity); on a proposal's table the "
+    "labels are checked against its propose_label column."))]
+DesignOpt = Annotated[Path | None, typer.Option("--design", metavar="FILE", help=(
+    "With --propose-labels: where to write the label design (default: --out with "
+    ".design.json appended). Without: the design to check the labels against (proposed rows "
+    "left unlabeled or labeled rows never proposed are an error) and to weight them by, "
+    "instead of --inclusion-prob."))]
+StrataOpt = Annotated[str | None, typer.Option("--strata", metavar="COL", help=(
+    "Column of the stratum (task, dimension): stratified PPI++, strata weighted by size, each "
+    "with its own weight; with --propose-labels the residual model's cells."))]
+PairwiseOpt = Annotated[bool, typer.Option("--pairwise", help=(
+    "TABLE is a pair table with a judge's verdicts (the command `pairwise-systems`): win "
+    "rates and Bradley-Terry strengths by PPI from --label-col or --votes and the judge's "
+    "--probs or --verdict."))]
+ProbsOpt = Annotated[str | None, typer.Option("--probs", help=(
+    "--pairwise: columns of the judge's p(A), p(B)[, p(tie)] (default "
+    "pair_p_a,pair_p_b,pair_p_tie)."))]
+VerdictOpt = Annotated[str | None, typer.Option("--verdict", help=(
+    "--pairwise: a column of judge verdicts A / B / tie instead of --probs."))]
+ByOpt = Annotated[str, typer.Option("--by", help=(
+    "--pairwise: head-to-head | bradley-terry (what the pairwise decisions compare)."))]
 
 
 @app.command()
 @guard
-def systems(
-    table: Table_,
-    out: Annotated[Path, typer.Option(
-        "--out", help="Results JSON (with --propose-labels: the table with inclusion_prob "
-                      "and propose_label, format by extension).")],
-    system_col: Annotated[str | None, typer.Option(
-        "--system-col", help="Column naming the system of each row (required; with "
-                             "--pairwise: --system-a / --system-b).")] = None,
-    scale: Annotated[str | None, typer.Option(
-        "--scale", callback=check_scale, help="Scale of the human score, 'A,B' (required "
-                                              "without --pairwise).")] = None,
-    target: Annotated[str | None, typer.Option(
-        "--target", help="Column of the human score; empty cells are unlabeled rows (with "
-                         "--propose-labels it may be absent: no labels yet).")] = None,
-    score: Annotated[list[str] | None, typer.Option(
-        "--score", callback=split_commas,
-        help="Metric or judge column(s): a comma list or the option repeated (several are "
-             "combined in one map onto the human scale).")] = None,
-    item_col: Annotated[str | None, typer.Option(
-        "--item-col", help="Column of the item (prompt, image) each row answers: pairs of "
-                           "systems are compared on the items they share.")] = None,
-    alpha: Annotated[float, typer.Option("--alpha", callback=open_unit,
-                                         help="1 - confidence of every interval; the "
-                                              "Holm decisions and the rank sets hold all "
-                                              "at once with probability >= 1 - alpha "
-                                              "(with --pairwise too).")] = 0.05,
-    method: Annotated[str, typer.Option(
-        "--method", help="ppi++ (power-tuned) | ppi | classical (the labels alone).")] = "ppi++",
-    plan: Annotated[float | None, typer.Option(
-        "--plan", callback=positive, help="Interval width on the human scale: how many labels "
-                                          "per system reach it, with PPI++ and alone.")] = None,
-    strict: Annotated[bool, typer.Option(
-        "--strict", help=f"Exit 2 when a system has fewer than {MIN_LABELS} labeled rows "
-                         "(default: excluded with a warning).")] = False,
-    html: HtmlOpt = None,
-    propose_labels: Annotated[float | None, typer.Option(
-        "--propose-labels", callback=positive, metavar="N",
-        help="Choose the rows to send to humans instead: N expected new labels per system, "
-             "each row (each item with --item-col) drawn with probability proportional to "
-             "its uncertainty mixed with uniform; writes the table to --out with "
-             "inclusion_prob and propose_label.")] = None,
-    calibrator: Annotated[Path | None, typer.Option(
-        "--calibrator", help="With --propose-labels: a calibrator whose band width is each "
-                             "row's uncertainty (else a residual model on the labeled rows, "
-                             "from 20 of them, else uniform).")] = None,
-    mix: Annotated[float, typer.Option(
-        "--mix", help="With --propose-labels: weight of the uniform design (also the floor: no "
-                      "row below mix x the uniform probability).")] = 0.5,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the draw and the folds.")] = 0,
-    inclusion_prob: Annotated[str | None, typer.Option(
-        "--inclusion-prob", metavar="COL",
-        help="Column of each row's probability of being labeled, in (0, 1] (a design of "
-             "your own; for a proposal prefer --design, which also checks the labels): "
-             "inverse-probability-weighted PPI++ means, differences and ranks.")] = None,
-    design: Annotated[Path | None, typer.Option(
-        "--design", metavar="FILE",
-        help="With --propose-labels: where to write the label design (default: --out "
-             "with .design.json appended). Without: the design to check the labels against "
-             "(proposed rows left unlabeled or labeled rows never proposed are an error) "
-             "and to weight them by, instead of --inclusion-prob.")] = None,
-    strata: Annotated[str | None, typer.Option(
-        "--strata", metavar="COL",
-        help="Column of the stratum (task, dimension): stratified PPI++, strata weighted by "
-             "size, each with its own weight; with --propose-labels the residual model's "
-             "cells.")] = None,
-    pairwise: Annotated[bool, typer.Option(
-        "--pairwise", help="TABLE is a pair table with a judge's verdicts (the command "
-                           "`pairwise-systems`): win rates and Bradley-Terry strengths by "
-                           "PPI from --label-col or --votes and the judge's --probs or "
-                           "--verdict.")] = False,
-    label_col: PairLabelOpt = None,
-    votes: PairVotesOpt = None,
-    probs: Annotated[str | None, typer.Option(
-        "--probs", help="--pairwise: columns of the judge's p(A), p(B)[, p(tie)] (default "
-                        "pair_p_a,pair_p_b,pair_p_tie).")] = None,
-    verdict: Annotated[str | None, typer.Option(
-        "--verdict", help="--pairwise: a column of judge verdicts A / B / tie instead of "
-                          "--probs.")] = None,
-    by: Annotated[str, typer.Option(
-        "--by", help="--pairwise: head-to-head | bradley-terry (what the pairwise decisions "
-                     "compare).")] = "head-to-head",
-    system_a: Annotated[str, typer.Option("--system-a", help="--pairwise: column of system "
-                                                             "A.")] = "system_a",
-    system_b: Annotated[str, typer.Option("--system-b", help="--pairwise: column of system "
-                                                             "B.")] = "system_b",
-):
+def systems(table: Table_, out: OutOpt, system_col: SystemColOpt = None,
+            scale: ScaleOpt = None, target: TargetOpt = None, score: ScoreOpt = None,
+            item_col: ItemOpt = None, alpha: AlphaOpt = 0.05, method: MethodOpt = "ppi++",
+            plan: PlanOpt = None, strict: StrictOpt = False, html: HtmlOpt = None,
+            propose_labels: ProposeOpt = None, calibrator: CalibratorOpt = None,
+            mix: MixOpt = 0.5, seed: SeedOpt = 0, inclusion_prob: InclusionOpt = None,
+            design: DesignOpt = None, strata: StrataOpt = None, pairwise: PairwiseOpt = False,
+            label_col: PairLabelOpt = None, votes: PairVotesOpt = None,
+            probs: ProbsOpt = None, verdict: VerdictOpt = None, by: ByOpt = "head-to-head"):
     """Each system's mean human score with a 95 % interval from a few labeled rows and many
     scored ones (prediction-powered inference, PPI++, Student t), every pair's difference
     with Holm-adjusted p-values, and the ranks each system can hold. The intervals assume the
@@ -125,51 +113,55 @@ def systems(
     otherwise; the JSON says which and why (pairing, n_labeled_both).
 
     Which items to label (active labeling, Zrnic and Candes 2024): --propose-labels N writes
-    the table with each row's inclusion_prob and propose_label (drawn with --seed); label the
-    proposed rows, then run systems with --inclusion-prob inclusion_prob. --plan WIDTH then
-    also says how many labels active sampling needs against uniform, and whether it pays.
+    the table with each row's inclusion_prob and propose_label (drawn with --seed) and the
+    label design (--design); label the proposed rows, then run systems with --design FILE
+    (the labels are checked against it). --plan WIDTH then also says how many labels active
+    sampling needs against uniform, and whether it pays.
 
     Example: scoreband systems outputs.csv --system-col system --item-col image
     --score clip_score --target human --scale 1,5 --out systems.json --html systems.html
     """
     if pairwise:
-        from scoreband.cli.pairwise import run_pairwise_systems
-
-        only_with("without --pairwise", system_col=system_col, scale=scale, target=target,
-                  score=score, item_col=item_col, plan=plan,
-                  propose_labels=propose_labels, calibrator=calibrator,
-                  inclusion_prob=inclusion_prob, strata=strata, design=design)
-        return run_pairwise_systems(table, out=out, probs=probs, verdict=verdict,
-                                    label_col=label_col, votes=votes, alpha=alpha,
-                                    method=method, by=by, system_a=system_a,
-                                    system_b=system_b, html=html)
+        only_with("without --pairwise", scale=scale, target=target, score=score,
+                  item_col=item_col, plan=plan, propose_labels=propose_labels,
+                  calibrator=calibrator, inclusion_prob=inclusion_prob, strata=strata,
+                  design=design)
+        return _pairwise(table, out, system_col, probs=probs, verdict=verdict,
+                         label_col=label_col, votes=votes, alpha=alpha, method=method, by=by,
+                         html=html)
     only_with("with --pairwise", label_col=label_col, votes=votes, probs=probs,
               verdict=verdict)
     need("systems", system_col=system_col, scale=scale)
     if propose_labels is not None:
-        _propose(table, system_col, score or [], target, scale, out, item_col, propose_labels,
-                 calibrator, strata, mix, seed, alpha, plan, design)
-        return
+        return _propose(table, system_col, score or [], target, scale, out, item_col,
+                        propose_labels, calibrator, strata, mix, seed, alpha, plan, design)
     if target is None:
         raise InputError("--target: give the column of the human score (only "
                          "--propose-labels runs without labels)")
     if calibrator is not None:
         raise InputError("--calibrator is read by --propose-labels only")
-    kw = dict(system_col=system_col, target=target, scale=scale, item_col=item_col,
-              alpha=alpha, method=method, plan=plan, strict=strict, seed=seed,
-              inclusion_prob=inclusion_prob, strata=strata)
-    if design is None:
-        res = api.systems(table, score=score or [], **kw)
-    else:  # the design's check and weights (scoreband.api.systems has no design yet)
-        from scoreband.system_level.study import systems_study
-
-        res = systems_study(read_table(table), scores=score or [], design=design, **kw)
+    res = api.systems(table, system_col=system_col, score=score or [], target=target,
+                      scale=scale, item_col=item_col, alpha=alpha, method=method, plan=plan,
+                      strict=strict, seed=seed, inclusion_prob=inclusion_prob, strata=strata,
+                      design=design)
     res.write(out, html=html)  # the files first: nothing printed can lose them
     report_rows(res.errors, res.doc["n_rows"])
     for w in res.warnings:
         warn(w)
     _print(res.doc)
     console.print(f"wrote {plain(out)}" + (f" and {plain(html)}" if html else ""))
+
+
+def _pairwise(table, out, system_col, **kw) -> None:
+    """`systems --pairwise`: the shared implementation of cli/pairwise.py, the two system
+    columns from --system-col 'A_COL,B_COL'."""
+    from scoreband.cli.pairwise import run_pairwise_systems
+
+    cols = [c.strip() for c in (system_col or "system_a,system_b").split(",")]
+    if len(cols) != 2 or not all(cols):
+        fail(f"--system-col with --pairwise: give the two system columns of a pair, "
+             f"'A_COL,B_COL'; got {system_col!r}")
+    return run_pairwise_systems(table, out=out, system_a=cols[0], system_b=cols[1], **kw)
 
 
 def _print(doc: dict) -> None:
@@ -225,18 +217,17 @@ def _print(doc: dict) -> None:
 def _propose(table, system_col, scores, target, scale, out, item_col, n, calibrator, strata,
              mix, seed, alpha, plan, design) -> None:
     # the table comes back as it went in: its cells read as text for a text output
-    prop = api.propose_labels(read_table(table, text=as_text(out)), system_col=system_col,
+    prop = api.propose_labels(api.read_table(table, text=api.as_text(out)),
+                              system_col=system_col,
                               score=scores, target=target, scale=scale, item_col=item_col,
                               n_labels=n, calibrator=calibrator, strata=strata, mix=mix,
                               seed=seed, alpha=alpha, plan=plan)
     report_rows(prop.errors, prop.doc["n_rows"])
     for w in prop.warnings:
         warn(w)
-    from scoreband.system_level.design import write_design  # lazy: loads pandas
-
     design = design or out.with_name(out.name + ".design.json")
-    write_table(prop.table, out)
-    write_design(design, prop.design)
+    api.write_table(prop.table, out)
+    api.write_design(design, prop.design)
     d = prop.doc
     t = Table(title=f"rows to label ({n:g} expected new labels per system"
                     + (", by item" if d["by_item"] else "") + ")")
@@ -257,8 +248,8 @@ def _propose(table, system_col, scores, target, scale, out, item_col, n, calibra
         console.print(f"labels per system for a {plan:g}-wide interval:")
         for s, v in d["plan"]["systems"].items():
             if v["ppi++"] is None:
-                console.print(f"  {plain(s)}: unknown (fewer than {MIN_LABELS} labels and no "
-                              "calibrator)")
+                console.print(f"  {plain(s)}: unknown (fewer than {api.MIN_LABELS} labels and "
+                              "no calibrator)")
             else:
                 console.print(f"  {plain(s)}: {v['ppi++']} uniform, {v['active']} active (PPI++; "
                               f"from {v['from']})")
