@@ -92,66 +92,21 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
     step = on_step or (lambda m: None)
     # boundary adjustment onto the wrong grid destroys coverage: refuse it up front
     check_on_grid(y01, scale, n_ratings)
-    k = next(iter(judges.values())).shape[1]
-    feats = dict(judges)
-    if len(judges) > 1:
-        feats["fusion"] = np.concatenate(list(judges.values()), axis=1)
-    # point prediction: the expected score (labels 1..K span the scale); fusion averages them
-    expected = {j: expected_score(lp) for j, lp in judges.items()}
-    if "fusion" in feats:
-        expected["fusion"] = np.mean(list(expected.values()), axis=0)
-    nr_all = np.broadcast_to(np.asarray(n_ratings, dtype=float), np.shape(y01))
-    preds = {name: Predictions((expected[name] - 1) / (k - 1), features=lp, n_ratings=nr_all)
-             for name, lp in feats.items()}
-    y_native = scale.from01(y01)
+    k, preds = _judge_predictions(judges, n_ratings, y01)
     table: dict = {}
     maps: dict = {"split": {}, "r2ccp": {}}
     for name, pred in preds.items():
         for method in PROTOCOL_METHODS:
             for mondrian in (False, True):
-                rec = {"plain": {"coverage": [], "width": []},
-                       "boundary": {"coverage": [], "width": []}, "worst_task_coverage": []}
-                if method == "r2ccp":
-                    rec["set"] = {"coverage": [], "width": []}
-                per_task: dict = {}
-                for sp in resplits(len(y01), seeds, cal_frac):
-                    # a line per split: R2CCP on a few thousand items takes seconds a split
-                    step(f"{name}, {method}{' + mondrian' if mondrian else ''}: "
-                         f"resplit {sp.seed + 1} of {seeds}")
-                    cal, test = sp.cal, sp.test
-                    c = _make(method, alpha, scale, mondrian, sp.seed, r2ccp_epochs)
-                    c.fit(pred.take(cal), y01[cal], groups=tasks[cal])
-                    band = c.predict(pred.take(test), groups=tasks[test])
-                    nr = n_ratings[test] if np.ndim(n_ratings) else n_ratings
-                    for kind, b in (("plain", band), ("boundary", adjust_band(band, nr))):
-                        rec[kind]["coverage"].append(M.coverage(b.lo01, b.hi01, y01[test]))
-                        rec[kind]["width"].append(M.sharpness(b.lo, b.hi))
-                    if band.sets01 is not None:
-                        # R2CCP's own prediction set (a union of intervals), beside its hull
-                        rec["set"]["coverage"].append(M.set_coverage(band.sets01, y01[test]))
-                        rec["set"]["width"].append(M.set_length(band.sets01, scale.hi - scale.lo))
-                    b = adjust_band(band, nr)
-                    gc = M.group_coverage(b.lo01, b.hi01, y01[test], tasks[test])
-                    rec["worst_task_coverage"].append(min(v["coverage"] for v in gc.values()))
-                    if method in maps and mondrian and name in judges:
-                        e = scale.from01(pred.median[test])
-                        mp = max_prob(judges[name][test])
-                        for t in np.unique(tasks[test]):
-                            m = tasks[test] == t
-                            d = per_task.setdefault(str(t), {k2: [] for k2 in (
-                                "n", "exact_agreement", "pearson", "mean_width", "coverage",
-                                "overconfidence")})
-                            d["n"].append(int(m.sum()))
-                            d["exact_agreement"].append(M.exact_agreement(e[m], y_native[test][m]))
-                            d["pearson"].append(M.pearson(e[m], y_native[test][m]))
-                            d["mean_width"].append(float(np.mean(b.hi[m] - b.lo[m])))
-                            d["coverage"].append(gc[str(t)]["coverage"])
-                            d["overconfidence"].append(M.overconfidence_rate(mp[m]))
-                table.setdefault(name, {})[f"{method}{'+mondrian' if mondrian else ''}"] = {
-                    kind: {"coverage": summarize(v["coverage"]), "width": summarize(v["width"])}
-                    for kind, v in rec.items()
-                    if kind != "worst_task_coverage" and v["coverage"]} | {
-                    "worst_task_coverage": summarize(rec["worst_task_coverage"])}
+                task_map = method in maps and mondrian and name in judges
+                entry, per_task = _resplit_protocol(
+                    pred, y01, tasks, n_ratings, judges[name] if task_map else None,
+                    method=method, mondrian=mondrian, scale=scale, seeds=seeds, alpha=alpha,
+                    cal_frac=cal_frac, r2ccp_epochs=r2ccp_epochs,
+                    step=lambda i, name=name, method=method, mondrian=mondrian: step(
+                        f"{name}, {method}{' + mondrian' if mondrian else ''}: "
+                        f"resplit {i} of {seeds}"))
+                table.setdefault(name, {})[f"{method}{'+mondrian' if mondrian else ''}"] = entry
                 if per_task:
                     maps[method][name] = reliability_map(
                         {t: {k2: float(np.nanmean(v)) for k2, v in d.items()}
@@ -167,6 +122,73 @@ def run(judges: dict[str, np.ndarray], y01: np.ndarray, tasks: np.ndarray,
 
     return StudyResult("judge-study", doc, study_markdown(doc), [
         ("reliability_map.png", lambda p: reliability_figure(p, tasks_map, k))])
+
+
+def _judge_predictions(judges: dict, n_ratings, y01) -> tuple[int, dict]:
+    """``(K, predictions per judge)``: the expected score (labels 1..K span the scale) as
+    the point, the log-probs as features; a ``fusion`` judge (concatenated features, the
+    mean expected score) where there are several."""
+    k = next(iter(judges.values())).shape[1]
+    feats = dict(judges)
+    if len(judges) > 1:
+        feats["fusion"] = np.concatenate(list(judges.values()), axis=1)
+    expected = {j: expected_score(lp) for j, lp in judges.items()}
+    if "fusion" in feats:
+        expected["fusion"] = np.mean(list(expected.values()), axis=0)
+    nr_all = np.broadcast_to(np.asarray(n_ratings, dtype=float), np.shape(y01))
+    return k, {name: Predictions((expected[name] - 1) / (k - 1), features=lp,
+                                 n_ratings=nr_all) for name, lp in feats.items()}
+
+
+def _resplit_protocol(pred, y01, tasks, n_ratings, logprobs, *, method: str, mondrian: bool,
+                      scale: Scale, seeds: int, alpha: float, cal_frac: float,
+                      r2ccp_epochs: int, step) -> tuple[dict, dict]:
+    """One judge and method over the resplits: coverage and width (plain, boundary-adjusted,
+    R2CCP's own set), the worst task's coverage; with the judge's ``logprobs``, the per-task
+    measurements of the reliability map."""
+    rec = {"plain": {"coverage": [], "width": []},
+           "boundary": {"coverage": [], "width": []}, "worst_task_coverage": []}
+    if method == "r2ccp":
+        rec["set"] = {"coverage": [], "width": []}
+    per_task: dict = {}
+    for sp in resplits(len(y01), seeds, cal_frac):
+        step(sp.seed + 1)  # a line per split: R2CCP on a few thousand items takes seconds
+        cal, test = sp.cal, sp.test
+        c = _make(method, alpha, scale, mondrian, sp.seed, r2ccp_epochs)
+        c.fit(pred.take(cal), y01[cal], groups=tasks[cal])
+        band = c.predict(pred.take(test), groups=tasks[test])
+        nr = n_ratings[test] if np.ndim(n_ratings) else n_ratings
+        for kind, b in (("plain", band), ("boundary", adjust_band(band, nr))):
+            rec[kind]["coverage"].append(M.coverage(b.lo01, b.hi01, y01[test]))
+            rec[kind]["width"].append(M.sharpness(b.lo, b.hi))
+        if band.sets01 is not None:
+            # R2CCP's own prediction set (a union of intervals), beside its hull
+            rec["set"]["coverage"].append(M.set_coverage(band.sets01, y01[test]))
+            rec["set"]["width"].append(M.set_length(band.sets01, scale.hi - scale.lo))
+        b = adjust_band(band, nr)
+        gc = M.group_coverage(b.lo01, b.hi01, y01[test], tasks[test])
+        rec["worst_task_coverage"].append(min(v["coverage"] for v in gc.values()))
+        if logprobs is not None:
+            _add_task_measures(per_task, scale.from01(pred.median[test]), scale.from01(
+                y01[test]), b, gc, tasks[test], max_prob(logprobs[test]))
+    entry = {kind: {"coverage": summarize(v["coverage"]), "width": summarize(v["width"])}
+             for kind, v in rec.items() if kind != "worst_task_coverage" and v["coverage"]}
+    return entry | {"worst_task_coverage": summarize(rec["worst_task_coverage"])}, per_task
+
+
+def _add_task_measures(per_task: dict, e, y, b, gc: dict, tasks, mp) -> None:
+    """One split's measurements per task (native scale ``e`` / ``y``, the adjusted band
+    ``b``, its coverage per task ``gc``, the judge's top probability ``mp``)."""
+    for t in np.unique(tasks):
+        m = tasks == t
+        d = per_task.setdefault(str(t), {k2: [] for k2 in (
+            "n", "exact_agreement", "pearson", "mean_width", "coverage", "overconfidence")})
+        d["n"].append(int(m.sum()))
+        d["exact_agreement"].append(M.exact_agreement(e[m], y[m]))
+        d["pearson"].append(M.pearson(e[m], y[m]))
+        d["mean_width"].append(float(np.mean(b.hi[m] - b.lo[m])))
+        d["coverage"].append(gc[str(t)]["coverage"])
+        d["overconfidence"].append(M.overconfidence_rate(mp[m]))
 
 
 def simulated_judges(n: int = 2000, seed: int = 42) -> dict:
