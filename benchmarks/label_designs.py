@@ -18,51 +18,28 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 
 import numpy as np
-import pandas as pd
 
 import scoreband.system_level.active as active
 from scoreband.system_level.active import active_arrays, active_mean
 from scoreband.system_level.ppi import t_crit
-from scoreband.system_level.propose import propose_labels
-from scoreband.system_level.study import cross_fit, systems_study
-
-KW = dict(system_col="system", scores=["metric"], target="human", scale="1,5",
-          item_col="image")
-
-
-def _thumb_like(rng, n_items=500, k=5):
-    q = rng.normal(0, 0.6, n_items)
-    frames = []
-    for s in range(k):
-        h = np.clip(3.2 + 0.08 * s + q + rng.normal(0, 0.55, n_items), 1, 5)
-        m = 0.5 * (h - 3) + rng.normal(0, 0.75, n_items) + 0.1 * s
-        frames.append(pd.DataFrame({"system": f"sys{s}", "image": np.arange(n_items),
-                                    "metric": m, "truth": h}))
-    return pd.concat(frames, ignore_index=True)
+from scoreband.system_level.simulate import (
+    newcomer_trial,
+    spread_design,
+    spread_tables,
+)
+from scoreband.system_level.study import cross_fit
 
 
 def newcomer(reps: int, adaptive: bool) -> dict:
+    """The seeded test's draws (tests/system_level/test_prior_and_proposed.py, seed 90)."""
     rng = np.random.default_rng(90)
     res = {"alone": [], "combined": [], "one Hajek": []}
     cover = {"alone": [], "combined": [], "one Hajek": []}
     for r in range(reps):
-        df = _thumb_like(rng)
-        prior = rng.permutation(500)[:50]
-        df["human"] = np.where(df.image.isin(prior), df.truth, np.nan)
-        truth = df.groupby("system").truth.mean()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            alone = systems_study(df.drop(columns="truth"), **KW).doc["systems"]
-            prop = propose_labels(df.drop(columns="truth"), system_col="system", n_labels=30,
-                                  scores=["metric"], target="human", scale="1,5",
-                                  item_col="image", seed=r, adaptive=adaptive).table
-            prop["human"] = np.where(prop.propose_label | prop.human.notna(), df.truth,
-                                     np.nan)
-            both = systems_study(prop.drop(columns=["propose_label"]),
-                                 inclusion_prob="inclusion_prob", **KW).doc["systems"]
+        trial = newcomer_trial(rng, r, adaptive=adaptive)
+        truth, alone, both, prop = trial["truth"], trial["alone"], trial["both"], trial["table"]
         # one Hajek mean over certain and drawn labels (before): the same cross-fitted map
         lab = prop.human.notna().to_numpy()
         y01 = ((prop.human.to_numpy() - 1) / 4)
@@ -85,15 +62,9 @@ def user_designs(draws: int) -> dict:
     out = {}
     for mode in ("unrelated", "rising", "falling"):
         rng = np.random.default_rng(["unrelated", "rising", "falling"].index(mode) + 70)
-        for n in (20, 50, 100):
-            q = rng.uniform(0, 1, (draws, 3, 300))
-            y = (np.clip(np.round((1.5 + 3 * q + rng.normal(0, 0.8, q.shape)) * 2) / 2, 1, 5)
-                 - 1) / 4
-            f = 0.1 + 0.75 * (q + rng.normal(0, 0.35, q.shape))
-            x = np.clip((f - 0.1) / 0.75, 0, 1)
-            v = (np.exp(rng.uniform(0, np.log(20), f.shape)) if mode == "unrelated" else
-                 np.exp(np.log(20) * (x if mode == "rising" else 1 - x)))
-            pi = np.minimum(v * n / v.sum(-1, keepdims=True), 1.0)
+        for n in (20, 50, 100):  # the seeded test's draws (test_small_designs.py)
+            y, f = spread_tables(rng, (draws, 3, 300))
+            pi = spread_design(rng, mode, f, n)
             lab = rng.random(pi.shape) < pi
             ok = lab.sum(-1) >= 2
             row = {}

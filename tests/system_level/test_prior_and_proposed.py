@@ -6,8 +6,6 @@ and the messages of the label-design commands."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,23 +15,12 @@ from scoreband.errors import InputError
 from scoreband.system_level.active import certain_and_drawn
 from scoreband.system_level.ppi import MeanEstimate, t_crit
 from scoreband.system_level.propose import propose_labels
+from scoreband.system_level.simulate import NEWCOMER_KW, newcomer_trial, thumb_like
 from scoreband.system_level.study import systems_study
 from tests.conftest import runner
 
-
-def _thumb_like(rng, n_items=500, k=5):
-    q = rng.normal(0, 0.6, n_items)
-    frames = []
-    for s in range(k):
-        h = np.clip(3.2 + 0.08 * s + q + rng.normal(0, 0.55, n_items), 1, 5)
-        m = 0.5 * (h - 3) + rng.normal(0, 0.75, n_items) + 0.1 * s
-        frames.append(pd.DataFrame({"system": f"sys{s}", "image": np.arange(n_items),
-                                    "metric": m, "truth": h}))
-    return pd.concat(frames, ignore_index=True)
-
-
-KW = dict(system_col="system", scores=["metric"], target="human", scale="1,5",
-          item_col="image")
+_thumb_like = thumb_like  # the simulation benchmarks/label_designs.py shares
+KW = NEWCOMER_KW
 
 
 @pytest.mark.statistical
@@ -44,20 +31,8 @@ def test_fifty_prior_labels_and_thirty_proposed_never_widen_and_cover():
     rng = np.random.default_rng(90)
     ratios, cover = [], []
     for r in range(60):
-        df = _thumb_like(rng)
-        prior = rng.permutation(500)[:50]
-        df["human"] = np.where(df.image.isin(prior), df.truth, np.nan)
-        truth = df.groupby("system").truth.mean()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            alone = systems_study(df.drop(columns="truth"), **KW).doc["systems"]
-            prop = propose_labels(df.drop(columns="truth"), system_col="system",
-                                  n_labels=30, scores=["metric"], target="human",
-                                  scale="1,5", item_col="image", seed=r).table
-            prop["human"] = np.where(prop.propose_label | prop.human.notna(), df.truth,
-                                     np.nan)
-            both = systems_study(prop.drop(columns=["propose_label"]),
-                                 inclusion_prob="inclusion_prob", **KW).doc["systems"]
+        trial = newcomer_trial(rng, r)
+        truth, alone, both = trial["truth"], trial["alone"], trial["both"]
         for s in truth.index:
             a, b = alone[s]["ci"], both[s]["ci"]
             ratios.append((b[1] - b[0]) / (a[1] - a[0]))

@@ -15,26 +15,13 @@ import pytest
 from scoreband.system_level.active import MIN_PPI_EFFECTIVE, active_arrays
 from scoreband.system_level.betting import betting_arrays, ipw_terms, predictable_fit
 from scoreband.system_level.ppi import t_crit
+from scoreband.system_level.simulate import spread_design, spread_tables
 
 ALPHA, N, R = 0.10, 300, 1000
 
 
-def _tables(rng, shape):
-    """Targets on [0, 1] (a 1-5 rating in half steps) and a metric mapped onto them
-    (correlation ~0.6)."""
-    q = rng.uniform(0, 1, shape)
-    y = np.clip(np.round((1.5 + 3 * q + rng.normal(0, 0.8, shape)) * 2) / 2, 1, 5)
-    return (y - 1) / 4, 0.1 + 0.75 * (q + rng.normal(0, 0.35, shape))
-
-
-def _design(rng, mode, f, n):
-    """Probabilities with a 20x range, ``n`` expected labels per system, no floor."""
-    if mode == "unrelated":
-        v = np.exp(rng.uniform(0, np.log(20), f.shape))
-    else:
-        x = np.clip((f - 0.1) / 0.75, 0, 1)
-        v = np.exp(np.log(20) * (x if mode == "rising" else 1 - x))
-    return np.minimum(v * n / v.sum(-1, keepdims=True), 1.0)
+# the simulation benchmarks/label_designs.py shares
+_tables, _design = spread_tables, spread_design
 
 
 @pytest.mark.statistical
