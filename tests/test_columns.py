@@ -71,3 +71,35 @@ def test_evaluate_and_calibrate_read_only_the_columns_they_use(tmp_path, suffix)
     # a name the header lacks: read everything, so the usual error names the column
     assert needed_columns(src, {"target": "nope"}) is None
     assert needed_columns(tmp_path / "t.jsonl", spec) is None  # JSONL: read whole
+
+
+def test_systems_inputs_reads_every_row_and_names_each_bad_one():
+    """The system-level task's inputs (columns.systems_inputs): one entry per table row, an
+    empty target an unlabeled row, each bad row an error naming row, column and fix (the
+    first problem of the row), probabilities above 1 refused with the cell as written."""
+    from scoreband.columns import systems_inputs
+
+    df = pd.DataFrame({"system": ["a", "a", None, "b", "b", "b"],
+                       "item": ["i1", "i1", "i2", "i1", "i2", "i3"],
+                       "metric": [0.1, 0.2, 0.3, "x", 0.5, 0.6],
+                       "human": [3, None, 2, 4, 9, ""],
+                       "p": [0.5, 0.5, 0.5, 0.5, 0.5, 0.0],
+                       "propose_label": ["True", "false", "False", "1", "0", "False"]})
+    rows = systems_inputs(df, system_col="system", scores=["metric"], target="human",
+                          scale=Scale.parse("1,5"), item_col="item", inclusion_prob="p")
+    assert rows.scores.shape == (6, 1) and len(rows.system) == 6
+    assert np.isnan(rows.target[[1, 5]]).all() and rows.target[0] == 3
+    assert rows.proposed.tolist() == [True, False, False, True, False, False]
+    why = {i: (e.column, e.reason) for i, e in rows.errors.items()}
+    assert why[1][0] == "item" and "appears again for system 'a'" in why[1][1]
+    assert why[2] == ("system", "no system name (empty cell)")
+    assert why[3][0] == "metric" and "not a number" in why[3][1]
+    assert why[4][0] == "human" and "outside the scale [1, 5]" in why[4][1]
+    assert 5 not in why  # unlabeled: no probability needed
+    kept = rows.take([0, 5])
+    assert kept.system.tolist() == ["a", "b"] and kept.errors is rows.errors
+    df["p"] = [0.5, 0.5, 0.5, 0.5, 0.5, 75.0]
+    with pytest.raises(InputError, match=r"row 6: 75\)") as e:
+        systems_inputs(df, system_col="system", scores=["metric"], target="human",
+                       scale=Scale.parse("1,5"), inclusion_prob="p")
+    assert "percentages" in str(e.value)

@@ -229,10 +229,8 @@ def active_arrays(y, f, pi, labeled, lam=None, hajek: bool = True, lam_floor: fl
     lam = np.broadcast_to(np.asarray(lam, dtype=float), f.shape[:-1]).copy()
     Z = b + lam[..., None] * d
     var = _var(Z) / N
-    if hajek:
-        est = lam * f.mean(-1) + (mu_y - lam[..., None] * mu_f)[..., 0]
-    else:
-        est = lam * f.mean(-1) + (w * (y - lam[..., None] * f)).sum(-1) / N
+    est = lam * f.mean(-1) + ((mu_y - lam[..., None] * mu_f)[..., 0] if hajek else
+                              (w * (y - lam[..., None] * f)).sum(-1) / N)
     # labels with no spread: the residual part's variance would rest on chance
     ly = np.where(labeled, y, np.nan)
     flat = (np.nanmax(ly, -1) - np.nanmin(ly, -1)) == 0
