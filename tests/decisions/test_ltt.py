@@ -153,7 +153,7 @@ def test_chained_label_free_threshold_risk_guarantee_over_draws():
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from trust_or_escalate import graded_judge, vlm_judge
 
-    from scoreband.pairwise.selective import label_free_threshold
+    from scoreband.decisions.risk import label_free_threshold
 
     alpha, delta, R = 0.15, 0.1, 1000
     for draw, seed in ((vlm_judge, 3), (graded_judge, 4)):

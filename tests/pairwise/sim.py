@@ -31,11 +31,8 @@ def label_free_draws(rng, n, alpha, delta, draws, tie=0.2):
     error among decided pairs is > alpha, mean decided share)``, the error computed from
     the true preference probabilities of 20000 test pairs. The first three draws check that
     :func:`fit_pairwise_arrays` runs the same threshold."""
-    from scoreband.pairwise.selective import (
-        confidence_order,
-        fit_pairwise_arrays,
-        label_free_threshold,
-    )
+    from scoreband.decisions.risk import label_free_threshold
+    from scoreband.pairwise.selective import confidence_order, fit_pairwise_arrays
 
     xt, _, Pt, _ = sample(20000, rng, tie=tie)
     ut, vt = confidence_order(None, xt[:, None], "abs-feature")

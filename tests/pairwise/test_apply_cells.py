@@ -95,8 +95,8 @@ def test_three_commands_keep_every_cell_and_agree(tmp_path, rule, suffix):
 
 
 def test_one_row_alone_and_chunks_give_the_whole_tables_rows(tmp_path, rule):
+    from scoreband.decisions.rule import RuleStage
     from scoreband.engine.rows import run_file
-    from scoreband.pairwise.selective import PairStage
 
     src = tmp_path / "t.csv"
     _tricky(src)
@@ -113,7 +113,7 @@ def test_one_row_alone_and_chunks_give_the_whole_tables_rows(tmp_path, rule):
                                    str(out)]).exit_code in (0, 2)  # a bad row alone: exit 2
         assert out.read_text().splitlines() == [lines[0], lines[i + 1]]
     chunked = tmp_path / "chunked.csv"
-    run_file(src, PairStage(rule), chunked, chunk_rows=3)
+    run_file(src, RuleStage(rule), chunked, chunk_rows=3)
     assert chunked.read_bytes() == whole.read_bytes()
 
 
@@ -177,19 +177,19 @@ def test_a_table_with_the_rules_columns_is_refused_before_any_work(tmp_path, rul
         assert r.exit_code == 2 and "never overwrites" in _said(r), r.output
         assert not (tmp_path / "o.csv").exists()
     # one column of the rule's is enough; the library refuses it too
+    from scoreband.decisions.rule import load_rule
     from scoreband.errors import InputError
-    from scoreband.pairwise.selective import load_pair_rule
 
     df = pd.read_csv(src, dtype=str, keep_default_na=False).assign(pair_set="mine")
     with pytest.raises(InputError, match="'pair_set'"):
-        load_pair_rule(rule).apply(df)
+        load_rule(rule).apply(df)
 
 
 def test_the_rules_error_column_is_registered():
     from scoreband.errors import ERROR_COLUMN
-    from scoreband.pairwise.selective import PAIR_COLUMNS, PairStage
+    from scoreband.pairwise.selective import PAIR_COLUMNS, PairRule
 
-    assert PairStage.error_column == ERROR_COLUMN["pairwise-rule"] == "verdict_error"
+    assert PairRule.error_column == ERROR_COLUMN["pairwise-rule"] == "verdict_error"
     assert ERROR_COLUMN["pairwise-rule"] != ERROR_COLUMN["pairwise"]
     assert not set(PAIR_COLUMNS) & {ERROR_COLUMN["pairwise"], "pair_p_a", "pair_pref"}
 

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from scoreband.decisions.rule import load_rule
 from scoreband.errors import InputError
-from scoreband.pairwise.selective import fit_pairwise_arrays, load_pair_rule
+from scoreband.pairwise.selective import fit_pairwise_arrays
 
 
 def _probs_rule(tmp_path, n=300, seed=0, groups=None):
@@ -39,8 +40,8 @@ def test_rule_of_another_version_or_an_unknown_model_is_refused_naming_the_key(t
         p = tmp_path / "bad.json"
         p.write_text(json.dumps(bad))
         with pytest.raises(InputError, match=words.replace("`", ".")):
-            load_pair_rule(p)
-    assert load_pair_rule(path).threshold == float(doc["threshold"])
+            load_rule(p)
+    assert load_rule(path).threshold == float(doc["threshold"])
 
 
 def test_a_verdict_no_labeled_pair_had_is_kept_as_the_judge_gave_it(tmp_path):
@@ -48,7 +49,7 @@ def test_a_verdict_no_labeled_pair_had_is_kept_as_the_judge_gave_it(tmp_path):
     undecided), never A with p_b 0."""
     rule, path = _probs_rule(tmp_path)
     X = np.array([[0.05, 0.95], [0.97, 0.03]])
-    for r in (rule, load_pair_rule(path)):
+    for r in (rule, load_rule(path)):
         res = r.decide(X)
         assert res["P"][0, 1] == pytest.approx(0.95)
         assert res["verdict_all"][0] == "B" and res["verdict"][0] in ("B", "")

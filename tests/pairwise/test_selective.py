@@ -2,9 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from scoreband.decisions.rule import load_rule
 from scoreband.errors import InputError
 from scoreband.pairwise.pairs import LABELS
-from scoreband.pairwise.selective import fit_pairwise_arrays, fit_pairwise_triage, load_pair_rule
+from scoreband.pairwise.selective import fit_pairwise_arrays, fit_pairwise_triage
 
 from .sim import label_free_draws, sample
 
@@ -87,7 +88,7 @@ def test_split_by_identity_not_position_and_roundtrip(tmp_path):
     assert a.threshold == pytest.approx(b.threshold, rel=1e-9)
     assert a.set_q == pytest.approx(b.set_q, rel=1e-9)
     a.save(tmp_path / "r.json")
-    c = load_pair_rule(tmp_path / "r.json")
+    c = load_rule(tmp_path / "r.json")
     pd.testing.assert_frame_equal(a.apply(df), c.apply(df))
     out = a.apply(df)
     assert set(out.verdict) <= {"A", "B", "tie", ""}

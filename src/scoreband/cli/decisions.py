@@ -273,7 +273,7 @@ def _check_pair_table(table: Path, columns: list[str], groups: str | None) -> No
     already has one of the columns the rule adds (never overwritten)."""
     from scoreband.engine.rows import check_added_columns
     from scoreband.engine.stream import iter_chunks
-    from scoreband.pairwise.selective import PairStage
+    from scoreband.pairwise.selective import PAIR_COLUMNS
     from scoreband.tables import table_columns
 
     have = table_columns(table)
@@ -287,7 +287,7 @@ def _check_pair_table(table: Path, columns: list[str], groups: str | None) -> No
         fail(f"--apply {str(table)!r} lacks the column{'s' if len(missing) > 1 else ''} "
              f"{', '.join(map(repr, missing))} the rule reads; available: "
              f"{', '.join(map(str, have[:30]))}")
-    check_added_columns(have, [*PairStage.outputs, PairStage.error_column])
+    check_added_columns(have, list(PAIR_COLUMNS))
 
 
 def apply_pair_rule(rule, table: Path, out: Path) -> None:

@@ -45,23 +45,20 @@ probabilities are used as they are and every labeled pair calibrates the sets.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from scoreband.decisions.ltt import (
-    TOP_BLOCK_RESOLUTION,
-    accepted_counts,
-    choose_start,
-    label_free_start,
-    ltt_threshold,
-    min_rejectable,
-    threshold_grid,
-)
-from scoreband.engine.cells import cell_text
-from scoreband.engine.rows import Stage
+from scoreband.decisions.ltt import min_rejectable
+from scoreband.decisions.pair_inputs import PROB_SUM_TOL as PROB_SUM_TOL
+from scoreband.decisions.pair_inputs import fit_columns_problem, no_usable_pair, rule_inputs
+from scoreband.decisions.risk import FixedSequence, LabelFreeSequence, VerdictLoss
+from scoreband.decisions.risk import label_free_threshold as label_free_threshold
+from scoreband.decisions.rule import Decision, Rule, RuleStage, register_rule, rule_stage
+from scoreband.decisions.rulefile import as_float, as_mapping, read_key
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.pairwise.pairs import LABELS, pair_labels
 from scoreband.pairwise.sets import (
@@ -74,13 +71,13 @@ from scoreband.pairwise.sets import (
     set_labels,
 )
 
-__all__ = ["PairRule", "PairStage", "pair_stage", "fit_pairwise_triage",
-           "fit_pairwise_arrays", "load_pair_rule", "rule_inputs", "PAIR_RULE_FORMAT",
-           "PAIR_COLUMNS", "VERDICT_ERROR", "ORDERS", "confidence_order", "is_label_free",
-           "label_free_threshold", "LABEL_FREE_START_SHARE", "MIN_TRAINING_PAIRS",
-           "PROB_SUM_TOL"]
+__all__ = ["PairRule", "fit_pairwise_triage", "fit_pairwise_arrays", "rule_inputs",
+           "PAIR_RULE_FORMAT", "PAIR_COLUMNS", "VERDICT_ERROR", "ORDERS", "confidence_order",
+           "is_label_free", "MIN_TRAINING_PAIRS", "PROB_SUM_TOL"]
 
 PAIR_RULE_FORMAT = "scoreband-pairwise-rule"
+#: the pairwise rule files this scoreband writes and reads
+PAIR_RULE_VERSION = 1
 #: why an applied row got no verdict (its own column: a judged table's ``pair_error``, the
 #: judge's reason, is kept beside it)
 VERDICT_ERROR = ERROR_COLUMN["pairwise-rule"]
@@ -105,9 +102,24 @@ def _check(alpha, delta, set_alpha, train_frac) -> None:
             raise InputError(f"`{name}` must lie in (0, 1), got {v!r}")
 
 
-@dataclass
-class PairRule:
-    """A fitted pairwise rule: the verdict model, the set quantile(s), the threshold."""
+@register_rule
+@dataclass(eq=False)
+class PairRule(Rule):
+    """A fitted pairwise rule: the verdict model, the set quantile(s), the threshold.
+
+    ``apply(table)`` gives every row and column of a table (a DataFrame, or a path: its
+    cells read as text) with :data:`PAIR_COLUMNS` added through the one rule stage:
+    ``verdict`` empty where the pair is not decided, ``verdict_error`` saying why a row
+    could not be judged (such a row gets no verdict, no probabilities and an empty set); a
+    table that already has one of these columns is refused."""
+
+    format: ClassVar[str] = PAIR_RULE_FORMAT
+    version: ClassVar[int] = PAIR_RULE_VERSION
+    what: ClassVar[str] = "pairwise rule"
+    refit: ClassVar[str] = "scoreband triage LABELED --pairwise ... --out rule.json"
+    error_column: ClassVar[str] = VERDICT_ERROR
+    label: ClassVar[str] = "deciding pairs"
+    decision_column: ClassVar[str] = "decided"
 
     model: VerdictModel
     alpha: float
@@ -163,28 +175,46 @@ class PairRule:
                 "prediction sets hold every verdict (the verdicts and the threshold are "
                 "pooled and still apply)")
 
-    def apply(self, table, on_warning=None) -> pd.DataFrame:
-        """Every row and column of ``table`` (a DataFrame, or a path: its cells read as
-        text) with :data:`PAIR_COLUMNS` added: ``verdict`` empty where the pair is not
-        decided, ``verdict_error`` saying why a row could not be judged (such a row gets no
-        verdict, no probabilities and an empty set). The same :class:`PairStage` on the row
-        engine as the command line; a table that already has one of these columns is
-        refused. The row errors are kept in ``last_errors``, the warnings (pairs of a
-        group the rule has no labeled pair of) in ``last_warnings`` and sent to
-        ``on_warning``."""
-        from scoreband.engine.rows import run_rows
-        from scoreband.tables import read_table
+    # -------------------------------------------------------------- on the row engine
+    def outputs(self) -> dict:
+        return {"verdict": "", "p_a": np.nan, "p_b": np.nan, "p_tie": np.nan,
+                "pair_uncertainty": np.nan, "decided": False, "pair_set": ""}
 
-        df = read_table(table, text=True) if isinstance(table, (str, Path)) else table
-        stage = PairStage(self, on_warning=on_warning)
-        run = run_rows(df, stage)
-        self.last_errors = stage.errors
-        self.last_warnings = stage.warnings
-        return run.table
+    def decide_frame(self, df: pd.DataFrame, offset: int = 0) -> Decision:
+        """A row that cannot be judged (a missing or non-numeric feature, probabilities
+        outside [0, 1] or not summing to 1) gets no verdict, ``decided`` False, empty
+        probabilities and set, and the reason in ``verdict_error`` (the judge's reason
+        where its ``pair_error`` has one)."""
+        X, errs = rule_inputs(df, self.model.columns, probs=self.model.kind == "probs",
+                              offset=offset)
+        g = None
+        if self.groups_col is not None:
+            if self.groups_col not in df.columns:
+                raise InputError(f"the rule has a set per group of column "
+                                 f"{self.groups_col!r}, which the table lacks")
+            g = df[self.groups_col].astype(str).to_numpy()
+        bad = np.zeros(len(df), bool)
+        bad[[e.position for e in errs]] = True
+        res = self.decide(X, g, bad=bad)
+        note = self.unseen_note(res["unseen_groups"])
+        why = np.full(len(df), "", dtype=object)
+        for e in errs:
+            why[e.position] = e.reason
+        P = res["P"]
+        cols = {"verdict": res["verdict"].astype(object), "p_a": P[:, 0], "p_b": P[:, 1],
+                "p_tie": P[:, 2], "pair_uncertainty": res["u"],
+                "decided": res["decided"].astype(bool), "pair_set": set_labels(res["sets"]),
+                VERDICT_ERROR: why}
+        return Decision(cols, errs, int((~bad).sum()),
+                        {"decided": int(res["decided"].sum())},
+                        [note] if note is not None else [])
 
+    def components(self, source: Path | None = None) -> dict:
+        return {"pairwise_rule": {"risk": self.alpha, "delta": self.delta,
+                                  "threshold": self.threshold, "order": self.order}}
+
+    # -------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
-        from scoreband._version import __version__
-
         words = (f"Among the pairs this rule decides, the verdict differs from the human "
                  f"preference at most {self.alpha:.0%} of the time, with probability at least "
                  f"{1 - self.delta:.0%} over the draw of the labeled pairs (Learn-then-Test, "
@@ -193,164 +223,69 @@ class PairRule:
                  f"({self.set_method.upper()}"
                  + (f", per group of {self.groups_col!r}" if self.groups_col else "") +
                  "); for pairs drawn like the labeled ones.")
-        return {"format": PAIR_RULE_FORMAT, "format_version": PAIR_RULE_VERSION,
-                "scoreband_version": __version__, "threshold": self.threshold,
+        return {**self.head(), "threshold": self.threshold,
                 "decided_share": self.report.get("decided_share"),
                 "risk": self.alpha, "delta": self.delta, "set_alpha": self.set_alpha,
                 "set_method": self.set_method, "guarantee": words,
                 "classes": self.classes, "set_quantile": self.set_q,
                 "groups_col": self.groups_col, "order": self.order,
-                "model": self.model.to_dict(),
-                "report": self.report,
+                "model": self.model.to_dict(), "report": self.report,
                 "skipped_rows": [str(e) for e in self.errors[:1000]],
                 "n_skipped_rows": len(self.errors), "warnings": self.warnings}
 
-    def save(self, path) -> Path:
-        from scoreband.json_io import write_json
+    @classmethod
+    def from_dict(cls, doc: dict, where: str = "the rule") -> PairRule:
+        """The rule of a checked rule document: an unknown model kind or a damaged key is
+        an :class:`InputError` naming ``where``, the key and the fix."""
+        def key(k, parse, **kw):
+            return read_key(doc, k, parse, where, **kw)
 
-        write_json(path, self.to_dict())
-        return Path(path)
+        return cls(key("model", VerdictModel.from_dict), key("risk", _prob),
+                   key("delta", _prob), key("set_alpha", _prob),
+                   key("set_method", _one_of(SET_METHODS)), key("classes", _labels),
+                   key("threshold", as_float),
+                   key("set_quantile", lambda v: {str(k): as_float(x)
+                                                  for k, x in as_mapping(v).items()}),
+                   key("groups_col", _column, default=None),
+                   key("report", lambda v: dict(as_mapping(v or {})), default={}),
+                   order=key("order", _one_of(ORDERS), default="max-prob"))
 
 
-#: the pairwise rule files this scoreband writes and reads
-PAIR_RULE_VERSION = 1
+def _prob(v):
+    x = as_float(v)
+    if not 0 < x < 1:
+        raise ValueError(f"expected a number in (0, 1), got {v!r}")
+    return x
 
 
-def load_pair_rule(path) -> PairRule:
-    """Read a rule written by :meth:`PairRule.save`: another ``format`` or
-    ``format_version``, an unknown model kind or a damaged key is an :class:`InputError`
-    naming the file, the key and the fix (the one check of every rule file,
-    :mod:`scoreband.decisions.rulefile`)."""
-    from scoreband.decisions.rulefile import as_float, as_mapping, check_rule_doc, read_key
-    from scoreband.json_io import read_json
+def _labels(v):
+    if not isinstance(v, list) or not v or not all(c in LABELS for c in v):
+        raise ValueError(f"expected a list of labels among {', '.join(LABELS)}")
+    return list(v)
 
-    refit = "scoreband triage LABELED --pairwise ... --out rule.json"
-    doc = read_json(path, what="pairwise rule",
-                    missing="write one with `scoreband pairwise-triage ... --out rule.json`",
-                    fix="is it a rule written by `scoreband pairwise-triage --out`?")
-    where = str(path)
-    check_rule_doc(doc, where, fmt=PAIR_RULE_FORMAT, version=PAIR_RULE_VERSION,
-                   what="pairwise rule", refit=refit)
 
-    def prob(v):
-        x = as_float(v)
-        if not 0 < x < 1:
-            raise ValueError(f"expected a number in (0, 1), got {v!r}")
-        return x
-
-    def labels(v):
-        if not isinstance(v, list) or not v or not all(c in LABELS for c in v):
-            raise ValueError(f"expected a list of labels among {', '.join(LABELS)}")
-        return list(v)
-
-    def order(v):
-        if v not in ORDERS:
-            raise ValueError(f"expected one of {', '.join(ORDERS)}")
+def _one_of(choices):
+    def parse(v):
+        if v not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
         return v
-
-    def column(v):
-        if v is not None and not isinstance(v, str):
-            raise TypeError("expected a column name")
-        return v
-
-    def method(v):
-        if v not in SET_METHODS:
-            raise ValueError(f"expected one of {', '.join(SET_METHODS)}")
-        return v
-
-    model = read_key(doc, "model", VerdictModel.from_dict, where)
-    return PairRule(model, read_key(doc, "risk", prob, where),
-                    read_key(doc, "delta", prob, where),
-                    read_key(doc, "set_alpha", prob, where),
-                    read_key(doc, "set_method", method, where),
-                    read_key(doc, "classes", labels, where),
-                    read_key(doc, "threshold", as_float, where),
-                    read_key(doc, "set_quantile",
-                             lambda v: {str(k): as_float(x) for k, x in as_mapping(v).items()},
-                             where),
-                    read_key(doc, "groups_col", column, where, default=None),
-                    read_key(doc, "report", lambda v: dict(as_mapping(v or {})), where,
-                             default={}),
-                    order=read_key(doc, "order", order, where, default="max-prob"))
+    return parse
 
 
-class PairStage(Stage):
-    """A pairwise rule's verdicts on a table's rows, a whole chunk at a time: the stage of
-    the row engine behind ``triage --pairwise --apply``, ``triage --rule RULE --apply`` and
-    ``apply --calibrator RULE`` (and :meth:`PairRule.apply`), so a CSV / TSV table's cells
-    come back byte for byte and a file is streamed chunk by chunk like every row command's.
+def _column(v):
+    if v is not None and not isinstance(v, str):
+        raise TypeError("expected a column name")
+    return v
 
-    Adds :data:`PAIR_COLUMNS`; a row that cannot be judged (a missing or non-numeric
-    feature, probabilities outside [0, 1] or not summing to 1) gets no verdict, ``decided``
-    False, empty probabilities and set, and the reason in ``verdict_error`` (the judge's
-    reason where its ``pair_error`` has one). Rows are independent: one row alone, a chunk
-    or the whole table give the same row. After the run: ``errors`` (positions in the whole
-    table), ``judged`` and ``decided`` (counts)."""
 
-    label = "deciding pairs"
+#: jobs.py's name until it registers :func:`scoreband.decisions.rule.rule_stage`
+pair_stage = rule_stage
+
+
+class PairStage(RuleStage):
+    """test_schemas_agree's name until it reads :attr:`PairRule.error_column`."""
+
     error_column = VERDICT_ERROR
-    vectorized = True
-    outputs = {"verdict": "", "p_a": np.nan, "p_b": np.nan, "p_tie": np.nan,
-               "pair_uncertainty": np.nan, "decided": False, "pair_set": ""}
-
-    def __init__(self, rule, *, on_warning=None, base_dir=None):
-        super().__init__(base_dir)
-        self.rule = load_pair_rule(rule) if isinstance(rule, (str, Path)) else rule
-        self.on_warning = on_warning
-        #: what the run was warned of (each once; also to ``on_warning``)
-        self.warnings: list[str] = []
-        self.errors: list[RowError] = []
-        self.judged = 0
-        self.decided = 0
-
-    @property
-    def calibrator(self):  # as the triage rule's stage: no calibrator file to hash
-        return None
-
-    def frame(self, df: pd.DataFrame) -> dict[str, np.ndarray]:
-        r = self.rule
-        X, errs = rule_inputs(df, r.model.columns, probs=r.model.kind == "probs",
-                              offset=self.offset)
-        g = None
-        if r.groups_col is not None:
-            if r.groups_col not in df.columns:
-                raise InputError(f"the rule has a set per group of column "
-                                 f"{r.groups_col!r}, which the table lacks")
-            g = df[r.groups_col].astype(str).to_numpy()
-        n = len(df)
-        bad = np.zeros(n, bool)
-        bad[[e.position for e in errs]] = True
-        res = r.decide(X, g, bad=bad)
-        note = r.unseen_note(res["unseen_groups"])
-        if note is not None and note not in self.warnings:
-            self.warnings.append(note)
-            if self.on_warning is not None:
-                self.on_warning(note)
-        why = np.full(n, "", dtype=object)
-        for e in errs:
-            why[e.position] = e.reason
-        self.errors.extend(replace(e, position=e.position + self.offset) for e in errs)
-        self.judged += int((~bad).sum())
-        self.decided += int(res["decided"].sum())
-        P = res["P"]
-        return {"verdict": res["verdict"].astype(object), "p_a": P[:, 0], "p_b": P[:, 1],
-                "p_tie": P[:, 2], "pair_uncertainty": res["u"],
-                "decided": res["decided"].astype(bool), "pair_set": set_labels(res["sets"]),
-                VERDICT_ERROR: why}
-
-    def components(self) -> dict:
-        """What the output's provenance records of this stage."""
-        return {"pairwise_rule": {"risk": self.rule.alpha, "delta": self.rule.delta,
-                                  "threshold": self.rule.threshold,
-                                  "order": self.rule.order}}
-
-    def summary(self) -> dict:
-        return {"judged": self.judged, "decided": self.decided}
-
-
-def pair_stage(rule: str, on_warning=None, base_dir=None) -> PairStage:
-    """The stage from plain values (the rule file), as the command line builds it."""
-    return PairStage(rule, on_warning=on_warning, base_dir=base_dir)
 
 
 def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndarray]:
@@ -377,174 +312,11 @@ def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndar
     return u, np.array(LABELS, dtype=object)[np.argmax(np.nan_to_num(P, nan=-1), axis=1)]
 
 
-#: where the label-free fixed sequence starts at the earliest: the first threshold accepting
-#: at least this share of the calibration pairs (and at least enough for a test to reject).
-#: The first tests, on the few most confident pairs, are the sequence's weakest link: a test
-#: on 22 pairs rejects (alpha = delta = 0.1) only with no error at all, so where even the
-#: most confident pairs err a few percent of the time one early error stops the sequence.
-#: Chosen on pair tables before any label of the rule's own calibration draw is read, so the
-#: guarantee is untouched (benchmarks/RESULTS.md, round 12: THumB 0.36 -> 0.40 decided, a
-#: PASCAL-50S-shaped table 0.67 -> 0.71, the simulated world 0.74 -> 0.78 at 400 labels).
-LABEL_FREE_START_SHARE = 0.2
-#: the label-free grid: one threshold per this many calibration pairs (5 to 400 thresholds)
-LABEL_FREE_GRID_STEP = 5
-
-
-def label_free_threshold(u, loss, alpha: float, delta: float,
-                         grid_size: int | None = None,
-                         start_share: float = LABEL_FREE_START_SHARE,
-                         stated: bool = False) -> dict:
-    """The Learn-then-Test threshold where the uncertainties ``u`` and the verdicts (whose
-    ``loss`` is 1 when wrong) never looked at a label: every pair calibrates; the grid
-    (``grid_size`` quantiles of ``u``; default one per :data:`LABEL_FREE_GRID_STEP` pairs,
-    5 to 400) and the start are read from ``u`` alone:
-
-    * ``stated=False`` (``u`` only orders the pairs, e.g. ``1 / (1 + |x|)``): the first
-      threshold accepting at least ``start_share`` of the pairs and at least enough for a
-      test to reject (:func:`scoreband.decisions.ltt.min_rejectable`);
-    * ``stated=True`` (``u = 1 - max p``, the error the judge states): the pairs within
-      :data:`scoreband.decisions.ltt.TOP_BLOCK_RESOLUTION` of the most confident enter as
-      one block (the published rule's first test), and a second sequence starts where a
-      test is predicted most likely to reject if the pairs erred as the judge states plus
-      half the risk level (:func:`scoreband.decisions.ltt.label_free_start`): a judge
-      whose probabilities pile up near 1 gets a test on the whole pile, which one
-      confidently wrong pair does not stop. The two sequences share ``delta``, half each,
-      joined into one chain (:func:`scoreband.decisions.ltt.chained_sequences`: a
-      sequence that reaches the other's start goes on at the full ``delta``), so the
-      guarantee is that of one fixed sequence.
-
-    Returns :func:`scoreband.decisions.ltt.ltt_threshold`'s dict with ``grid`` and ``start``.
-
-    >>> u = np.linspace(0.01, 1, 400); loss = (np.arange(400) % 20 == 0) & (u > 0.7)
-    >>> res = label_free_threshold(u, loss, 0.1, 0.1)
-    >>> float(res["threshold"]), int((u <= res["start_threshold"]).sum())
-    (inf, 80)
-    """
-    u = np.asarray(u, float)
-    if grid_size is None:
-        grid_size = int(np.clip(len(u) // LABEL_FREE_GRID_STEP, 5, 400))
-    grid = threshold_grid(u, grid_size, top_block=TOP_BLOCK_RESOLUTION if stated else 0.0)
-    n_acc = np.searchsorted(np.sort(u), grid, side="right")
-    need = max(min_rejectable(alpha, delta), int(math.ceil(start_share * len(u))))
-    ok = np.flatnonzero(n_acc >= need)
-    j0 = int(ok[0]) if len(ok) else len(grid) - 1
-    starts = [j0]
-    if stated:
-        deep = label_free_start(u, grid, alpha, delta, min_share=start_share)
-        if deep > j0:
-            starts.append(deep)
-    return {**ltt_threshold(u, loss, grid, alpha, delta, starts=starts), "grid": grid,
-            "start_threshold": float(grid[j0])}
-
-
 def is_label_free(kind: str, n_features: int, symmetric: bool = True) -> bool:
     """Whether pairs can be ordered by confidence and given verdicts without any label:
     the judge's probabilities used as they are, or one antisymmetric feature with the
     order-fair map (see the module docstring)."""
     return kind == "probs" or (kind == "logistic" and n_features == 1 and symmetric)
-
-
-#: how far a pair's probabilities may sum from 1 (rounding in a written table)
-PROB_SUM_TOL = 0.02
-
-
-def rule_inputs(df: pd.DataFrame, columns, probs: bool = False,
-                offset: int = 0) -> tuple[np.ndarray, list[RowError]]:
-    """The feature (or probability) columns as floats, read from numbers or from cells read
-    as text (:func:`scoreband.columns.numeric_column`); a row with a value that is not a
-    finite number - or, for ``probs``, a probability outside [0, 1] or probabilities not
-    summing to 1 within :data:`PROB_SUM_TOL` - is a row error (the pair is not judged),
-    never a verdict. Where such a row has the judge's reason in ``pair_error`` (the judge
-    could not judge it), the error carries that reason. Rows are named as every command
-    names them (:func:`scoreband.columns.row_ids`: 1-based from ``offset``, the ``id``
-    column beside); each error's ``position`` is the row's in ``df``."""
-    from scoreband.columns import numeric_column, row_ids
-
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise InputError(f"column{'s' if len(missing) > 1 else ''} "
-                         f"{', '.join(map(repr, missing))} of the rule not in the table; "
-                         f"available: {', '.join(map(str, list(df.columns)[:30]))}")
-    ids = row_ids(df, None, offset)
-    found: dict[int, RowError] = {}
-    X = np.column_stack([numeric_column(df, c, found, ids) for c in columns]) if len(df) \
-        else np.zeros((0, len(columns)))
-    errors = {i: replace(e, reason=f"{e.reason}; the pair is not judged")
-              for i, e in found.items()}
-    if probs:
-        fin = np.isfinite(X).all(axis=1)
-        off = fin & ((X < -1e-9) | (X > 1 + 1e-9)).any(axis=1)
-        tot = np.where(fin, X.sum(axis=1), 1.0)
-        unsummed = fin & ~off & (np.abs(tot - 1) > PROB_SUM_TOL)
-        for i in np.flatnonzero(off | unsummed):
-            if off[i]:
-                j = int(np.flatnonzero((X[i] < -1e-9) | (X[i] > 1 + 1e-9))[0])
-                why = f"{X[i, j]:g} is not a probability (outside [0, 1])"
-            else:
-                j, why = 0, (f"the probabilities {', '.join(columns)} sum to {tot[i]:.3g}, not "
-                             "1: give p(A), p(B)[, p(tie)] of one verdict")
-            errors[int(i)] = RowError(ids[i], columns[j], why + "; the pair is not judged",
-                                      int(i))
-    judge_col = ERROR_COLUMN["pairwise"]
-    if judge_col in df.columns and judge_col not in columns:
-        for i, e in errors.items():
-            why = cell_text(df, judge_col, i)
-            if why is not None:
-                errors[i] = replace(e, column=judge_col,
-                                    reason=f"the judge could not judge this pair: {why}")
-    return X, [errors[i] for i in sorted(errors)]
-
-
-def _fit_columns_problem(df: pd.DataFrame, columns, X: np.ndarray, labeled: np.ndarray,
-                         probs: bool) -> str | None:
-    """Why a feature / probability column cannot be fitted on, naming it and the fix: it
-    is not numeric (most of its labeled cells are not numbers), or it is empty in every
-    labeled row. None when every column holds numbers."""
-    from scoreband.tables import NA_TEXT
-
-    rows = np.flatnonzero(labeled)
-    what = "probability" if probs else "feature"
-    fix = ("give the judge's p(A), p(B)[, p(tie)] columns" if probs else
-           "give a numeric antisymmetric feature: a score difference A - B (the *_diff "
-           "columns of `scoreband pairs`) or the judge's pair_pref")
-    for j, c in enumerate(columns):
-        raw = df[c].iloc[rows].tolist()
-        filled = [k for k, v in enumerate(raw)
-                  if not (v is None or (isinstance(v, float) and math.isnan(v))
-                          or str(v).strip() in NA_TEXT)]
-        text = [raw[k] for k in filled if not math.isfinite(X[rows[k], j])]
-        if filled and 2 * len(text) > len(filled):
-            seen = list(dict.fromkeys(str(v) for v in text))[:3]
-            return (f"the {what} column {c!r} is not numeric ({len(text)} of its "
-                    f"{len(filled)} filled labeled cells are not numbers, e.g. "
-                    f"{', '.join(map(repr, seen))}): {fix}")
-        if not filled:
-            if probs and j == 2:
-                return (f"the tie column {c!r} is empty in every labeled row: for a judge "
-                        f"without a tie verdict give p(A) and p(B) alone "
-                        f"(`probs` {columns[0]},{columns[1]}), or fill it")
-            return (f"the {what} column {c!r} is empty (or nan) in every one of the "
-                    f"{len(rows)} labeled rows: nothing to fit on; {fix}")
-    return None
-
-
-def _no_usable_pair(columns, X: np.ndarray, labeled: np.ndarray, errors: list[RowError],
-                    probs: bool) -> str:
-    """Why no labeled pair can be used though every column holds numbers: probabilities
-    that never sum to 1, or the rows' own problems."""
-    rows = np.flatnonzero(labeled)
-    if probs:
-        fin = np.isfinite(X[rows]).all(axis=1)
-        tot = X[rows][fin].sum(axis=1)
-        if len(tot):
-            return (f"the probabilities {', '.join(columns)} sum to {np.median(tot):.3g} "
-                    f"(median), not 1, or lie outside [0, 1], in every labeled row: give "
-                    f"p(A), p(B)[, p(tie)] of one verdict (each row summing to 1); are "
-                    f"columns of two verdicts mixed, or one column given twice?")
-    first = "; ".join(str(e) for e in errors[:3])
-    return (f"none of the {len(rows)} labeled pairs can be used ({first}): fix the "
-            f"{'probability' if probs else 'feature'} columns "
-            f"{', '.join(map(repr, columns))}")
 
 
 def _nothing_decided(y, P, alpha: float) -> str:
@@ -607,64 +379,24 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
 
     ``label_free``: order the pairs and give verdicts without labels, so that every labeled
     pair calibrates the threshold (:func:`is_label_free`; default: wherever possible, with
-    ``start="first"``); False: the training-share path (a model fitted on ``train_frac`` of
-    the pairs orders them, the rest calibrate). ``start``: where the fixed sequence starts
-    (:func:`scoreband.decisions.ltt.choose_start`: ``first`` = the first threshold where
-    enough pairs are accepted for a test to reject, ``likely`` = where a test is predicted
-    most likely to reject, read from the training share's labels, so it takes the
-    training-share path). ``grid_size``: the thresholds tested, quantiles of uncertainties
-    the tests never read labels of (default: one per 20 calibration pairs, 5 to 200; one
-    per 5, 5 to 400, on the label-free path, which starts at the most confident fifth and,
-    with the judge's probabilities, also where their stated errors predict a test most
-    likely to reject, the two sequences sharing ``delta``: :func:`label_free_threshold`). On the training-share path, where the sequence starts
-    at the first test able to reject, a fine grid over few calibration pairs stops the
-    fixed sequence at the first unlucky step: on THumB caption pairs (200 calibration pairs)
-    200 thresholds decided 0.18 of the pairs and 10 decided 0.40 at the same guarantee.
+    ``start="first"``); False: a model fitted on ``train_frac`` of the pairs orders them,
+    the rest calibrate. ``start`` and ``grid_size``: the fixed sequence
+    (:class:`scoreband.decisions.risk.FixedSequence`, read from the training share, or
+    :class:`~scoreband.decisions.risk.LabelFreeSequence`, read from the uncertainties
+    alone). On the training-share path a fine grid over few calibration pairs stops the
+    sequence at the first unlucky step: on THumB caption pairs (200 calibration pairs) 200
+    thresholds decided 0.18 of the pairs and 10 decided 0.40 at the same guarantee.
     """
-    from scoreband.conformal.randomness import array_keys, canonical_order, row_uniforms
+    from scoreband.conformal.randomness import array_keys, canonical_order
 
     set_alpha = alpha if set_alpha is None else set_alpha
-    _check(alpha, delta, set_alpha, train_frac)
-    if set_method not in SET_METHODS:
-        raise InputError(f"set method {set_method!r}: choose lac or aps")
-    if len(labels) == 0:
-        raise InputError("no labeled pair (a human preference A / B / tie with usable "
-                         f"{'probabilities' if kind == 'probs' else 'features'}) to fit on: "
-                         "label some pairs")
-    X = np.asarray(X, float).reshape(len(labels), -1)
-    y = np.asarray(labels, dtype=object)
-    n = len(y)
-    possible = is_label_free(kind, X.shape[1], symmetric)
-    if label_free is None:
-        label_free = possible and start == "first"
-    elif label_free and not possible:
-        raise InputError("a label-free ordering needs the judge's probabilities (`probs`) or "
-                         "one feature with the order-fair map; with several features (or "
-                         "`symmetric=False`) a model must be fitted on a training share")
-    if keys is None:
-        keys = array_keys(X)
-    fitted = kind != "probs"
-    within = (y,) if groups is None else (y, groups)
-    if fitted:
-        train = row_uniforms(keys, seed, _SPLIT_STREAM,  # copies in label / group order
-                             within=within) < train_frac
-    else:
-        train = np.zeros(n, bool)  # nothing to fit: every pair calibrates
-    T, Cl = np.flatnonzero(train), np.flatnonzero(~train)
-    # the model sees its rows in the order of their keys, copies of a key in label / group
-    # order: the same fit, bit for bit, for any row order (copies with different labels in
-    # row order changed the fit's last bits, and a verdict at p(A) = p(B) with them)
-    T = T[canonical_order(np.asarray(keys)[T], tuple(w[T] for w in map(np.asarray, within)))]
-    thr_rows = np.arange(n) if label_free else Cl
-    need = min_rejectable(alpha, delta)
-    few_train = fitted and len(T) < MIN_TRAINING_PAIRS
-    if len(thr_rows) < need or (few_train and not label_free):
-        raise InputError(_too_few(n, len(T), len(Cl), need, alpha, delta, label_free,
-                                  train_frac))
-    # on the label-free path the model gives only the probabilities and the sets: with too
-    # few pairs for a training share, the verdicts (which need no model) are still decided
-    sets_fitted = not (few_train and label_free)
-    fit_rows = T if sets_fitted else canonical_order(keys, within)
+    X, y = _check_pairs(X, labels, kind, alpha, delta, set_alpha, train_frac, set_method)
+    label_free = _path(label_free, kind, X.shape[1], symmetric, start)
+    keys = array_keys(X) if keys is None else keys
+    T, Cl, thr_rows, sets_fitted = _split_pairs(y, keys, groups, kind != "probs", seed,
+                                                train_frac, label_free, alpha, delta)
+    fit_rows = T if sets_fitted else canonical_order(keys, (y,) if groups is None
+                                                     else (y, groups))
     model = fit_verdict_model(X[fit_rows], y[fit_rows], list(columns), kind=kind,
                               symmetric=symmetric)
     # the verdicts a pair may get: those labeled, and every one the judge's probabilities
@@ -672,16 +404,79 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
     classes = [c for c in LABELS if (y == c).any() or
                (kind == "probs" and (c != "tie" or X.shape[1] == 3))]
     rule = PairRule(model, float(alpha), float(delta), float(set_alpha), set_method,
-                    classes, -math.inf, {}, None,
-                    order="abs-feature" if label_free and fitted else "max-prob")
+                    classes, -math.inf, {}, None, order="abs-feature"
+                    if label_free and kind != "probs" else "max-prob")
     r = rule.decide(X)
-    P, u = r["P"], r["u"]
+    loss = VerdictLoss()(r["verdict_all"], y)
     yi = np.array([LABELS.index(c) for c in y])
-    best = np.argmax(np.nan_to_num(P, nan=-1), axis=1)
-    loss = (np.asarray(r["verdict_all"]) != y).astype(float)
+    _set_quantiles(rule, conformity(r["P"], yi, set_method), Cl, groups, sets_fitted,
+                   len(y), len(T), train_frac)
+    res, thr_rows, T = _selective_threshold(rule, r["u"], loss, thr_rows, T, Cl,
+                                            label_free, grid_size, start)
+    rule.threshold = res["threshold"]
+    if res["index"] < 0:
+        rule.warnings.append(_nothing_decided(y, r["P"], alpha))
+    rule.report = _pair_report(rule, r, y, yi, loss, (T, Cl, thr_rows), groups, res,
+                               label_free, {"seed": seed, "train_frac": train_frac,
+                                            "start": start})
+    rule.report["sets_fitted"] = bool(sets_fitted)
+    rule.report["labels"] = {c: int((y == c).sum()) for c in LABELS}
+    _sign_warning(rule, X, y, columns)
+    return rule
 
-    # 1. conformal sets on the calibration share (per group: Mondrian)
-    scores = conformity(P, yi, set_method)
+
+def _check_pairs(X, labels, kind, alpha, delta, set_alpha, train_frac, set_method):
+    _check(alpha, delta, set_alpha, train_frac)
+    if set_method not in SET_METHODS:
+        raise InputError(f"set method {set_method!r}: choose lac or aps")
+    if len(labels) == 0:
+        raise InputError("no labeled pair (a human preference A / B / tie with usable "
+                         f"{'probabilities' if kind == 'probs' else 'features'}) to fit on: "
+                         "label some pairs")
+    return (np.asarray(X, float).reshape(len(labels), -1),
+            np.asarray(labels, dtype=object))
+
+
+def _path(label_free, kind: str, n_features: int, symmetric: bool, start: str) -> bool:
+    """Whether the label-free path is taken (by default wherever it exists, with start
+    ``first``); asking for it where it does not exist is refused."""
+    possible = is_label_free(kind, n_features, symmetric)
+    if label_free is None:
+        return possible and start == "first"
+    if label_free and not possible:
+        raise InputError("a label-free ordering needs the judge's probabilities (`probs`) or "
+                         "one feature with the order-fair map; with several features (or "
+                         "`symmetric=False`) a model must be fitted on a training share")
+    return bool(label_free)
+
+
+def _split_pairs(y, keys, groups, fitted: bool, seed, train_frac, label_free, alpha, delta):
+    """``(training rows, calibration rows, rows calibrating the threshold, whether the
+    model is fitted on the training rows)``: the split drawn from each pair's identity; the model sees its rows
+    in the order of their keys, copies of a key in label / group order (the same fit, bit
+    for bit, for any row order). With too few pairs for a training share on the
+    label-free path the verdicts are still decided; the model (probabilities and sets
+    only) is then fitted on every pair, and the sets hold every verdict."""
+    from scoreband.conformal.randomness import canonical_order, row_uniforms
+
+    n = len(y)
+    within = (y,) if groups is None else (y, groups)
+    train = (row_uniforms(keys, seed, _SPLIT_STREAM, within=within) < train_frac
+             if fitted else np.zeros(n, bool))  # nothing to fit: every pair calibrates
+    T, Cl = np.flatnonzero(train), np.flatnonzero(~train)
+    T = T[canonical_order(np.asarray(keys)[T], tuple(w[T] for w in map(np.asarray, within)))]
+    thr_rows = np.arange(n) if label_free else Cl
+    need = min_rejectable(alpha, delta)
+    few_train = fitted and len(T) < MIN_TRAINING_PAIRS
+    if len(thr_rows) < need or (few_train and not label_free):
+        raise InputError(_too_few(n, len(T), len(Cl), need, alpha, delta, label_free,
+                                  train_frac))
+    return T, Cl, thr_rows, not (few_train and label_free)
+
+
+def _set_quantiles(rule: PairRule, scores, Cl, groups, sets_fitted: bool, n: int,
+                   n_train: int, train_frac: float) -> None:
+    """The conformal sets' quantile(s) on the calibration share (per group: Mondrian)."""
     names = [POOLED] if groups is None else sorted({str(v) for v in
                                                     np.asarray(groups).astype(str)})
     if not sets_fitted:
@@ -689,29 +484,36 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
         rule.warnings.append(
             f"{n} labeled pairs: enough to decide pairs (no label orders them), too few for "
             f"informative prediction sets, whose verdict model needs a training share of at "
-            f"least {MIN_TRAINING_PAIRS} pairs (here {len(T)} at train_frac "
+            f"least {MIN_TRAINING_PAIRS} pairs (here {n_train} at train_frac "
             f"{train_frac:g}): every set holds every verdict, and p_a / p_b / p_tie come from "
             f"a model fitted on every labeled pair (no set guarantee beyond the trivial one); "
             f"label at least {math.ceil(MIN_TRAINING_PAIRS / train_frac)} pairs for sets")
-    elif groups is None:
-        rule.set_q = {POOLED: conformal_quantile(scores[Cl], set_alpha)}
-    else:
-        g = np.asarray(groups).astype(str)
-        rule.set_q = {name: conformal_quantile(scores[Cl][g[Cl] == name], set_alpha)
-                      for name in names}
-        small = [k for k, v in rule.set_q.items() if not math.isfinite(v)]
-        if small:
-            rule.warnings.append(
-                f"group{'s' if len(small) > 1 else ''} {', '.join(map(repr, small[:5]))}"
-                + (f" and {len(small) - 5} more" if len(small) > 5 else "")
-                + f" {'has' if len(small) == 1 else 'have'} too few calibration pairs for "
-                f"sets at {set_alpha:g}: {'its' if len(small) == 1 else 'their'} sets hold "
-                "every verdict")
+        return
+    if groups is None:
+        rule.set_q = {POOLED: conformal_quantile(scores[Cl], rule.set_alpha)}
+        return
+    g = np.asarray(groups).astype(str)
+    rule.set_q = {name: conformal_quantile(scores[Cl][g[Cl] == name], rule.set_alpha)
+                  for name in names}
+    small = [k for k, v in rule.set_q.items() if not math.isfinite(v)]
+    if small:
+        rule.warnings.append(
+            f"group{'s' if len(small) > 1 else ''} {', '.join(map(repr, small[:5]))}"
+            + (f" and {len(small) - 5} more" if len(small) > 5 else "")
+            + f" {'has' if len(small) == 1 else 'have'} too few calibration pairs for "
+            f"sets at {rule.set_alpha:g}: {'its' if len(small) == 1 else 'their'} sets hold "
+            "every verdict")
 
-    # 2. the selective threshold: fixed-sequence tests on pairs whose labels chose nothing;
-    # a pair that can never be decided (a zero difference) is in no decided set: left out
+
+def _selective_threshold(rule: PairRule, u, loss, thr_rows, T, Cl, label_free: bool,
+                         grid_size, start: str):
+    """The threshold: fixed-sequence tests on pairs whose labels chose nothing; a pair
+    that can never be decided (a zero difference) is in no decided set: left out.
+    Returns ``(result, the rows it calibrated on, the live training rows)``."""
+    alpha, delta = rule.alpha, rule.delta
     live = np.isfinite(u)
     thr_rows, T = thr_rows[live[thr_rows]], T[live[T]]
+    need = min_rejectable(alpha, delta)
     if len(thr_rows) < need:
         raise InputError(f"only {_plural(len(thr_rows), 'labeled pair')} of the "
                          f"{'labeled pairs' if label_free else 'calibration share'} can be "
@@ -719,56 +521,59 @@ def fit_pairwise_arrays(X, labels, *, columns, kind: str = "logistic", alpha: fl
                          f"difference); deciding any pair at alpha = {alpha:g}, delta = "
                          f"{delta:g} needs at least {need}: label more pairs, or raise "
                          "`alpha` / `delta`")
-    uc = u[thr_rows]
+    uc, lc = u[thr_rows], loss[thr_rows]
     if label_free:
-        res = label_free_threshold(uc, loss[thr_rows], alpha, delta, grid_size,
-                                   stated=rule.order == "max-prob")
-        grid, j0 = res["grid"], res["start"]
-    else:
-        if grid_size is None:
-            grid_size = int(np.clip(len(Cl) // 20, 5, 200))
-        grid = threshold_grid(u[T], grid_size)
-        nT, kT = accepted_counts(u[T], loss[T], grid)
-        j0 = choose_start(nT / len(T), nT, kT, len(Cl), alpha, delta, rule=start)
-        res = ltt_threshold(uc, loss[thr_rows], grid, alpha, delta, j0)
-    rule.threshold = res["threshold"]
-    if res["index"] < 0:
-        rule.warnings.append(_nothing_decided(y, P, alpha))
-    sets = prediction_sets(P[Cl], [rule.set_q.get(POOLED, math.inf)] * len(Cl)
-                           if groups is None else
-                           [rule.set_q[x] for x in np.asarray(groups).astype(str)[Cl]],
-                           set_method, classes)
-    acc = uc <= rule.threshold
-    rule.report = {
-        "n_labeled": int(n), "n_training": int(len(T)), "n_calibration": int(len(Cl)),
+        res = LabelFreeSequence(grid_size, stated=rule.order == "max-prob").control(
+            uc, lc, alpha, delta)
+        return res, thr_rows, T
+    seq = FixedSequence(start, grid_size)
+    grid = seq.grid(u[T], len(Cl))
+    j0 = seq.first(u[T], loss[T], grid, len(Cl), alpha, delta)
+    return {**seq.control(uc, lc, grid, alpha, delta, j0), "grid": grid}, thr_rows, T
+
+
+def _pair_report(rule: PairRule, r: dict, y, yi, loss, rows, groups, res,
+                 label_free: bool, how: dict) -> dict:
+    """What the fit measured (the rule file's ``report``)."""
+    T, Cl, thr_rows = rows
+    P = r["P"]
+    best = np.argmax(np.nan_to_num(P, nan=-1), axis=1)
+    q = ([rule.set_q.get(POOLED, math.inf)] * len(Cl) if groups is None else
+         [rule.set_q[x] for x in np.asarray(groups).astype(str)[Cl]])
+    sets = prediction_sets(P[Cl], q, rule.set_method, rule.classes)
+    acc = r["u"][thr_rows] <= rule.threshold
+    fitted = rule.model.kind != "probs"
+    return {
+        "n_labeled": int(len(y)), "n_training": int(len(T)), "n_calibration": int(len(Cl)),
         "n_threshold_calibration": int(len(thr_rows)),
         "threshold_calibration": ("every labeled pair (label-free ordering and verdict)"
                                   if label_free else "the calibration share"),
-        "order": rule.order, "seed": seed, "train_frac": train_frac if fitted else None,
+        "order": rule.order, "seed": how["seed"],
+        "train_frac": how["train_frac"] if fitted else None,
         "start_rule": ("stated" if rule.order == "max-prob" else "first") if label_free
-        else start, "start": int(j0), "starts": [int(x) for x in res.get("starts", [j0])],
-        "grid_size": int(len(grid)),
+        else how["start"], "start": int(res["start"]),
+        "starts": [int(x) for x in res.get("starts", [res["start"]])],
+        "grid_size": int(len(res["grid"])),
         "decided_share": float(acc.mean()),
         "error_among_decided_on_calibration": float(loss[thr_rows][acc].mean())
         if acc.any() else None,
         "accuracy_deciding_all": float(1 - (best[Cl] != yi[Cl]).mean()),
         "set_coverage_on_calibration": float(sets[np.arange(len(Cl)), yi[Cl]].mean()),
-        "set_size_on_calibration": float(sets.sum(axis=1).mean()),
-        # False: too few labeled pairs for the sets' model; every set holds every verdict
-        "sets_fitted": bool(sets_fitted),
-        "labels": {c: int((y == c).sum()) for c in LABELS},
-    }
-    if rule.order == "abs-feature":
-        x = X[:, 0]
-        agree = ((x > 0) == (y == "A"))[(x != 0) & (y != "tie")]
-        if len(agree) >= 20 and agree.mean() < 0.5:
-            rule.warnings.append(
-                f"the verdict is A where {columns[0]!r} > 0 (a larger score is the better "
-                f"response), but it agrees with the human preference on only "
-                f"{agree.mean():.0%} of the labeled pairs: if smaller is better, negate the "
-                "column")
-    return rule
+        "set_size_on_calibration": float(sets.sum(axis=1).mean())}
 
+
+def _sign_warning(rule: PairRule, X, y, columns) -> None:
+    """Say where the sign of the one feature seems the wrong way round."""
+    if rule.order != "abs-feature":
+        return
+    x = X[:, 0]
+    agree = ((x > 0) == (y == "A"))[(x != 0) & (y != "tie")]
+    if len(agree) >= 20 and agree.mean() < 0.5:
+        rule.warnings.append(
+            f"the verdict is A where {columns[0]!r} > 0 (a larger score is the better "
+            f"response), but it agrees with the human preference on only "
+            f"{agree.mean():.0%} of the labeled pairs: if smaller is better, negate the "
+            "column")
 
 def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, features=None,
                         probs=None, alpha: float = 0.1, delta: float = 0.1,
@@ -801,9 +606,9 @@ def fit_pairwise_triage(table, *, label_col: str | None = None, votes=None, feat
     labeled = lab != ""
     use = labeled & ~bad
     if labeled.any():
-        why = _fit_columns_problem(df, cols, X, labeled, probs is not None)
+        why = fit_columns_problem(df, cols, X, labeled, probs is not None)
         if why is None and not use.any():
-            why = _no_usable_pair(cols, X, labeled, [e for e in ferrs if labeled[e.position]],
+            why = no_usable_pair(cols, X, labeled, [e for e in ferrs if labeled[e.position]],
                                   probs is not None)
         if why is not None:
             raise InputError(why)
