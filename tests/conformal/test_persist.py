@@ -204,3 +204,28 @@ def test_model_folder_checksums_are_sha256sum_compatible_and_catch_edits(tmp_pat
         verify_checksums(tmp_path)
     (tmp_path / "SHA256SUMS").unlink()
     verify_checksums(tmp_path)  # nothing to check against
+
+
+def test_a_crc_file_with_the_former_exact_flag(tmp_path):
+    """``exact: false`` (the bundled embedded calibrator, files written before
+    ``selection``) loads as the default selection; ``exact: true`` is refused, naming the
+    fix."""
+    import json
+
+    from scoreband.conformal.persist import content_checksum
+    from scoreband.errors import CalibratorMismatch
+
+    rng = np.random.default_rng(3)
+    pred, y, _ = _data(rng, 200)
+    path = save_calibrator(tmp_path / "c.json", CRC(0.1).fit(pred, y))
+    doc = json.loads(path.read_text())
+    doc["calibrator"]["config"].pop("selection")
+    for flag in (False, True):
+        doc["calibrator"]["config"]["exact"] = flag
+        doc["checksum"] = content_checksum(doc)
+        path.write_text(json.dumps(doc))
+        if flag:
+            with pytest.raises(CalibratorMismatch, match="exact: true.*crc-exact"):
+                load_calibrator(path)
+        else:
+            assert load_calibrator(path)[0].selection == "auto"

@@ -23,7 +23,7 @@ from scoreband.conformal.randomness import key_split
 from scoreband.conformal.scores import crc_interval, crc_residuals
 from scoreband.conformal.split import warn_too_small
 from scoreband.datatypes import Predictions
-from scoreband.errors import InputError
+from scoreband.errors import CalibratorMismatch, InputError
 
 __all__ = [
     "DEFAULT_OMEGAS",
@@ -236,6 +236,18 @@ class CRC(Calibrator):
         self.selection = selection
         self.select_frac = select_frac
         self.seed = seed
+
+    @classmethod
+    def _from_state(cls, state: dict, scale):
+        """A saved CRC; the bundled embedded calibrator (and files written before
+        ``selection``) hold ``exact: false``, which is ``selection="auto"``, the default.
+        ``exact: true`` is refused, naming the fix (the option no longer exists)."""
+        config = dict(state.get("config", {}))
+        if config.pop("exact", False):
+            raise CalibratorMismatch("this CRC calibrator was saved with exact: true, an "
+                                     "option this scoreband no longer has: calibrate again "
+                                     "with method crc-exact (omega always on its own share)")
+        return super()._from_state({**state, "config": config}, scale)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "omegas": self.omegas.tolist(),
