@@ -14,7 +14,8 @@ from scoreband.cli._options import later_path, open_unit
 from scoreband.textsafe import plain
 
 #: the views of ``--uncertainty`` (auto: both, tested together)
-UNCERTAINTIES = {"auto": ("own", "joint"), "own": ("own",), "joint": ("joint",)}
+UNCERTAINTIES = {"auto": ("own", "joint", "joint-strict"), "own": ("own",),
+                 "joint": ("joint", "joint-strict")}
 
 
 @app.command()
@@ -47,7 +48,8 @@ def cascade(
     uncertainty: Annotated[str, typer.Option(
         "--uncertainty", help="What a judge's stage may read: own (its confidence) | joint "
                               "(its answer's confidence combined with the judges before it: "
-                              "agreement counts) | auto (both, in one test).")] = "auto",
+                              "agreement counts; also with the cheaper judges held to "
+                              "twice the confidence) | auto (all, in one test).")] = "auto",
     out: Annotated[Path | None, typer.Option(
         "--out", help="The decided table: every row and column, with decided_by (a judge's "
                       "name, or human), decided_answer (its cell as written) and "
