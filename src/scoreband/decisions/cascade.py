@@ -13,7 +13,8 @@ item is decided by the first stage whose stated error is at most ``lambda`` and 
   its confidence (naive Bayes over ``K`` answers), so two judges agreeing state a smaller
   error than either alone and a disagreement a larger one. Agreement is a strong signal
   (issue 44: two VLM judges are right 0.58 where they agree, 0.38 where not), and here it
-  is only an *ordering*: the guarantee comes from the test, never from the combination.
+  is only an *ordering*: the guarantee comes from the test, never from the combination;
+* ``joint-strict``: the joint view with every stage but the last stating twice its error.
 
 **The guarantee, and why this test.** Each configuration (a view, the stages it uses, one
 scalar threshold) is a hypothesis ``H: R > alpha`` tested with the exact binomial p-value

@@ -404,8 +404,10 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
         ``human``: among the configurations that pass, the one deciding within 10 % of the
         most at the least judge cost per row; with a human cost, the one of least expected
         cost per row, a human's answer included. The report gives the expected cost
-    views : which uncertainties a stage may use: ``own`` (each judge's confidence) and / or
-        ``joint`` (the judges so far combined: agreement)
+    views : which uncertainties a stage may use (:data:`scoreband.decisions.cascade.VIEWS`):
+        ``own`` (each judge's confidence), ``joint`` (the judges so far combined:
+        agreement), ``joint-strict`` (the same, the cheaper judges held to twice the
+        confidence); each is one sequence of the one test
 
     Returns a :class:`CascadeResult`; ``result.rule.save(path)`` writes the rule.
     """
