@@ -44,8 +44,9 @@ from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.mondrian import MONDRIAN_BY  # what ``mondrian_by`` may name
 from scoreband.conformal.randomness import frame_keys
 from scoreband.domain import check_mostly_inside, fit_domain, off_scale_rows
-from scoreband.engine.rows import run_file, run_rows
+from scoreband.engine.rows import run_rows
 from scoreband.errors import ERROR_COLUMN, InputError, RowError, check_known_keys
+from scoreband.jobs import JOBS, RayEngine, judge, judge_pairwise, roundtrip, run, score
 from scoreband.tables import read_table
 
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
@@ -58,7 +59,8 @@ __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evalua
            "calibrate", "recalibrate", "apply", "apply_file", "systems", "propose_labels",
            "calibration_curve", "curve_splits", "reads_whole_rows", "config_fields",
            "band_columns", "read_table", "example_table", "ERROR_COLUMN", "MONDRIAN_BY",
-           "monitor"]
+           "monitor", "run", "JOBS", "RayEngine", "score", "judge", "judge_pairwise",
+           "roundtrip"]
 
 @dataclass
 class CalibrationConfig:
@@ -565,12 +567,29 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
     written ``chunk_rows`` rows at a time (Parquet row groups), so memory stays bounded; the
     output equals :func:`apply` on the whole table. ``on_rows(done)`` hears about progress.
     Weighted conformal fits its shift weights on all the rows it is given, so it is applied
-    to the whole table at once. Column keywords as for :func:`apply`."""
+    to the whole table at once. Column keywords as for :func:`apply`. The row job ``apply``
+    (:func:`scoreband.jobs.run`), as ``scoreband apply``; the calibrator file is read once."""
     _check_keywords("apply_file", keywords, APPLY_KEYS)
-    stage = _stage(calibrator, {**(columns or {}), **keywords}, scorer_id, n_ratings,
-                   on_warning)
-    run = run_file(table, stage, out, chunk_rows=chunk_rows, on_rows=on_rows)
-    return AppliedFile.of(run.rows, stage)
+    res, stage = run("apply", table, out, options=apply_options(
+        calibrator, {**(columns or {}), **keywords}, scorer_id, n_ratings),
+        local={"on_warning": on_warning}, stream=True, chunk_rows=chunk_rows,
+        on_rows=on_rows, provenance=False)
+    return AppliedFile.of(res.rows, stage)
+
+
+def apply_options(calibrator: Calibration | str | Path, columns: dict | None = None,
+                  scorer_id: str | None = None, n_ratings: int | None = None) -> dict:
+    """The options of the row job ``apply`` (:func:`scoreband.apply_stage.apply_stage`): the
+    calibrator read here, once (a file's scorer fingerprint checked against ``scorer_id``),
+    and handed to the stage as ``(calibrator, document)`` with the file it came from, so
+    neither the stage nor a Ray actor reads it again."""
+    if isinstance(calibrator, Calibration):
+        pair, source = (calibrator.calibrator, {"inputs": calibrator.inputs}), None
+    else:
+        pair = load_calibrator(calibrator, scorer_fingerprint=scorer_id)
+        source = str(calibrator)
+    return {"calibrator": pair, "source": source, "columns": columns or {},
+            "scorer_id": scorer_id, "n_ratings": n_ratings}
 
 
 # ------------------------------------------------------------------ systems
@@ -676,20 +695,40 @@ ELSEWHERE = {
     "scoreband.system_level": "MIN_LABELS",
     "scoreband.system_level.study": "systems_study",
     "scoreband.system_level.design": "write_design",
+    "scoreband.datasets": "BENCHMARKS load_benchmark",
+    "scoreband.world": "make_dataset",
+    "scoreband.judges.registry": "JUDGES",
+    "scoreband.judge_stage": "JudgePrompt",
+    "scoreband.backbones": "BACKBONES resolve_backbone",
+    "scoreband.scorers": "load_scorer",
+    "scoreband.scorers.model_folder": "claim_model_folder",
+    "scoreband.scorers.train": "TrainConfig train_embedded",
+    "scoreband.scorers.train_backbone": "BackboneTrainConfig train_on_table",
+    "scoreband.roundtrip.captioner": "caption_with",
+    "scoreband.roundtrip.encoders": "ENCODERS make_encoder",
+    "scoreband.roundtrip.generators": "GENERATORS make_generator",
+    "scoreband.roundtrip.text_metrics": "add_text_metrics",
+    "scoreband.studies.stress": "table_items",
 }
+#: the studies, as modules (``api.judge_study.run(...)``), loaded on first use as well
+STUDIES = {"demo_study": "scoreband.studies.demo", "judge_study": "scoreband.studies.judge",
+           "roundtrip_study": "scoreband.studies.roundtrip",
+           "stress_study": "scoreband.studies.stress"}
 _ELSEWHERE = {name: module for module, names in ELSEWHERE.items() for name in names.split()}
 
 
 def __getattr__(name):
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'scoreband.api' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    if name in STUDIES:
+        value = importlib.import_module(STUDIES[name])
+    elif name in _ELSEWHERE:
+        value = getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    else:
+        raise AttributeError(f"module 'scoreband.api' has no attribute {name!r}")
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted({*globals(), *_ELSEWHERE})
+    return sorted({*globals(), *_ELSEWHERE, *STUDIES})

@@ -11,7 +11,6 @@ built in each actor) are one path through :func:`~scoreband.engine.rows.run_rows
 
 from __future__ import annotations
 
-import tempfile
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -270,18 +269,11 @@ class ApplyStage(Stage):
                 "banded": self.banded, "shift": self.shift}
 
 
-def apply_stage(calibrator: str, calibrator_text: str | None = None,
-                columns: dict | None = None, scorer_id: str | None = None, n_ratings=None,
-                on_warning=None, base_dir=None) -> ApplyStage:
-    """The stage from plain values (how the CLI and a Ray actor build it): the calibrator
-    file ``calibrator``, or, where that file is not on this machine (a Ray cluster's node),
-    its JSON text ``calibrator_text`` with all of load_calibrator's checks."""
-    if calibrator_text is None:
-        return ApplyStage(calibrator, columns=columns, scorer_id=scorer_id,
-                          n_ratings=n_ratings, on_warning=on_warning, base_dir=base_dir)
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / Path(calibrator).name
-        f.write_text(calibrator_text, encoding="utf-8")
-        pair = load_calibrator(f)
-    return ApplyStage(pair, columns=columns, scorer_id=scorer_id, n_ratings=n_ratings,
-                      on_warning=on_warning, source=calibrator, base_dir=base_dir)
+def apply_stage(calibrator, columns: dict | None = None, scorer_id: str | None = None,
+                n_ratings=None, on_warning=None, base_dir=None, source=None) -> ApplyStage:
+    """The stage of the row job ``apply`` (how the API, the CLI and a Ray actor build it):
+    ``calibrator`` the ``(calibrator, document)`` pair already read from the file ``source``
+    (``scoreband.api.apply_options`` reads it once; a Ray actor gets the pair itself), or
+    the path of a calibrator file, read here."""
+    return ApplyStage(calibrator, columns=columns, scorer_id=scorer_id, n_ratings=n_ratings,
+                      on_warning=on_warning, source=source, base_dir=base_dir)

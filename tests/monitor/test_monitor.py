@@ -80,6 +80,22 @@ def test_cli_and_api_give_the_same_alarm_row(tmp_path):
     assert r.exit_code == 0, r.output
 
 
+def test_since_out_keeps_every_cell_as_it_was_read(tmp_path):
+    """--since-out writes the stream's rows as they were read (issue 43): a text cell such
+    as `01` stays `01`, a number keeps its spelling, as every other output of scoreband."""
+    rng = np.random.default_rng(10)
+    cal = _calibrate(rng).save(tmp_path / "cal.json")
+    df = _drifting(rng)
+    df.insert(0, "code", [f"{i % 100:02d}" for i in range(len(df))])
+    text = df.to_csv(index=False, float_format="%.10f")
+    (tmp_path / "stream.csv").write_text(text)
+    r = invoke("monitor", cal, tmp_path / "stream.csv", "--since-out", tmp_path / "since.csv")
+    assert r.exit_code == 1, r.output
+    lines, since = text.splitlines(), (tmp_path / "since.csv").read_text().splitlines()
+    assert since[0] == lines[0] and 1 < len(since) < len(lines)
+    assert since[1:] == lines[len(lines) - len(since) + 1:]  # the tail, byte for byte
+
+
 def test_no_drift_exits_0_with_alarm_row_null(tmp_path):
     rng = np.random.default_rng(1)
     cal = _calibrate(rng).save(tmp_path / "cal.json")

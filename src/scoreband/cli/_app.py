@@ -22,11 +22,10 @@ import typer
 from rich.console import Console
 
 from scoreband._version import __version__
+from scoreband.api import check_readable, install_hint
 from scoreband.cli.command_files import outputs_checked
 from scoreband.cli.markdown import markdown_parts
 from scoreband.errors import RowError, ScorebandError
-from scoreband.extras import install_hint
-from scoreband.files import check_readable
 from scoreband.progress import step_status
 from scoreband.textsafe import plain
 

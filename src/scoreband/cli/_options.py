@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from scoreband.conformal import METHODS
+from scoreband.api import METHODS
 from scoreband.errors import InputError
 
 
@@ -33,7 +33,7 @@ def check_scale(ctx: typer.Context, param: typer.CallbackParam, value):
     not after the table was read and the splits run)."""
     if value is None:
         return value
-    from scoreband.datatypes import Scale
+    from scoreband.api import Scale
 
     try:
         Scale.parse(value, integer=False if param.name == "pred_scale" else None,
@@ -164,8 +164,7 @@ def calibration_options(spec: type | None = None, config: type | None = None
     the test that a new field shows up), with the config's defaults (a column option
     defaults to None: not given). A field without an option declaration here is an error at
     import."""
-    from scoreband.api import CalibrationConfig
-    from scoreband.columns import ColumnSpec, shared_option_fields
+    from scoreband.api import CalibrationConfig, ColumnSpec, shared_option_fields
 
     config = config or CalibrationConfig
     col_keys = shared_option_fields(spec or ColumnSpec)

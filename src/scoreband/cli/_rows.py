@@ -1,80 +1,52 @@
-"""The row commands (score, judge, roundtrip, apply) on the row engine: local (the whole table, or
-streamed chunk by chunk when both files are CSV / TSV / JSONL / Parquet) or on Ray, with the
-same journal, provenance and end-of-run report."""
+"""The row commands (score, judge, roundtrip, apply, a rule's apply) on the row jobs of
+:mod:`scoreband.jobs` (``api.run``): local (the whole table, or streamed chunk by chunk when both
+files are CSV / TSV / JSONL / Parquet) or on Ray, with the same journal, provenance and
+end-of-run report."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from scoreband.api import JOBS, RayEngine, run
 from scoreband.cli._app import err, fail
 from scoreband.cli._options import check_engine
-from scoreband.engine.journal import discard_journal
-from scoreband.engine.ray_engine import stage_ray
-from scoreband.engine.rows import RowRun, build_stage, run_file, run_rows
-from scoreband.engine.stream import as_text
-from scoreband.provenance import write_provenance
-from scoreband.tables import read_table, write_table
-
-CHUNK_ROWS = 10_000
 
 
-def run_stage(table: Path, out: Path, factory: str, kw: dict, engine_opts: dict | None, *,
-              error_column: str, df=None, post=None, components: dict | None = None,
-              local: dict | None = None, vectorized: bool = False):
-    """Run the stage ``factory(**kw)`` over ``table`` into ``out``; returns ``(run, stage)``
-    (stage None on Ray). ``df``: an already prepared table (read whole); ``post(table)``:
-    a whole-table step before writing (forces the whole-table path); ``local``: arguments
-    only a stage built here gets (callbacks: a Ray actor gets plain values only);
-    ``vectorized``: the stage computes whole chunks (apply), for Ray's batch size."""
+def run_stage(table: Path, out: Path, job: str, kw: dict, engine_opts: dict | None, *,
+              df=None, post=None, components: dict | None = None, local: dict | None = None,
+              error_column: str | None = None, vectorized: bool | None = None):
+    """Run the row job ``job`` (a name of ``api.JOBS``) with the stage options ``kw`` over
+    ``table`` into ``out``; returns ``(run, stage)`` (stage None on Ray). ``df``: an
+    already prepared table (read whole); ``post(table)``: a whole-table step before writing
+    (forces the whole-table path); ``local``: arguments only a stage built here gets
+    (callbacks: a Ray actor gets plain values only). ``job`` may still be the stage's
+    "module:function" (with its ``error_column``), the form of the callers not yet moved
+    to job names; ``vectorized`` is the job's own."""
+    if ":" in job:
+        job = _job_named_by_stage(job, error_column)
     if out.is_dir():
         fail(f"--out {str(out)!r} is a folder; give a file name")
+    engine = "local"
     if engine_opts is not None and check_engine(engine_opts):
         if df is not None or post is not None:
             fail("--engine ray runs on the table as it is; drop --captioner / --references "
                  "or run with --engine local")
-        return _ray(table, out, factory, kw, engine_opts, error_column, components,
-                    vectorized), None
-    from scoreband.formats import resolve, split_address  # the table's format and file
-
-    stage = build_stage(factory, {**kw, **(local or {}),
-                                  "base_dir": split_address(table)[1].parent})
-    # a vectorized stage (apply) keeps no journal: it never reads, writes or removes one
-    journal = None if stage.vectorized else Path(str(out) + ".partial.jsonl")
-    streamed = (df is None and post is None and resolve(table)[0].streamable
-                and resolve(out, write=True)[0].streamable)
-    if streamed:
-        run = run_file(table, stage, out, journal=journal, progress=err,
-                       chunk_rows=10 * CHUNK_ROWS if stage.vectorized else CHUNK_ROWS)
-    else:
-        # cells read as text (JSON values as they are): the table comes back as it went in
-        run = run_rows(read_table(table, text=as_text(out)) if df is None else df, stage,
-                       journal=journal, progress=err)
-        if post is not None:
-            post(run.table)
-        write_table(run.table, out)
-        discard_journal(journal)  # the table is complete (only a journal scoreband wrote)
-    comps = {**(components or {}), **(stage.components() if hasattr(stage, "components")
-                                      else {})}
-    write_provenance(out, comps, files=_files(stage))
-    return run, stage
+        engine = RayEngine(actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
+                           address=engine_opts["ray_address"])
+    return run(job, table, out, options=kw, engine=engine, local=local, df=df, post=post,
+               components=components, progress=err)
 
 
-def _files(stage) -> dict:
-    cal = getattr(stage, "calibrator", None)
-    return {"calibrator": cal} if cal else {}
+def _job_named_by_stage(factory: str, error_column: str | None) -> str:
+    """The job whose stage is ``factory`` (and whose error column is ``error_column``)."""
+    for e in JOBS.entries():
+        j = e.info["job"]
+        if j.stage == factory and error_column in (None, j.error_column):
+            return j.name
+    raise ValueError(f"no row job runs {factory!r}")
 
 
-def _ray(table, out, factory, kw, engine_opts, error_column, components,
-         vectorized) -> RowRun:
-    n, failures = stage_ray(table, out, factory, kw, error_column=error_column,
-                            actors=engine_opts["actors"], num_gpus=engine_opts["num_gpus"],
-                            address=engine_opts["ray_address"], vectorized=vectorized)
-    write_provenance(out, {**(components or {}), "engine": {
-        "name": "ray", "actors": engine_opts["actors"], "num_gpus": engine_opts["num_gpus"]}})
-    return RowRun(None, n, failures)
-
-
-def end_judge_run(run: RowRun, judge, spec: str, out: Path, *, noun: str = "rows",
+def end_judge_run(run, judge, spec: str, out: Path, *, noun: str = "rows",
                   extra: str = "") -> None:
     """The end of a judge run, score or pairwise (one report): the model the server says it
     ran where it differs from the one asked for, a warning when the model does not see the

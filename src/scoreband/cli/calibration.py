@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +10,14 @@ import typer
 from rich.table import Table
 
 from scoreband import api
-from scoreband.api import AppliedFile
+from scoreband.api import (
+    AppliedFile,
+    band_usefulness,
+    guarantee_of,
+    needed_columns,
+    provenance,
+    write_json,
+)
 from scoreband.cli._app import (
     MOSTLY_SKIPPED_EXIT,
     app,
@@ -35,20 +41,13 @@ from scoreband.cli._options import (
     ScorerOpt,
     Table_,
     TargetOpt,
-    check_engine,
     open_unit,
     split_options,
     with_options,
 )
 from scoreband.cli._rows import run_stage
-from scoreband.columns import needed_columns
-from scoreband.conformal import load_calibrator
-from scoreband.conformal.base import guarantee_of
-from scoreband.errors import ERROR_COLUMN, RowError
-from scoreband.json_io import write_json
-from scoreband.metrics import band_usefulness
+from scoreband.errors import ERROR_COLUMN, CalibratorMismatch, RowError
 from scoreband.progress import step_status
-from scoreband.provenance import provenance
 from scoreband.textsafe import plain
 
 
@@ -203,7 +202,7 @@ def evaluate(
         write_json(out, res)
     if html:
         with step_status(err, "writing the HTML report (figures) ...", every_s=5):
-            from scoreband.report.html import write_report  # lazy: loads matplotlib
+            from scoreband.api import write_report  # lazy: loads matplotlib
 
             write_report([res], html)
     mostly = report_rows([row_error(e) for e in res["skipped_rows"]], len(df),
@@ -311,9 +310,9 @@ def recalibrate(
     Example: scoreband recalibrate cal.json paintings_labeled.csv --target human
     --out cal_paintings.json; scoreband recalibrate cal.json --plan 0.05
     """
-    from scoreband.conformal.recalibrate import label_plan, min_labels  # lazy: loads scipy
+    from scoreband.api import label_plan, min_labels  # lazy: loads scipy
 
-    cal, _ = load_calibrator(calibrator)
+    cal, _ = api.load_calibrator(calibrator)
     if plan is not None:
         _print_plan(label_plan(cal.alpha, sorted({plan, 0.02, 0.05, 0.1}), delta), plan,
                     cal.alpha, min_labels(cal.alpha))
@@ -381,24 +380,21 @@ def apply(
     """
     from scoreband.cli.decisions import apply_rule, rule_kind
 
-    if rule_kind(calibrator) is not None:
+    cols = {**{k: engine_opts.pop(k) for k in PREDICTION_OVERRIDES}, "groups": groups}
+    try:  # the calibrator file, read once: the stage (or each Ray actor) gets what it holds
+        kw = api.apply_options(calibrator, cols, scorer_id, n_ratings)
+    except CalibratorMismatch:
+        if rule_kind(calibrator) is None:
+            raise
         given = [o for o, v in (("--groups", groups), ("--scorer-id", scorer_id),
                                 ("--n-ratings", n_ratings)) if v is not None]
         given += ["--" + k.replace("_", "-") for k in PREDICTION_OVERRIDES
-                  if engine_opts.get(k) is not None]
+                  if cols.get(k) is not None]
         if given:
             fail(f"{', '.join(given)}: not used with a rule file ({plain(calibrator)} is a "
                  "triage rule, which keeps the columns it was fitted with); leave them out")
         return apply_rule(calibrator, table, out)
-    cols = {**{k: engine_opts.pop(k) for k in PREDICTION_OVERRIDES}, "groups": groups}
-    kw = {"calibrator": str(calibrator), "columns": cols, "scorer_id": scorer_id,
-          "n_ratings": n_ratings}
-    if check_engine(engine_opts):  # an actor reads the calibrator from its text, checked here
-        kw["calibrator_text"] = json.dumps(load_calibrator(calibrator, scorer_fingerprint=
-                                                           scorer_id)[1])
-    run, stage = run_stage(table, out, "scoreband.apply_stage:apply_stage", kw, engine_opts,
-                           error_column=ERROR_COLUMN["apply"], local={"on_warning": warn},
-                           vectorized=True)
+    run, stage = run_stage(table, out, "apply", kw, engine_opts, local={"on_warning": warn})
     if stage is None:  # Ray: the reasons as the rows passed
         for i, e in list(run.failures.items())[:20]:
             warn(f"row {i + 1} left without a band: {e}")

@@ -9,8 +9,8 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
+from scoreband.api import check_output, output_policy
 from scoreband.errors import InputError
-from scoreband.files import check_output, output_policy
 
 __all__ = ["OUTPUT_OPTIONS", "FOLDER_COMMANDS", "path_of", "declared_files", "outputs_checked"]
 
@@ -24,7 +24,7 @@ def path_of(value) -> Path | None:
     """The local path an option's value names, if it names an existing one: a Path, a
     string such as ``@rubric.txt`` or ``hf:./model`` (prefix stripped)."""
     if isinstance(value, Path):  # a table may be addressed as FORMAT[@OPTIONS]:PATH
-        from scoreband.formats import split_address
+        from scoreband.api import split_address
 
         return split_address(value)[1]
     if isinstance(value, str) and value:

@@ -8,13 +8,16 @@ from typing import Annotated
 
 import typer
 
+from scoreband.api import (
+    BENCHMARKS,
+    atomic_write_bytes,
+    load_benchmark,
+    make_dataset,
+    write_provenance,
+    write_table,
+)
 from scoreband.cli._app import app, console, fail, guard, styled
-from scoreband.datasets import BENCHMARKS, load_benchmark
-from scoreband.files import atomic_write_bytes
-from scoreband.provenance import write_provenance
-from scoreband.tables import write_table
 from scoreband.textsafe import plain
-from scoreband.world import make_dataset
 
 
 @app.command()

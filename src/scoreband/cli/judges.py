@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from scoreband.api import JUDGES, Scale, read_table
 from scoreband.cli._app import (
     app,
     fail,
@@ -30,10 +31,6 @@ from scoreband.cli._options import (
     with_options,
 )
 from scoreband.cli._rows import end_judge_run, run_stage
-from scoreband.datatypes import Scale
-from scoreband.errors import ERROR_COLUMN
-from scoreband.judges.registry import JUDGES
-from scoreband.tables import read_table
 
 
 @app.command("judge")
@@ -151,7 +148,7 @@ def judge(
                                b_col, no_tie, tie_token, base_url, top_logprobs, max_tokens,
                                timeout, retries, cache, rubric, template, allow_blind, device,
                                dtype, concurrency, stop_after, engine_opts)
-    from scoreband.judge_stage import JudgePrompt  # lazy: loads scipy
+    from scoreband.api import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
     if not (float(sc.lo).is_integer() and float(sc.hi).is_integer()):
@@ -168,12 +165,12 @@ def judge(
                        "delimiter": prompt.delimiter, "labels": prompt.labels}}
     if not out.parent.is_dir():
         out.parent.mkdir(parents=True, exist_ok=True)
-    run, stage = run_stage(table, out, "scoreband.judge_stage:judge_stage", dict(
+    run, stage = run_stage(table, out, "judge", dict(
         judge_spec=judge_spec, prompt=dict(lo=int(sc.lo), hi=int(sc.hi), delimiter=delimiter,
                                            **kw), judge_options=options,
         concurrency=concurrency, stop_after=stop_after,
         image_col=image_col, instruction_col=instruction_col, response_col=response_col),
-        engine_opts, error_column=ERROR_COLUMN["judge"], components=prov)
+        engine_opts, components=prov)
     end_judge_run(run, None if stage is None else stage.judge, judge_spec, out)
 
 
@@ -249,7 +246,7 @@ def judge_study(
     output). With TABLE: e.g. scoreband judge-study judged.csv --judge llava='logp_*'
     --target human --scale 1,5 --task-col task
     """
-    from scoreband.studies import judge as study  # lazy: loads scipy
+    from scoreband.api import judge_study as study  # lazy: loads scipy
 
     if table is None:
         data = study.simulated_judges(n)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from scoreband.backbones import BACKBONES, resolve_backbone
+from scoreband.api import BACKBONES, resolve_backbone
 from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
@@ -26,7 +26,6 @@ from scoreband.cli._options import (
 )
 from scoreband.cli._rows import run_stage
 from scoreband.cli.calibration import _print_shift
-from scoreband.errors import ERROR_COLUMN
 from scoreband.progress import step_status
 from scoreband.textsafe import plain
 
@@ -110,10 +109,11 @@ def train(
     scoreband train train.csv --backbone hf:clip-dir --target human --scale 1,5
     --val val.csv --out clip-model
     """
-    from scoreband.scorers.model_folder import claim_model_folder  # lazy: scorers loads torch
-    from scoreband.scorers.train import TrainConfig, train_embedded  # lazy: loads torch
-    from scoreband.scorers.train_backbone import (  # lazy: loads safetensors, torch
+    from scoreband.api import (  # lazy: loads safetensors, torch
         BackboneTrainConfig,
+        TrainConfig,
+        claim_model_folder,
+        train_embedded,
         train_on_table,
     )
 
@@ -215,8 +215,8 @@ def score(
               text_col=text_col, batch_size=batch_size, device=device, dtype=dtype)
     if runtime != "eager":
         kw["runtime"] = runtime
-    run, stage = run_stage(table, out, "scoreband.scorers.stages:score_stage", kw,
-                           engine_opts, error_column=ERROR_COLUMN["clip-s" if scorer else "score"])
+    run, stage = run_stage(table, out, "score-clip-s" if scorer else "score", kw,
+                           engine_opts)
     if run.reused:
         err.print(f"{run.reused} rows resumed from the journal")
     n_trunc = run.counts.get("band_truncated", run.counts.get("truncated", 0))

@@ -71,9 +71,8 @@ def monitor(
     Example: scoreband monitor calibrator.json audit.csv --target human --false-alarm 0.05
     --out monitor.json --since-out since.csv
     """
-    from scoreband.decisions.monitor import monitor as run_monitor
-    from scoreband.files import check_output
-    from scoreband.tables import read_table, write_table
+    from scoreband.api import as_text, check_output, read_table, write_table
+    from scoreband.api import monitor as run_monitor
 
     if since_out is not None:
         check_output(since_out, what="`since_out`")
@@ -92,6 +91,9 @@ def monitor(
     _print(res, out)
     if res.alarm_row is not None and since_out is not None:
         rows = res.since_rows(df)
+        # the same rows with every cell as it was read (into a text format: `01` stays
+        # `01`), as every command writes the rows it was given
+        rows = read_table(stream, text=as_text(since_out)).loc[rows.index]
         write_table(rows, since_out)
         console.print(f"{len(rows)} rows since the change -> {plain(since_out)}")
     if res.alarm_row is not None:

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from scoreband.api import kinds_help
 from scoreband.cli._app import app, console, guard
-from scoreband.report.sections import kinds_help
 from scoreband.textsafe import plain
 
 
@@ -30,7 +30,7 @@ def report(
 
     Example: scoreband report scoreband-demo/results.json metrics.json --out report.html
     """
-    from scoreband.report.html import write_report  # lazy: loads scipy
+    from scoreband.api import write_report  # lazy: loads scipy
 
     write_report(list(results), out, title=title)
     console.print(f"wrote {plain(out)} ({Path(out).stat().st_size / 1024:.0f} KB)")

@@ -7,6 +7,17 @@ from typing import Annotated
 
 import typer
 
+from scoreband.api import (
+    ENCODERS,
+    GENERATORS,
+    Scale,
+    add_text_metrics,
+    as_text,
+    caption_with,
+    make_encoder,
+    make_generator,
+    read_table,
+)
 from scoreband.cli._app import app, console, err, fail, finish_rows, guard, report_rows, run_study
 from scoreband.cli._options import (
     ENGINE_OPTIONS,
@@ -24,14 +35,6 @@ from scoreband.cli._options import (
     with_options,
 )
 from scoreband.cli._rows import run_stage
-from scoreband.datatypes import Scale
-from scoreband.engine.stream import as_text
-from scoreband.errors import ERROR_COLUMN
-from scoreband.roundtrip.captioner import caption_with
-from scoreband.roundtrip.encoders import ENCODERS, make_encoder
-from scoreband.roundtrip.generators import GENERATORS, make_generator
-from scoreband.roundtrip.text_metrics import add_text_metrics
-from scoreband.tables import read_table
 from scoreband.textsafe import plain
 
 GeneratorOpt = Annotated[str, typer.Option(
@@ -108,10 +111,10 @@ def roundtrip(
                cache_dir=cache if cache is not None else Path(str(out) + ".cache"), **opts)
     df, text_col, comps, post = _prepare(table, captioner, references, image_col, text_col,
                                          device, out)
-    run, stage = run_stage(table, out, "scoreband.roundtrip.metric:roundtrip_stage", dict(
+    run, stage = run_stage(table, out, "roundtrip", dict(
         generator=gen, encoder=dict(spec=encoder, **opts), n_gen=n_gen, seed=seed,
         image_col=image_col, text_col=text_col, keep_dir=keep_images), engine_opts,
-        error_column=ERROR_COLUMN["roundtrip"], df=df, post=post, components=comps)
+        df=df, post=post, components=comps)
     ok = run.rows - len(run.failures)
     mean = run.means.get("roundtrip_score")
     mean = f"; mean score {mean:.4f}" if mean is not None else ""
@@ -184,7 +187,7 @@ def roundtrip_study(
     Without TABLE: the embedded world (correct reference captions for the validation study;
     corrupted captions with 3 simulated annotators each for the band).
     """
-    from scoreband.studies import roundtrip as study  # lazy: loads scipy, sklearn
+    from scoreband.api import roundtrip_study as study  # lazy: loads scipy, sklearn
 
     gen, enc = _components(generator, encoder, steps, size, guidance, device, dtype, base_url,
                            Path(out) / "generations")

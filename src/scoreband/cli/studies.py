@@ -9,6 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from scoreband.api import Scale, read_table
 from scoreband.cli._app import app, console, fail, guard, report_rows, run_study, styled
 from scoreband.cli._options import (
     AlphaOpt,
@@ -20,8 +21,6 @@ from scoreband.cli._options import (
     TextColOpt,
     check_scale,
 )
-from scoreband.datatypes import Scale
-from scoreband.tables import read_table
 from scoreband.textsafe import plain
 
 
@@ -48,11 +47,11 @@ def demo(
     domain), the bundled quantile scorer and its MC-dropout baseline, CRC and cluster
     calibration over repeated splits. Writes results.json, results.md, widths.png, examples.png and report.html to --out.
     """
-    from scoreband.studies.demo import run  # lazy: loads safetensors, scipy, torch
+    from scoreband.api import demo_study  # lazy: loads safetensors, scipy, torch
 
     if quick:
         n_test, seeds, mc_passes = 200, 3, 5
-    result = run_study("demo: scoring the three test sets ...", lambda step: run(
+    result = run_study("demo: scoring the three test sets ...", lambda step: demo_study.run(
         n_test=n_test, seeds=seeds, alpha=alpha, mc_passes=mc_passes, on_step=step), out, html,
         show=False)
     _print_demo(result.doc, alpha, seeds, n_test)
@@ -62,11 +61,9 @@ def demo(
 
 
 def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
-    from scoreband.studies.demo import (  # lazy: loads safetensors, scipy, torch
-        METRICS,
-        ROWS,
-        TEST_SETS,
-    )
+    from scoreband.api import demo_study  # lazy: loads safetensors, scipy, torch
+
+    METRICS, ROWS, TEST_SETS = demo_study.METRICS, demo_study.ROWS, demo_study.TEST_SETS
 
     def cell(v):
         return "-" if v["mean"] is None or np.isnan(v["mean"]) else f"{v['mean']:.3f}"
@@ -93,9 +90,9 @@ def _print_demo(doc: dict, alpha: float, seeds: int, n_test: int) -> None:
     for f in doc["_meta"]["findings"]:
         mark = styled("  yes", "green") if f["holds"] else styled("  no", "red")
         console.print(mark.append(f"  {plain(f['claim'])} ({f['value']:.3f})"))
-    from scoreband.studies.demo import decisions_lines
+    from scoreband.api import demo_study
 
-    for line in decisions_lines(doc):
+    for line in demo_study.decisions_lines(doc):
         console.print(plain(line))
     sh = doc["ood_painting_shift"]["chained_ci"]["after"]["coverage"]
     console.print(f"calibrated in domain, applied to ood_painting: coverage {sh['mean']:.3f}")
@@ -161,14 +158,14 @@ def stress(
     Example: scoreband stress --out stress; on your data: scoreband stress pairs.csv
     --model DIR --target human --scale 1,5 --domain-col source
     """
-    from scoreband.studies import stress as study  # lazy: loads scipy
+    from scoreband.api import stress_study as study  # lazy: loads scipy
 
     kw = dict(distortions=_csv(distortions, "--distortions"), levels=_csv(levels, "--levels"),
               ks=_csv(ks, "--k", int), alpha=alpha, seed=seed, seeds=seeds, n=n)
     study.parse_distortions(kw["distortions"], kw["levels"])  # fail before any work
     scorer = items = sc = None
     if model is not None:
-        from scoreband.scorers import load_scorer  # lazy: loads torch
+        from scoreband.api import load_scorer  # lazy: loads torch
 
         scorer = load_scorer(model)
     if table is not None:
@@ -182,7 +179,7 @@ def stress(
 
 def _stress_table(table, scale, target, ratings, image_col, text_col, domain_col, in_domain,
                   n_ratings):
-    from scoreband.studies.stress import table_items  # lazy: loads scipy
+    from scoreband.api import table_items  # lazy: loads scipy
 
     return table_items(read_table(table), scale=Scale.parse(scale), target=target,
                        ratings=ratings, image_col=image_col, text_col=text_col,
