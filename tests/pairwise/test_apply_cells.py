@@ -74,7 +74,7 @@ def test_three_commands_keep_every_cell_and_agree(tmp_path, rule, suffix):
                      str(outs["rule"])],
             "apply": ["apply", str(src), "--calibrator", str(rule), "--out",
                       str(outs["apply"])],
-            "alias": ["pairwise-triage", "--rule", str(rule), "--apply", str(src),
+            "alias": ["triage", "--pairwise", "--rule", str(rule), "--apply", str(src),
                       "--apply-out", str(outs["alias"])]}
     for k, cmd in cmds.items():
         r = runner.invoke(app, cmd)

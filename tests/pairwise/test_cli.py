@@ -21,7 +21,7 @@ def test_pairs_then_pairwise_triage(tmp_path):
                                  "resp", "--out", str(tmp_path / "pairs.csv")])
     assert r.exit_code == 0, r.output
     assert "900 pairs" in r.output
-    r = runner.invoke(app, ["pairwise-triage", str(tmp_path / "pairs.csv"),
+    r = runner.invoke(app, ["triage", "--pairwise", str(tmp_path / "pairs.csv"),
                                  "--label-col", "human", "--feature", "metric_diff",
                                  "--risk", "0.2", "--out", str(tmp_path / "rule.json"),
                                  "--apply", str(tmp_path / "pairs.csv"), "--apply-out",
@@ -31,7 +31,7 @@ def test_pairs_then_pairwise_triage(tmp_path):
     assert {"verdict", "p_a", "pair_set", "decided"} <= set(v.columns)
     assert "decided" in r.output and "%" in r.output
     # the input is never overwritten
-    r = runner.invoke(app, ["pairwise-triage", "--rule", str(tmp_path / "rule.json"),
+    r = runner.invoke(app, ["triage", "--rule", str(tmp_path / "rule.json"),
                                  "--apply", str(tmp_path / "pairs.csv"), "--apply-out",
                                  str(tmp_path / "pairs.csv")])
     assert r.exit_code != 0
@@ -43,7 +43,7 @@ def test_bad_verdict_values_named(tmp_path):
     y = y.copy()
     y[5] = "maybe"
     pd.DataFrame({"d": x, "human": y}).to_csv(tmp_path / "p.csv", index=False)
-    r = runner.invoke(app, ["pairwise-triage", str(tmp_path / "p.csv"), "--label-col",
+    r = runner.invoke(app, ["triage", "--pairwise", str(tmp_path / "p.csv"), "--label-col",
                                  "human", "--feature", "d", "--out",
                                  str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output
@@ -59,19 +59,21 @@ def test_world_end_to_end_judge_triage_systems(tmp_path):
     df = world_pairs(400, seed=4)
     df.to_csv(tmp_path / "w.csv", index=False)
     run = runner.invoke
-    r = run(app, ["judge-pairs", str(tmp_path / "w.csv"), "--judge", "sim-pair-strong",
+    r = run(app, ["judge", "--pairwise", str(tmp_path / "w.csv"), "--judge", "sim-pair-strong",
                   "--out", str(tmp_path / "j.csv")])
     assert r.exit_code == 0, r.output
-    r = run(app, ["pairwise-triage", str(tmp_path / "j.csv"), "--label-col", "human",
-                  "--probs", "pair_p_a,pair_p_b,pair_p_tie", "--risk", "0.2", "--sets", "aps",
-                  "--groups", "task", "--out", str(tmp_path / "rule.json")])
+    (tmp_path / "knobs.toml").write_text('sets = "aps"\n')
+    r = run(app, ["triage", "--pairwise", str(tmp_path / "j.csv"), "--label-col", "human",
+                  "--probs", "pair_p_a,pair_p_b,pair_p_tie", "--risk", "0.2", "--config",
+                  str(tmp_path / "knobs.toml"), "--groups", "task", "--out",
+                  str(tmp_path / "rule.json")])
     assert r.exit_code == 0, r.output
     rule = json.loads((tmp_path / "rule.json").read_text())
     assert set(rule["set_quantile"]) == set(df.task)
     j = pd.read_csv(tmp_path / "j.csv", keep_default_na=False)
     j.loc[j.index % 5 != 0, "human"] = ""
     j.to_csv(tmp_path / "j2.csv", index=False)
-    r = run(app, ["pairwise-systems", str(tmp_path / "j2.csv"), "--label-col", "human",
+    r = run(app, ["systems", "--pairwise", str(tmp_path / "j2.csv"), "--label-col", "human",
                   "--out", str(tmp_path / "rank.json")])
     assert r.exit_code == 0, r.output
     doc = json.loads((tmp_path / "rank.json").read_text())

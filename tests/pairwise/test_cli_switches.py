@@ -1,5 +1,5 @@
 """The issue's exact command lines: `judge --pairwise`, `triage --pairwise`, `systems
---pairwise` (the same code as judge-pairs, pairwise-triage, pairwise-systems), and a
+--pairwise` (one code each; the alias commands are gone), and a
 pairwise rule recognised by `triage --rule`."""
 
 import json
@@ -26,7 +26,7 @@ def test_judge_triage_systems_pairwise_switches(tmp_path):
     assert r.exit_code == 0, r.output
     assert "SIMULATED" in r.output and "position bias" in r.output
     # the alias writes the same table
-    r = _run("judge-pairs", tmp_path / "w.csv", "--judge", "sim-pair-biased", "--a-col",
+    r = _run("judge", "--pairwise", tmp_path / "w.csv", "--judge", "sim-pair-biased", "--a-col",
              "cap_a", "--b-col", "cap_b", "--out", tmp_path / "j2.csv")
     assert r.exit_code == 0, r.output
     pd.testing.assert_frame_equal(pd.read_csv(j), pd.read_csv(tmp_path / "j2.csv"))
@@ -59,7 +59,7 @@ def test_judge_triage_systems_pairwise_switches(tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads((tmp_path / "rank.json").read_text())
     assert doc["ranking"][0]["system"] == "sys-d"
-    r = _run("pairwise-systems", tmp_path / "j3.csv", "--label-col", "human", "--alpha",
+    r = _run("systems", "--pairwise", tmp_path / "j3.csv", "--label-col", "human", "--alpha",
              "0.05", "--out", tmp_path / "rank2.json")
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "rank2.json").read_text())["ranking"] == doc["ranking"]
@@ -114,6 +114,6 @@ def test_pairwise_systems_html_and_position_bias(tmp_path):
     assert len(tasks) >= 2 and all(abs(v["mean"] - 0.12) < 0.05 for v in tasks.values())
     page = html.read_text()
     assert page.count("<svg") >= 3 and "position bias" in page.lower()
-    r = _run("pairwise-systems", tmp_path / "j3.csv", "--label-col", "human", "--out",
+    r = _run("systems", "--pairwise", tmp_path / "j3.csv", "--label-col", "human", "--out",
              tmp_path / "same.json", "--html", tmp_path / "same.json")
     assert r.exit_code != 0 and "same path" in r.output

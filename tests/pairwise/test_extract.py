@@ -86,7 +86,7 @@ def test_endpoint_both_orders_spellings_merged_and_no_verdict_reported(tmp_path,
 
 def test_cli_judge_pairs_simulated(tmp_path):
     world_pairs(200, seed=3).to_csv(tmp_path / "w.csv", index=False)
-    r = runner.invoke(app, ["judge-pairs", str(tmp_path / "w.csv"), "--judge",
+    r = runner.invoke(app, ["judge", "--pairwise", str(tmp_path / "w.csv"), "--judge",
                                  "sim-pair-biased:bias=0.1", "--out",
                                  str(tmp_path / "j.csv")])
     assert r.exit_code == 0, r.output

@@ -1,5 +1,6 @@
-"""pairs / pairwise-triage / judge-pairs / pairwise-systems: the pairwise path (judges rank
-better than they score: compare two responses instead of scoring one)."""
+"""pairs, and the shared implementations of `judge --pairwise` and `systems --pairwise`: the
+pairwise path (judges rank better than they score: compare two responses instead of scoring
+one). Calibrated pair verdicts are `triage --pairwise`."""
 
 from __future__ import annotations
 
@@ -9,14 +10,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from scoreband.cli._app import app, console, fail, guard, report_rows, text_or_file, warn
+from scoreband.cli._app import app, console, fail, guard, report_rows, warn
 from scoreband.cli._checks import exactly_one
 from scoreband.cli._options import (
-    HtmlOpt,
-    PairLabelOpt,
-    PairVotesOpt,
-    later_path,
-    open_unit,
     split_columns,
 )
 from scoreband.errors import ERROR_COLUMN
@@ -45,7 +41,7 @@ def pairs(
     response_col: Annotated[str | None, typer.Option(
         "--response-col", help="Column of the responses: pairs of identical responses are "
                                "reported and skipped; {col}_a / {col}_b go to the pair "
-                               "table (for judge-pairs).")] = None,
+                               "table (for judge --pairwise).")] = None,
     keep: Annotated[list[str] | None, typer.Option(
         "--keep", help="Item columns copied to each pair (e.g. task, image).")] = None,
 ):
@@ -66,7 +62,10 @@ def pairs(
     res = make_pairs(df, system_col=system_col, item_col=item_col, scores=split_columns(score),
                      target=target, tie_tol=tie_tol, response_col=response_col,
                      keep=split_columns(keep))
-    report_rows(res.errors, len(df))
+    rows, same = _pair_skips(res.errors)
+    report_rows(rows, len(df))
+    if same:
+        _report_pair_skips(same, len(res.table) + len(same))
     for w in res.warnings:
         warn(w)
     write_table(res.table, out)
@@ -81,145 +80,13 @@ def pairs(
     console.print(msg + f" -> {plain(out)}")
 
 
-@app.command("pairwise-triage")
-@guard
-def pairwise_triage(
-    labeled: Annotated[Path | None, typer.Argument(
-        help="Labeled pair table (from `scoreband pairs` or your own). Omit with "
-             "--rule.")] = None,
-    label_col: PairLabelOpt = None,
-    votes: PairVotesOpt = None,
-    feature: Annotated[list[str] | None, typer.Option(
-        "--feature", help="Antisymmetric feature column(s) of the logistic verdict model: a "
-                          "score difference ({score}_diff), a judge's preference "
-                          "(pair_pref).")] = None,
-    probs: Annotated[str | None, typer.Option(
-        "--probs", help="Instead of --feature: columns of p(A), p(B)[, p(tie)] used as "
-                        "they are (e.g. pair_p_a,pair_p_b,pair_p_tie from judge-pairs).")
-    ] = None,
-    alpha: Annotated[float, typer.Option(
-        "--risk", callback=open_unit, help="At most this share of the decided pairs may "
-                                           "disagree with the human preference.")] = 0.1,
-    delta: Annotated[float, typer.Option(
-        "--delta", callback=open_unit, help="The guarantee may fail with this probability "
-                                            "over the draw of the labeled pairs.")] = 0.1,
-    set_alpha: Annotated[float | None, typer.Option(
-        "--set-alpha", callback=open_unit,
-        help="Miscoverage of the prediction sets (default --risk).")] = None,
-    sets: Annotated[str, typer.Option("--sets", help="lac (smallest sets) | aps "
-                                                     "(adaptive).")] = "lac",
-    groups: Annotated[str | None, typer.Option(
-        "--groups", help="Column of tasks: prediction sets per task (Mondrian).")] = None,
-    start: Annotated[str, typer.Option(
-        "--start", help="Where the fixed sequence starts: first (where enough pairs are "
-                        "decided for a test to reject; label-free: at the most confident "
-                        "fifth) | likely (read from a training share).")] = "first",
-    train_frac: Annotated[float, typer.Option("--train-frac", callback=open_unit,
-                                              help="Share fitting the verdict model.")] = 0.5,
-    asymmetric: Annotated[bool, typer.Option(
-        "--asymmetric", help="Let the logistic verdict model learn an order effect (e.g. "
-                             "the second system of the table's pairs is usually the better) "
-                             "instead of fitting it order-fair.")] = False,
-    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
-    out: Annotated[Path | None, typer.Option("--out", help="The rule, JSON.")] = None,
-    rule: Annotated[Path | None, typer.Option("--rule", help="A saved rule to apply.")] = None,
-    apply_table: Annotated[Path | None, typer.Option(
-        "--apply", help="Pair table to give verdicts (every row and column kept).")] = None,
-    apply_out: Annotated[str | None, typer.Option(
-        "--apply-out", callback=later_path, help="Where the verdicts go.")] = None,
-):
-    """Calibrated pairwise verdicts: decide a pair (A or B better, or tie) only when the
-    verdict model is confident enough, with the threshold chosen on labeled pairs
-    (Learn-then-Test) so that at most --risk of the decided pairs disagree with the human
-    preference, with probability at least 1 - --delta over the draw of the labeled pairs;
-    and conformal prediction sets over {A, B, tie} holding the human preference with
-    probability at least 1 - --set-alpha. The labeled pairs are split by their identity
-    (--seed): a training share fits the verdict model, the rest calibrates.
-
-    Applied rows get verdict (A / B / tie, empty where undecided), p_a, p_b, p_tie,
-    pair_uncertainty, decided, pair_set (e.g. A|tie) and verdict_error (why a row could not
-    be judged; a judged table's pair_error is kept beside it).
-
-    scoreband pairwise-triage pairs.csv --label-col human --feature clip_score_diff
-    --risk 0.1 --delta 0.1 --out rule.json --apply unlabeled_pairs.csv --apply-out
-    verdicts.csv
-    """
-    from scoreband.cli.decisions import triage_pairs
-
-    triage_pairs(labeled, label_col=label_col, votes=votes, feature=feature, probs=probs,
-                 alpha=alpha, delta=delta, set_alpha=set_alpha, sets=sets, groups=groups,
-                 start=start, train_frac=train_frac, asymmetric=asymmetric, seed=seed, out=out,
-                 rule=rule, apply_table=apply_table, apply_out=apply_out)
-
-
-@app.command("judge-pairs")
-@guard
-def judge_pairs_cmd(
-    table: Annotated[Path, typer.Argument(help="Pair table: one row per pair of responses "
-                                                "(from `scoreband pairs --response-col`).")],
-    judge: Annotated[str, typer.Option(
-        "--judge", help="openai:MODEL (an OpenAI-compatible endpoint), hf:MODEL (local), or "
-                        "a simulated judge of the embedded world: sim-pair-strong | "
-                        "sim-pair-biased | sim-pair-fair, options after ':' (e.g. "
-                        "sim-pair-biased:bias=0.2; reads true_a / true_b).")],
-    out: Annotated[Path, typer.Option("--out", help="The table with the verdict columns.")],
-    response_a: Annotated[str, typer.Option("--response-a", "--a-col",
-                                            help="Column of response A.")] = "response_a",
-    response_b: Annotated[str, typer.Option("--response-b", "--b-col",
-                                            help="Column of response B.")] = "response_b",
-    image_col: Annotated[str, typer.Option("--image-col", help="Column of the image "
-                                                               "path.")] = "image",
-    root: Annotated[Path | None, typer.Option("--root", help="Folder the image paths are "
-                                                             "relative to.")] = None,
-    instruction_col: Annotated[str | None, typer.Option(
-        "--instruction-col", help="Column of the instruction (default: one instruction, "
-                                  "--instruction).")] = None,
-    instruction: Annotated[str, typer.Option("--instruction")] =
-        "Which response describes the image better?",
-    no_tie: Annotated[bool, typer.Option("--no-tie", help="Verdicts A or B only (no tie "
-                                                          "token).")] = False,
-    tie_token: Annotated[str, typer.Option("--tie-token", help="The tie token.")] = "tie",
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", help="Rubric text, or @FILE to read it from a file.")] = None,
-    template: Annotated[str | None, typer.Option(
-        "--template", help="Prompt template (or @FILE) with {instruction} {response} (shown "
-                           "first) {response_b} {rubric} {delimiter} {tie_clause}.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="openai: the endpoint's "
-                                                                    "base URL.")] = None,
-    top_logprobs: Annotated[int, typer.Option("--top-logprobs", min=1)] = 20,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Simulated judges: the "
-                                                            "seed.")] = 0,
-):
-    """Pairwise verdicts from a judge: the log-probs of the verdict tokens ("A", "B" and a
-    tie token; every tokenizer spelling merged) at the verdict position, asked in both
-    orders (A/B and B/A, the second mapped back). Adds per order pair_ab_p_a / _p_b /
-    _p_tie and pair_ba_*, the order-averaged pair_p_a / pair_p_b / pair_p_tie and pair_pref
-    (= pair_p_a - pair_p_b, a feature for pairwise-triage), pair_position_bias
-    ((p_AB(A) - p_BA(A)) / 2) and pair_error (identical responses, no verdict token, an
-    endpoint error: reported, the pair skipped).
-
-    scoreband judge-pairs pairs.csv --judge openai:gpt-4o-mini --image-col image
-    --response-a hyp_a --response-b hyp_b --out judged_pairs.csv
-
-    scoreband judge-pairs world_pairs.csv --judge sim-pair-biased --out judged.csv
-    """
-    run_judge_pairs(table, judge=judge, out=out, response_a=response_a,
-                    response_b=response_b, image_col=image_col, root=root,
-                    instruction_col=instruction_col, instruction=instruction,
-                    tie=None if no_tie else tie_token, base_url=base_url,
-                    top_logprobs=top_logprobs, max_tokens=max_tokens, seed=seed,
-                    rubric=text_or_file(rubric) if rubric is not None else None,
-                    template=text_or_file(template) if template is not None else None)
-
-
 def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, response_b: str,
                     image_col: str, root, instruction_col, instruction: str, tie,
                     base_url=None, top_logprobs: int = 20, max_tokens: int = 256,
                     seed: int = 0, engine_opts: dict | None = None,
                     judge_options: dict | None = None, rubric: str | None = None,
                     template: str | None = None) -> None:
-    """`judge-pairs` and `judge --pairwise` (one implementation): the pairwise judge stage
+    """`judge --pairwise`: the pairwise judge stage
     on the row engine, journaled (OUT.partial.jsonl) and resumed when run again."""
     from scoreband.cli._rows import end_judge_run, run_stage
 
@@ -252,63 +119,11 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
                   + bias)
 
 
-#: `pairwise-systems` and `systems --pairwise` run one code with one default --alpha (the
-#: one of `systems`): every interval at 1 - alpha, the Holm decisions and the simultaneous
-#: rank sets at family-wise level alpha
-ALPHA_DEFAULT = 0.05
-ALPHA_HELP = ("1 - confidence of every interval (win rates, head-to-head, Bradley-Terry "
-              "strengths); the Holm-adjusted decisions and the simultaneous rank sets hold "
-              "all at once with probability >= 1 - alpha.")
-
-
-@app.command("pairwise-systems")
-@guard
-def pairwise_systems(
-    table: Annotated[Path, typer.Argument(help="Pair table with the judge's verdicts (from "
-                                                "judge-pairs or pairwise-triage) and some "
-                                                "human preferences.")],
-    out: Annotated[Path, typer.Option("--out", help="The ranking, JSON (the shape of "
-                                                    "`scoreband systems`).")],
-    probs: Annotated[str | None, typer.Option(
-        "--probs", help="Columns of the judge's p(A), p(B)[, p(tie)] (default "
-                        "pair_p_a,pair_p_b,pair_p_tie).")] = None,
-    verdict: Annotated[str | None, typer.Option(
-        "--verdict", help="Instead of --probs: a column of judge verdicts A / B / "
-                          "tie.")] = None,
-    label_col: PairLabelOpt = None,
-    votes: PairVotesOpt = None,
-    alpha: Annotated[float, typer.Option("--alpha", callback=open_unit,
-                                         help=ALPHA_HELP)] = ALPHA_DEFAULT,
-    method: Annotated[str, typer.Option("--method", help="ppi++ | ppi | classical "
-                                                         "(labels alone).")] = "ppi++",
-    by: Annotated[str, typer.Option(
-        "--by", help="Pairwise decisions from head-to-head preferences (head-to-head) or "
-                     "Bradley-Terry strengths (bradley-terry).")] = "head-to-head",
-    system_a: Annotated[str, typer.Option("--system-a")] = "system_a",
-    system_b: Annotated[str, typer.Option("--system-b")] = "system_b",
-    html: HtmlOpt = None,
-):
-    """Rank systems from many judge verdicts and a few human preferences: win rates and
-    Bradley-Terry strengths by prediction-powered inference (the human-labeled pairs
-    rectify the judge), Holm-adjusted pairwise decisions and simultaneous rank sets at
-    1 - --alpha (default 0.05, as `systems --pairwise`: one code). A system none of whose
-    pairs has a human preference is reported and skipped (its pairs leave every estimate;
-    the JSON lists it under skipped_systems). Where the table has the judge's pair_position_bias (judge-pairs writes it),
-    the ranking records it per task (column task, where there is one). --html: the report
-    section (win matrix with intervals, win rates and Bradley-Terry strengths as a forest
-    plot, position bias by task).
-
-    scoreband pairwise-systems judged_pairs.csv --label-col human --out ranking.json
-    """
-    run_pairwise_systems(table, out=out, probs=probs, verdict=verdict, label_col=label_col,
-                         votes=votes, alpha=alpha, method=method, by=by, system_a=system_a,
-                         system_b=system_b, html=html)
-
-
 def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, votes,
                          alpha: float, method: str, by: str, system_a: str,
                          system_b: str, html: Path | None = None) -> None:
-    """`pairwise-systems` and `systems --pairwise` (one implementation)."""
+    """`systems --pairwise`: rank systems from judge verdicts rectified by human
+    preferences."""
     from scoreband.json_io import write_json
     from scoreband.pairwise.ranking import rank_systems
     from scoreband.provenance import provenance
@@ -357,3 +172,16 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
                   f"{r['ranks'][0]}-{r['ranks'][1]}")
     console.print(t)
     console.print(f"wrote {plain(out)}" + (f" and {plain(html)}" if html else ""))
+
+
+def _pair_skips(errors) -> tuple[list, list]:
+    """The skipped rows, and apart the skipped pairs (two rows named ``a/b``: identical
+    responses), which are counted and named as pairs."""
+    pairs = [e for e in errors if "/" in str(e.row) and "pair is skipped" in str(e.reason)]
+    return [e for e in errors if e not in pairs], pairs
+
+
+def _report_pair_skips(pairs, total: int) -> None:
+    shown = "; ".join(f"rows {plain(str(e.row))}: {plain(str(e.reason))}" for e in pairs[:5])
+    warn(f"{len(pairs):,} of {total:,} pairs skipped (identical responses: nothing to "
+         f"prefer): {shown}" + (f"; and {len(pairs) - 5:,} more" if len(pairs) > 5 else ""))

@@ -179,9 +179,10 @@ class RuleStage(Stage):
 
     vectorized = True
 
-    def __init__(self, rule, *, on_warning=None, base_dir=None):
+    def __init__(self, rule, *, on_warning=None, base_dir=None, source=None):
         super().__init__(base_dir)
-        self.source = Path(rule) if isinstance(rule, (str, Path)) else None
+        self.source = Path(rule) if isinstance(rule, (str, Path)) else \
+            (Path(source) if source is not None else None)
         self.rule = load_rule(rule)
         self.label = self.rule.label
         self.error_column = self.rule.error_column
@@ -222,6 +223,7 @@ class RuleStage(Stage):
         return {"judged": self.judged, **self.counts, "errors": len(self.errors)}
 
 
-def rule_stage(rule: str, on_warning=None, base_dir=None) -> RuleStage:
-    """The stage from plain values (the rule file), as the command line builds it."""
-    return RuleStage(rule, on_warning=on_warning, base_dir=base_dir)
+def rule_stage(rule, on_warning=None, base_dir=None, source=None) -> RuleStage:
+    """The stage from plain values (the rule file, the form a Ray actor gets), or from a
+    rule already read (``source``: the file it was read from, for the provenance)."""
+    return RuleStage(rule, on_warning=on_warning, base_dir=base_dir, source=source)
