@@ -13,6 +13,8 @@ scoreband`` stays light; ``help(scoreband.calibrate)`` shows each):
 * ``propose_labels(table, system_col=, n_labels=)`` - which rows to send to humans
 * ``monitor(calibration_or_rule, stream, target=, false_alarm=)`` - an anytime-valid alarm
   for the row where a calibrator's misses (a triage rule's trusted errors) exceed its promise
+* ``score(table, out)``, ``judge(table, out, judge=)``, ``roundtrip(table, out, generator=,
+  encoder=)`` - the row jobs of the commands of the same names (:mod:`scoreband.jobs`)
 * ``read_table(path)``, ``example_table()``, ``CalibrationConfig``
 
 One calling convention: the options are keywords naming the columns (``target=``,
@@ -28,13 +30,13 @@ The calibrators work on arrays as estimators (``fit`` / ``predict``):
 """
 
 import importlib
-import warnings
 
 from scoreband._version import __version__  # noqa: E402
 from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 
 _API = ("evaluate", "calibrate", "calibration_curve", "recalibrate", "apply", "systems",
-        "propose_labels", "read_table", "example_table", "CalibrationConfig", "Calibration")
+        "propose_labels", "read_table", "example_table", "CalibrationConfig", "Calibration",
+        "score", "judge", "roundtrip")
 
 #: the monitor's face (:mod:`scoreband.decisions.monitor`), loaded on first use as well
 _MONITOR = ("monitor", "MonitorResult")
@@ -47,14 +49,6 @@ def __getattr__(name):
         return getattr(importlib.import_module("scoreband.api"), name)
     if name in _MONITOR:
         return getattr(importlib.import_module("scoreband.decisions.monitor"), name)
-    if name == "Record":  # deprecated: nothing builds one; goes in the next release
-        from scoreband.datatypes import Record
-
-        warnings.warn("scoreband.Record is deprecated (tables are the input; the class is "
-                      "scoreband.datatypes.Record until the next release)", DeprecationWarning,
-                      stacklevel=2)
-        globals()["Record"] = Record  # warned once: `from scoreband import Record` asks twice
-        return Record
     raise AttributeError(f"module 'scoreband' has no attribute {name!r}")
 
 

@@ -26,8 +26,6 @@ from scoreband.files import (
     untrack_temp,
 )
 from scoreband.formats import resolve, suffixes
-from scoreband.formats.parquet import cast_table as _cast  # noqa: F401  (former names)
-from scoreband.formats.parquet import unify_schemas as _unify  # noqa: F401
 
 __all__ = ["iter_chunks", "ChunkWriter", "STREAMABLE", "TEXT_FORMATS", "as_text",
            "table_rows"]
