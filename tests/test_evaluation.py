@@ -102,3 +102,22 @@ def test_a_tiny_delta_is_written_exactly():
     doc = {"delta": 1e-12, "guarantee": "g", "coverage_below_target": {
         "splits_below": 0, "splits": 10, "share": 0.0, "ci": [0.0, 0.31], "target": 0.9}}
     assert "allows at most 1e-12 (within it)" in guarantee_text(doc)
+
+
+def test_coverage_by_predicted_level_counts_each_item_once():
+    """Issue 43: an item whose predicted level moves from split to split (a learned median)
+    is shared among its levels, so the levels' ``n_items`` add up to the distinct items
+    tested (were items x splits: 6,342 "items" of 5,664 rows)."""
+    from scoreband.evaluation import level_item_counts
+
+    rng = np.random.default_rng(4)
+    n = 600
+    y = rng.integers(1, 6, n).astype(float)
+    x = y + rng.normal(0, 0.8, n)
+    pred = Predictions(LIKERT.to01(np.clip(x, 1, 5)), features=np.column_stack([x, x ** 2]))
+    res = evaluate_splits(pred, LIKERT.to01(y), lambda seed=0: make_calibrator(
+        "cqr", 0.1, scale=LIKERT, seed=seed), seeds=4)
+    for kind in ("target", "predicted"):
+        total = sum(v["n_items"] for v in res["coverage_by_level"][kind].values())
+        assert abs(total - res["n_items_tested"]) <= len(res["coverage_by_level"][kind])
+    assert level_item_counts({}) == {}

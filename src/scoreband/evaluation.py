@@ -208,7 +208,9 @@ class _Record:
         self.scale = scale
         # coverage by the target's level and by the predicted (calibrated median's) level
         self.levels: dict[str, dict[str, dict[str, list]]] = {"target": {}, "predicted": {}}
-        self.level_items: dict[str, dict[str, set]] = {"target": {}, "predicted": {}}
+        # the test items at each level, split by split (an item's predicted level can
+        # change from split to split)
+        self.level_items: dict[str, dict[str, list]] = {"target": {}, "predicted": {}}
         self.err_width: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.constant_inside: list[bool] = []
         self.tested: set = set()  # distinct test items over every split
@@ -284,7 +286,7 @@ class _Record:
                 d["n"].append(int(m.sum()))
                 d["coverage"].append(float(cov[m].mean()))
                 d["sharpness"].append(float(w01[m].mean()))
-                self.level_items[kind].setdefault(g, set()).update(items[m].tolist())
+                self.level_items[kind].setdefault(g, []).append(items[m])
         ok = np.isfinite(m01)
         span = sc.hi - sc.lo
         self.err_width.append((np.abs(m01 - yt)[ok] * span, w01[ok] * span, cov[ok]))
@@ -407,21 +409,21 @@ def _summarize_extra(out: EvaluateResult, rec: _Record, width: float, grouped: b
     after["fallback_rate"] = summarize(ex["fallback_rate"])
     if grouped:
         after["worst_group_coverage"] = summarize(ex["worst_group_coverage"])
-        out.groups = {g: _group_summary(d, rec.group_items.get(g))
+        out.groups = {g: _group_summary(d, len(rec.group_items.get(g) or ()))
                       for g, d in sorted(rec.per_group.items())}
 
 
-def _group_summary(d: dict, items: set | None) -> dict:
+def _group_summary(d: dict, n_items: int) -> dict:
     """A group's coverage over the splits, with a 95 % Clopper-Pearson interval that counts
     each distinct item once: the splits reuse the same items, so pooling their test sides
     (n per split x splits) would make the interval too narrow. ``n_items``: the distinct
-    items of the group that were ever tested; the interval is that of the mean coverage
-    observed on that many items."""
+    items of the group that were ever tested (:func:`level_item_counts` for levels); the
+    interval is that of the mean coverage observed on that many items."""
     cov = summarize(d["coverage"])
     out = {"n": int(round(np.mean(d["n"]))), "coverage": cov,
            "sharpness": summarize(d["sharpness"])}
-    if items:
-        n = len(items)
+    if n_items:
+        n = n_items
         out["n_items"] = n
         out["ci"] = list(M.binomial_ci(int(round(cov["mean"] * n)), n))
     return out
@@ -451,6 +453,28 @@ def level_labels(y01, scale) -> np.ndarray:
     return out.astype(str)
 
 
+def level_item_counts(hits: dict[str, list]) -> dict[str, int]:
+    """Distinct items per level, each item counted once over all levels: an item tested at
+    several levels over the splits (its predicted level moves with each split's calibration)
+    counts at each level by the share of its tests there, so the counts add up to the items
+    tested, not to items x splits. A level fixed per item (the target's) counts its distinct
+    items. ``hits``: per level, the item positions tested there, one array per split.
+
+    >>> level_item_counts({"3": [np.array([0, 1]), np.array([0])],
+    ...                    "4": [np.array([1]), np.array([1, 2])]})  # 1 + 1/3, 2/3 + 1
+    {'3': 1, '4': 2}
+    """
+    every = [np.concatenate(v) for v in hits.values()]
+    if not every:
+        return {}
+    uniq, tests = np.unique(np.concatenate(every), return_counts=True)
+    out = {}
+    for g, arrays in hits.items():
+        u, h = np.unique(np.concatenate(arrays), return_counts=True)
+        out[g] = int(np.floor(np.sum(h / tests[np.searchsorted(uniq, u)]) + 0.5))
+    return out
+
+
 def _level_key(name: str) -> float:
     """A level's label sorted by its (first) number."""
     m = re.match(r"-?[0-9.]+(e-?[0-9]+)?", name)
@@ -468,8 +492,8 @@ def _summarize_levels(out: EvaluateResult, rec: _Record) -> None:
     by = {}
     for kind in ("target", "predicted"):
         names = sorted(rec.levels[kind], key=_level_key)
-        by[kind] = {g: _group_summary(rec.levels[kind][g], rec.level_items[kind].get(g))
-                    for g in names}
+        counts = level_item_counts(rec.level_items[kind])
+        by[kind] = {g: _group_summary(rec.levels[kind][g], counts.get(g, 0)) for g in names}
     out.coverage_by_level = by
     warns = []
     for kind in ("target", "predicted"):

@@ -267,7 +267,10 @@ def _level_blocks(by: dict, target: float, span: float, unit: str) -> list[dict]
     fig = fig_block(_levels_figure(by, target),
                     "Coverage where it matters: by the human score's level (left) and by the "
                     "level the calibrated median predicts (right), each with its 95 % "
-                    "Clopper-Pearson interval on distinct items; red: more than 0.1 below "
+                    "Clopper-Pearson interval on distinct items (an item predicted at "
+                    "several levels over the splits counts at each by the share of its "
+                    "splits there: the items add up to the items tested, not items x "
+                    "splits); red: more than 0.1 below "
                     "the nominal coverage. Split-conformal bands hold on average over "
                     "levels, not at each: an auditor cannot trust a red level. Remedy (per "
                     "predicted level): --mondrian-by predicted (or --mondrian --groups on a "
@@ -281,7 +284,7 @@ def _level_blocks(by: dict, target: float, span: float, unit: str) -> list[dict]
              v.get("n_items", v["n"]), fmt(v["coverage"]["mean"]), ci(v),
              fmt(v["sharpness"]["mean"] * span, 2)]
             for k in ("target", "predicted") for g, v in (by.get(k) or {}).items()]
-    return [fig, table_block(["level", "items", "coverage", "95 % CI",
+    return [fig, table_block(["level", "distinct items", "coverage", "95 % CI",
                               f"width (points on {unit})"], rows, "Coverage by level")]
 
 
