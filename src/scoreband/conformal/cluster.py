@@ -29,8 +29,8 @@ class ClusterConservative(_Grouped):
 
     The calibration items are clustered (k-means on ``pred.embedding``, or a given group
     label); the base method is fitted in every cluster; each cluster's parameters are
-    evaluated on the whole calibration set and the pair with the largest mean width is
-    applied to every test item (``rule="conservative"``). With ``rule="mondrian"`` each test
+    evaluated on the whole calibration set and the parameters with the largest mean width
+    are applied to every test item (``rule="conservative"``). With ``rule="mondrian"`` each test
     item gets its own cluster's parameters instead (group-conditional coverage): there the
     k-means clusters (and an ``"auto"`` k) are fitted on a share the conformal step never
     sees, as :class:`Mondrian` fits its difficulty groups, and clusters too small for alpha

@@ -1,6 +1,6 @@
 """Conformal risk control of a quantile interval with (omega, beta).
 
-For the 90 % pair ``(l, u)`` and median ``m`` of each item::
+For the 90 % interval ``(l, u)`` and median ``m`` of each item::
 
     l_hat = max(0, m + omega (l - m) - beta)
     u_hat = min(1, m + omega (u - m) + beta)

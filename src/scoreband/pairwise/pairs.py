@@ -8,6 +8,10 @@ preference ``human`` (``A``, ``B`` or ``tie`` when the two human scores are with
 ``tie_tol``). A pair table given with a label column or vote-count columns is read by
 :func:`pair_labels` into the same form.
 
+Names, throughout scoreband: an *item* is what a score is given to (an image and its caption,
+one row of a score table per system); a *pair* is always two systems (two responses)
+compared on one item, never an image and its caption.
+
 >>> import pandas as pd
 >>> df = pd.DataFrame({"sys": ["x", "y", "z"], "item": [1, 1, 1], "m": [0.9, 0.2, 0.5],
 ...                    "h": [5, 2, 2]})
