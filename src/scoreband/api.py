@@ -29,23 +29,24 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scoreband.api_names import NAMES, STUDIES
 from scoreband.apply_stage import ApplyStage, band_columns, table_fingerprint
+from scoreband.calibration_config import MONDRIAN_BY, CalibrationConfig, config_fields
 from scoreband.columns import ColumnSpec, column_fields, expand_columns, load_inputs
-from scoreband.conformal import load_calibrator, make_calibrator, save_calibrator
+from scoreband.conformal import load_calibrator, save_calibrator
 from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
-from scoreband.conformal.mondrian import MONDRIAN_BY  # what ``mondrian_by`` may name
 from scoreband.conformal.randomness import frame_keys
 from scoreband.domain import check_mostly_inside, fit_domain, off_scale_rows
 from scoreband.engine.rows import run_rows
-from scoreband.errors import ERROR_COLUMN, InputError, RowError, check_known_keys
+from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.jobs import JOBS, RayEngine, judge, judge_pairwise, roundtrip, run, score
 from scoreband.tables import read_table
 
@@ -61,120 +62,6 @@ __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evalua
            "band_columns", "read_table", "example_table", "ERROR_COLUMN", "MONDRIAN_BY",
            "monitor", "run", "JOBS", "RayEngine", "score", "judge", "judge_pairwise",
            "roundtrip"]
-
-@dataclass
-class CalibrationConfig:
-    """How to calibrate: the ``config`` of ``scoreband.evaluate`` and ``calibrate`` (their
-    keywords, a dict with these keys, or this class). The one definition of these options:
-    the CLI's options of evaluate / calibrate and their defaults are generated from these
-    fields (:mod:`scoreband.cli._options`).
-
-    Parameters
-    ----------
-    method : str, default ``"split"``
-        A name of :data:`scoreband.conformal.METHODS` (each method's class declares its
-        names, inputs and parameters: ``METHODS.choices()`` lists them with their help).
-    alpha : float in (0, 1), default 0.1
-        Target miscoverage: bands cover 1 - alpha.
-    delta : float in (0, 1) or None, default None
-        A training-conditional guarantee: coverage >= 1 - alpha with probability
-        >= 1 - delta over the calibration draw, not only on average over calibrations (a
-        later conformal rank, from the exact Beta tail:
-        :func:`scoreband.conformal.core.conditional_rank`; per group with Mondrian). Methods
-        without an exact finite-sample rank (weighted-split, crc-same, the cluster rules)
-        refuse it, saying why. None: the marginal guarantee.
-    mondrian : bool, default False
-        Group-conditional bands: per ``groups`` label when the columns name one, else per
-        Easy/Medium/Hard difficulty group (``mondrian_by`` chooses).
-    mondrian_by : ``"given"``, ``"difficulty"``, ``"predicted"`` or None, default None
-        What the Mondrian groups are (implies ``mondrian``): the ``groups`` labels, the
-        difficulty groups, or bins of the point score (``"predicted"``: quantile bins fitted
-        on a share of the calibration items the conformal step never sees; the remedy when
-        coverage differs by predicted level). None: given with ``groups``, else difficulty.
-    clusters : int or ``"auto"``, default ``"auto"``
-        k for the cluster rules (``"auto"``: elbow + silhouette).
-    small_group : ``"full"``, ``"pool-together"`` or ``"error"``, default ``"full"``
-        What a Mondrian group too small for alpha gets: the whole scale, flagged (the only
-        band valid for such a group on its own), one band calibrated on the small groups
-        pooled (valid for them together, not for each), or an error.
-    map : ``"none"``, ``"isotonic"`` or ``"linear"``, default ``"none"``
-        A monotone map of a raw metric onto the target's scale, fitted on its own share.
-    randomize : bool or None, default None
-        Randomised tie-breaking; None = each method's default (on for chr and auto).
-    adjust_boundary : bool, default False
-        Snap bands to the achievable targets (and let ``auto`` compare snapped widths).
-
-    A key that is none of these is an error naming the valid ones.
-    """
-
-    method: str = "split"
-    alpha: float = 0.1
-    delta: float | None = None
-    mondrian: bool = False
-    mondrian_by: str | None = None
-    clusters: int | str = "auto"
-    small_group: str = "full"
-    map: str = "none"
-    randomize: bool | None = None
-    adjust_boundary: bool = False
-
-    @classmethod
-    def of(cls, value=None, /, **keywords) -> CalibrationConfig:
-        """A config from this class, a dict of its fields or keywords (keywords override)."""
-        if isinstance(value, cls) and not keywords:
-            return value
-        d = ({f.name: getattr(value, f.name) for f in fields(cls)} if isinstance(value, cls)
-             else dict(value or {}))
-        d.update(keywords)
-        check_known_keys(d, config_fields(cls), "calibration option")
-        return cls(**d)
-
-    def mondrian_groups(self, has_groups: bool) -> str | None:
-        """What the Mondrian wrapper groups by (None: no Mondrian)."""
-        if self.mondrian_by is not None:
-            if self.mondrian_by not in MONDRIAN_BY:
-                raise InputError(f"`mondrian_by` {self.mondrian_by!r}: choose one of "
-                                 f"{', '.join(MONDRIAN_BY)}")
-            if self.mondrian_by == "given" and not has_groups:
-                raise InputError("`mondrian_by` 'given' needs a `groups` column")
-            if self.mondrian_by != "given" and has_groups:
-                warnings.warn(f"`groups` is not what the bands are calibrated by: with "
-                              f"`mondrian_by` {self.mondrian_by!r} the Mondrian groups are "
-                              f"the {self.mondrian_by} levels (`groups` only labels the "
-                              "per-group coverage report); use `mondrian_by` 'given' to "
-                              "calibrate per group", UserWarning, stacklevel=2)
-            return self.mondrian_by
-        if not self.mondrian:
-            return None
-        return "given" if has_groups else "difficulty"
-
-    def factory(self, scale: Scale, has_groups: bool):
-        """A function building a fresh, unfitted calibrator (validated once, here); its
-        ``seed`` draws the calibrator's own random choices (the evaluation protocol gives
-        each split its own)."""
-        k = self.clusters
-        if k != "auto":
-            try:
-                k = int(k)
-            except (TypeError, ValueError):
-                raise InputError(f"`clusters` expects an integer or 'auto', got {k!r}") from None
-        by = self.mondrian_groups(has_groups)
-
-        def make(seed: int = 0):
-            return make_calibrator(self.method, self.alpha, scale=scale, mondrian=by,
-                                   n_clusters=k, small_group=self.small_group, map=self.map,
-                                   randomize=self.randomize,
-                                   adjust_boundary=self.adjust_boundary, seed=seed,
-                                   delta=self.delta)
-
-        make()
-        return make
-
-
-def config_fields(config: type = CalibrationConfig) -> tuple[str, ...]:
-    """The names of :class:`CalibrationConfig`'s fields (the one source of the config keys)."""
-    return tuple(f.name for f in fields(config))
-
 
 def _options(fn: str, columns, config, keywords: dict, *, allowed=None
              ) -> tuple[ColumnSpec, CalibrationConfig]:
@@ -665,65 +552,13 @@ def monitor(source, stream, **kw):
     return _monitor(source, stream, **kw)
 
 
-#: names the CLI reaches through this module (its one door into the library), each imported
-#: from where it lives on first use (PEP 562), so that ``import scoreband.api`` stays light:
-#: ``{module: names}``
-ELSEWHERE = {
-    "scoreband.tables": "read_table write_table table_columns",
-    "scoreband.files": "check_output check_readable output_policy atomic_write_bytes",
-    "scoreband.json_io": "write_json",
-    "scoreband.provenance": "provenance write_provenance",
-    "scoreband.extras": "install_hint",
-    "scoreband.datatypes": "Scale",
-    "scoreband.columns": "ColumnSpec needed_columns shared_option_fields",
-    "scoreband.conformal": "METHODS load_calibrator",
-    "scoreband.conformal.base": "guarantee_of",
-    "scoreband.conformal.recalibrate": "label_plan min_labels",
-    "scoreband.metrics": "band_usefulness",
-    "scoreband.formats": "resolve split_address",
-    "scoreband.engine.stream": "as_text iter_chunks",
-    "scoreband.engine.rows": "check_added_columns",
-    "scoreband.report.html": "write_report",
-    "scoreband.report.sections": "kinds_help",
-    "scoreband.decisions.monitor": "MonitorResult",
-    "scoreband.decisions.triage": "RULE_FORMAT fit_triage load_rule",
-    "scoreband.decisions.report": "write_triage_html",
-    "scoreband.pairwise.selective": "PairStage PAIR_RULE_FORMAT fit_pairwise_triage",
-    "scoreband.pairwise.pairs": "make_pairs",
-    "scoreband.pairwise.ranking": "rank_systems",
-    "scoreband.pairwise.report": "position_bias_by_task",
-    "scoreband.system_level": "MIN_LABELS",
-    "scoreband.system_level.study": "systems_study",
-    "scoreband.system_level.design": "write_design",
-    "scoreband.datasets": "BENCHMARKS load_benchmark",
-    "scoreband.world": "make_dataset",
-    "scoreband.judges.registry": "JUDGES",
-    "scoreband.judge_stage": "JudgePrompt",
-    "scoreband.backbones": "BACKBONES resolve_backbone",
-    "scoreband.scorers": "load_scorer",
-    "scoreband.scorers.model_folder": "claim_model_folder",
-    "scoreband.scorers.train": "TrainConfig train_embedded",
-    "scoreband.scorers.train_backbone": "BackboneTrainConfig train_on_table",
-    "scoreband.roundtrip.captioner": "caption_with",
-    "scoreband.roundtrip.encoders": "ENCODERS make_encoder",
-    "scoreband.roundtrip.generators": "GENERATORS make_generator",
-    "scoreband.roundtrip.text_metrics": "add_text_metrics",
-    "scoreband.studies.stress": "table_items",
-}
-#: the studies, as modules (``api.judge_study.run(...)``), loaded on first use as well
-STUDIES = {"demo_study": "scoreband.studies.demo", "judge_study": "scoreband.studies.judge",
-           "roundtrip_study": "scoreband.studies.roundtrip",
-           "stress_study": "scoreband.studies.stress"}
-_ELSEWHERE = {name: module for module, names in ELSEWHERE.items() for name in names.split()}
-
-
 def __getattr__(name):
     import importlib
 
     if name in STUDIES:
         value = importlib.import_module(STUDIES[name])
-    elif name in _ELSEWHERE:
-        value = getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    elif name in NAMES:
+        value = getattr(importlib.import_module(NAMES[name]), name)
     else:
         raise AttributeError(f"module 'scoreband.api' has no attribute {name!r}")
     globals()[name] = value
@@ -731,4 +566,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted({*globals(), *_ELSEWHERE, *STUDIES})
+    return sorted({*globals(), *NAMES, *STUDIES})
