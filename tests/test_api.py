@@ -26,7 +26,7 @@ def test_api_equals_cli(tmp_path):
     cal_df, new_df = df.iloc[:1200], df.iloc[1200:].reset_index(drop=True)
     cal_df.to_csv(tmp_path / "cal.csv", index=False)
     new_df.to_csv(tmp_path / "new.csv", index=False)
-    fit = sb.calibrate(cal_df, COLS, {"method": "split"})
+    fit = sb.calibrate(cal_df, **COLS, method="split")
     fit.save(tmp_path / "api.json")
     r = runner.invoke(app, ["calibrate", str(tmp_path / "cal.csv"), "--ratings", "ratings",
                             "--scale", "1,5", "--median", "median", "--lo", "q05", "--hi",
@@ -46,11 +46,11 @@ def test_api_equals_cli(tmp_path):
 def test_api_errors_name_parameters():
     df = sb.read_table(sb.example_table())
     with pytest.raises(InputError, match="`scale`"):
-        sb.calibrate(df, {"median": "median"})
-    with pytest.raises(InputError, match="unknown calibration option"):
-        sb.calibrate(df, COLS, {"methd": "split"})
+        sb.calibrate(df, median="median")
+    with pytest.raises(InputError, match="`mondrian_by` 'nope'"):
+        sb.calibrate(df, **COLS, method="split", mondrian_by="nope")
     with pytest.raises(InputError, match="unknown calibration method 'nope'"):
-        sb.evaluate(df, COLS, {"method": "nope"})
+        sb.evaluate(df, **COLS, method="nope")
 
 
 def test_top_level_names_are_the_api():
@@ -63,37 +63,32 @@ def test_top_level_names_are_the_api():
 
 def test_the_api_is_discoverable_and_takes_python_values():
     import scoreband as sb
-    from scoreband.errors import InputError
 
     assert {"evaluate", "calibrate", "recalibrate", "apply", "read_table"} <= set(dir(sb))
     df = sb.read_table(sb.example_table())
     cols = dict(ratings="ratings", median="median", pred_scale=(0, 1))
-    a = sb.evaluate(df, {**cols, "scale": (1, 5)}, {"method": "split"}, seeds=2)
-    b = sb.evaluate(df, {**cols, "scale": "1,5", "pred_scale": "0,1"}, {"method": "split"},
+    a = sb.evaluate(df, **cols, scale=(1, 5), method="split", seeds=2)
+    b = sb.evaluate(df, **{**cols, "pred_scale": "0,1"}, scale="1,5", method="split",
                     seeds=2)
     assert a["after"]["coverage"] == b["after"]["coverage"]
-    with pytest.raises(InputError, match="unknown column key.*feature; known: .*features"):
-        sb.evaluate(df, {**cols, "scale": (1, 5), "feature": "x"}, {"method": "split"})
+    with pytest.raises(TypeError, match="unexpected keyword argument.*feature; .*features"):
+        sb.evaluate(df, **cols, scale=(1, 5), feature="x", method="split")
 
 
-def test_one_calling_convention_keywords_or_dicts():
-    """evaluate / calibrate take the column and config fields as keywords, as systems does;
-    the dict and class forms give the same, keywords override a dict's keys."""
-    from scoreband.columns import ColumnSpec
-
+def test_one_calling_convention_keywords():
+    """evaluate / calibrate / apply take the column and config fields as keywords, as
+    systems does; a keyword left out is the field's default."""
     df = sb.read_table(sb.example_table())
     kw = dict(ratings="ratings", scale=(1, 5), median="median", pred_scale=(0, 1))
     a = sb.evaluate(df, **kw, method="split", alpha=0.2, seeds=2)
-    b = sb.evaluate(df, kw, {"method": "split", "alpha": 0.2}, seeds=2)
-    c = sb.evaluate(df, ColumnSpec.of(kw), sb.CalibrationConfig(alpha=0.2), seeds=2)
-    d = sb.evaluate(df, kw, {"alpha": 0.5}, alpha=0.2, seeds=2)
-    assert a["after"] == b["after"] == c["after"] == d["after"]
+    b = sb.evaluate(df, **kw, alpha=0.2, seeds=2)  # split is the default method
+    assert a["after"] == b["after"]
     fit = sb.calibrate(df.iloc[:1000], **kw, method="split")
     assert fit.inputs["columns"]["ratings"] == "ratings"
     new = df.iloc[1000:]
     pd.testing.assert_frame_equal(fit.predict(new).table, sb.apply(new, fit).table)
     pd.testing.assert_frame_equal(fit.predict(new, median="median").table,
-                                  sb.apply(new, fit, columns={"median": "median"}).table)
+                                  sb.apply(new, fit, median="median").table)
 
 
 @pytest.mark.parametrize("call", [

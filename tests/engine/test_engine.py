@@ -22,7 +22,7 @@ def fitted(tmp_path_factory):
     d = tmp_path_factory.mktemp("engine")
     df = sb.read_table(sb.example_table())
     for method in ("crc", "split"):
-        sb.calibrate(df.iloc[:1000], COLS, {"method": method, "mondrian": True}).save(
+        sb.calibrate(df.iloc[:1000], **COLS, method=method, mondrian=True).save(
             d / f"{method}.json")
     new = df.iloc[1000:].reset_index(drop=True)
     new["median"] = new["median"].astype(object)

@@ -185,11 +185,11 @@ def evaluate(
     --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
     """
     cols, cfg = split_options(opts)
-    df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
+    df = api.read_table(table, columns=None if api.reads_whole_rows(**cols, **cfg) else
                         needed_columns(table, cols, [split_by]))
     cols = {**cols, "split_by": split_by}
     with step_status(err, f"calibrating over {seeds} splits ...", every_s=5) as step:
-        res = api.evaluate(df, cols, cfg, seeds=seeds, cal_frac=cal_frac,
+        res = api.evaluate(df, **cols, **cfg, seeds=seeds, cal_frac=cal_frac,
                            n_ratings=opts["n_ratings"],
                            on_split=lambda k, n: step(f"split {k} of {n} done"))
     if html is not None if curve is None else curve:
@@ -235,7 +235,7 @@ def _curve(df, cols, cfg, res, seeds, cal_frac, n_ratings) -> list[dict]:
     n_alphas = api.curve_splits(cfg["alpha"], seeds) // k
     with step_status(err, f"calibration curve: {n_alphas} more alphas x {k} splits ...",
                      every_s=5) as step:
-        return api.calibration_curve(df, res, cols, cfg, seeds=seeds, cal_frac=cal_frac,
+        return api.calibration_curve(df, res, **cols, **cfg, seeds=seeds, cal_frac=cal_frac,
                                      n_ratings=n_ratings,
                                      on_split=lambda s, n: step(
                                          f"calibration curve: split {s} of {n} done"))
@@ -265,12 +265,12 @@ def calibrate(
     --method split --out calibrator.json
     """
     cols, cfg = split_options(opts)
-    df = api.read_table(table, columns=None if api.reads_whole_rows(cols, cfg) else
+    df = api.read_table(table, columns=None if api.reads_whole_rows(**cols, **cfg) else
                         needed_columns(table, cols, [split_by]))
     cols = {**cols, "split_by": split_by}
     # a learned method or auto on a large table fits for minutes: say so while it does
     with step_status(err, f"fitting {cfg['method']} on {len(df)} rows ...", every_s=5):
-        fit = api.calibrate(df, cols, cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
+        fit = api.calibrate(df, **cols, **cfg, n_ratings=opts["n_ratings"], scorer_id=scorer_id,
                             on_warning=warn)
     mostly = report_rows(fit.errors, len(df))
     fit.save(out)
@@ -322,8 +322,7 @@ def recalibrate(
         return
     if out is None:
         fail("`out`: give the new calibrator's file (--out NEW.json)")
-    fit = api.recalibrate(calibrator, table, columns=dict(target=target, ratings=ratings,
-                                                          **predictions),
+    fit = api.recalibrate(calibrator, table, target=target, ratings=ratings, **predictions,
                           n_ratings=n_ratings, delta=delta, on_warning=warn)
     report_rows(fit.errors, fit.inputs["recalibration"]["n_labeled"] + len(fit.errors))
     fit.save(out)
