@@ -76,7 +76,7 @@ def test_cli_pairwise_systems(tmp_path):
                   "votes_a": np.where(np.isnan(y), np.nan, y * 3),
                   "votes_b": np.where(np.isnan(y), np.nan, (1 - y) * 3)}
                  ).to_csv(tmp_path / "j.csv", index=False)
-    r = runner.invoke(app, ["pairwise-systems", str(tmp_path / "j.csv"), "--votes",
+    r = runner.invoke(app, ["systems", "--pairwise", str(tmp_path / "j.csv"), "--votes",
                                  "votes_a,votes_b", "--probs", "pair_p_a,pair_p_b", "--out",
                                  str(tmp_path / "r.json")])
     assert r.exit_code == 0, r.output

@@ -83,7 +83,7 @@ def test_transitive_preferences_are_untouched():
 
 
 @pytest.mark.parametrize("ext", [".csv", ".jsonl", ".parquet"])
-@pytest.mark.parametrize("cmd", [["systems", "--pairwise"], ["pairwise-systems"]])
+@pytest.mark.parametrize("cmd", [["systems", "--pairwise"]])
 def test_cycle_said_by_the_commands(tmp_path, ext, cmd):
     df = _cycle_table()
     p = tmp_path / f"j{ext}"

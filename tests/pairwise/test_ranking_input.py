@@ -1,6 +1,6 @@
-"""Bad input to the pairwise ranking (`systems --pairwise`, `pairwise-systems`,
+"""Bad input to the pairwise ranking (`systems --pairwise`,
 scoreband.pairwise.ranking.rank_systems): a system with no human-labeled pair, invalid
-judge probabilities, system names as written, the alias's defaults."""
+judge probabilities, system names as written, the command's defaults."""
 
 import itertools
 import json
@@ -157,27 +157,22 @@ def test_system_names_as_written(tmp_path):
     names = {"s1": "01", "s2": "1", "s3": "002", "s4": "3"}
     df = df.replace({"system_a": names, "system_b": names})
     df.to_csv(tmp_path / "j.csv", index=False)
-    for cmd in (["systems", "--pairwise"], ["pairwise-systems"]):
-        r = runner.invoke(app, [*cmd, str(tmp_path / "j.csv"), "--label-col", "human",
-                                "--out", str(tmp_path / "r.json")])
-        assert r.exit_code == 0, r.output
-        assert "compared with itself" not in r.output
-        doc = json.loads((tmp_path / "r.json").read_text())
-        assert set(doc["systems"]) == {"01", "1", "002", "3"}
+    r = runner.invoke(app, ["systems", "--pairwise", str(tmp_path / "j.csv"), "--label-col",
+                            "human", "--out", str(tmp_path / "r.json")])
+    assert r.exit_code == 0, r.output
+    assert "compared with itself" not in r.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert set(doc["systems"]) == {"01", "1", "002", "3"}
 
 
-def test_alias_and_main_command_share_alpha_default(tmp_path):
-    """`pairwise-systems` and `systems --pairwise` run one code with one default --alpha
-    (was 0.1 against 0.05), and the help says the rank sets use it."""
+def test_pairwise_ranking_alpha_default(tmp_path):
+    """`systems --pairwise` (the one command; the alias pairwise-systems is gone) ranks at
+    the default --alpha 0.05, and the help says the rank sets use it."""
     df = _study(5, 0.3, n_items=20)
     df.to_csv(tmp_path / "j.csv", index=False)
-    alphas = []
-    for cmd in (["systems", "--pairwise"], ["pairwise-systems"]):
-        r = runner.invoke(app, [*cmd, str(tmp_path / "j.csv"), "--label-col", "human",
-                                "--out", str(tmp_path / "r.json")])
-        assert r.exit_code == 0, r.output
-        alphas.append(json.loads((tmp_path / "r.json").read_text())["alpha"])
-    assert alphas == [0.05, 0.05]
-    for cmd in (["systems"], ["pairwise-systems"]):
-        h = " ".join(runner.invoke(app, [*cmd, "--help"], terminal_width=200).output.split())
-        assert "rank sets" in h and "1 - alpha" in h
+    r = runner.invoke(app, ["systems", "--pairwise", str(tmp_path / "j.csv"), "--label-col",
+                            "human", "--out", str(tmp_path / "r.json")])
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "r.json").read_text())["alpha"] == 0.05
+    h = " ".join(runner.invoke(app, ["systems", "--help"], terminal_width=200).output.split())
+    assert "rank sets" in h and "1 - alpha" in h

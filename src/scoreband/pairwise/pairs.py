@@ -90,14 +90,8 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
     from scoreband.columns import row_ids
 
     scores = [scores] if isinstance(scores, str) else list(scores)
-    need = [system_col, item_col, *scores] + ([target] if target else []) + \
-        ([response_col] if response_col else []) + list(keep)
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise InputError(f"column(s) {missing} not in the table (it has "
-                         f"{list(df.columns)[:20]}); fix the column option(s)")
-    if not (np.isfinite(tie_tol) and tie_tol >= 0):
-        raise InputError(f"`tie_tol` must be a number >= 0, got {tie_tol!r}")
+    _check_options(df, [system_col, item_col, *scores] + ([target] if target else []) +
+                   ([response_col] if response_col else []) + list(keep), tie_tol)
     errors: list[RowError] = []
     d = df.reset_index(drop=True)
     ids = row_ids(d, None)
@@ -114,14 +108,7 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
                          + why)
     ia = np.array([r[0] for r in rows])
     ib = np.array([r[1] for r in rows])
-    # cells as written: the item, the kept columns and the responses are copied, never
-    # parsed (read the table as text, as `scoreband pairs` does, to keep 0007 so)
-    out = {item_col: d[item_col].to_numpy()[ia], "system_a": sys_[ia], "system_b": sys_[ib]}
-    for c in keep:
-        out[c] = d[c].to_numpy()[ia]
-    if resp is not None:
-        cells = d[response_col].to_numpy()
-        out[f"{response_col}_a"], out[f"{response_col}_b"] = cells[ia], cells[ib]
+    out = _copied_cells(d, ia, ib, sys_, item_col, keep, response_col)
     for c in scores:
         out[f"{c}_a"], out[f"{c}_b"] = nums[c][ia], nums[c][ib]
         out[f"{c}_diff"] = nums[c][ia] - nums[c][ib]
@@ -134,6 +121,29 @@ def make_pairs(df: pd.DataFrame, *, system_col: str, item_col: str, scores, targ
             warnings.append(f"no pair has a human score ({target!r}) for both systems: "
                             "the pair table has no human preference")
     return PairTable(pd.DataFrame(out), errors, warnings)
+
+
+def _check_options(df: pd.DataFrame, need: list, tie_tol: float) -> None:
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise InputError(f"column(s) {missing} not in the table (it has "
+                         f"{list(df.columns)[:20]}); fix the column option(s)")
+    if not (np.isfinite(tie_tol) and tie_tol >= 0):
+        raise InputError(f"`tie_tol` must be a number >= 0, got {tie_tol!r}")
+
+
+def _copied_cells(d: pd.DataFrame, ia, ib, sys_, item_col: str, keep,
+                  response_col: str | None) -> dict:
+    """The pair table's copied columns: the item, the two systems, the ``keep`` columns
+    (system A's row) and both responses - cells as written, never parsed (read the table
+    as text, as ``scoreband pairs`` does, to keep 0007 so)."""
+    out = {item_col: d[item_col].to_numpy()[ia], "system_a": sys_[ia], "system_b": sys_[ib]}
+    for c in keep:
+        out[c] = d[c].to_numpy()[ia]
+    if response_col:
+        cells = d[response_col].to_numpy()
+        out[f"{response_col}_a"], out[f"{response_col}_b"] = cells[ia], cells[ib]
+    return out
 
 
 def _number_cells(d: pd.DataFrame, cols: list, ids, errors: list) -> dict:

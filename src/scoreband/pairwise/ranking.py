@@ -148,16 +148,7 @@ def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1,
     L = np.asarray(labeled, bool)
     XL, yL, fL = X[L], y[L], f[L]
     nL, n_all = max(int(L.sum()), 1), len(f)
-    beta = np.zeros(k - 1)
-    rect = XL.T @ (yL - fL) / nL
-    for _ in range(100):
-        s = 1 / (1 + np.exp(-(X @ beta)))
-        g = X.T @ (f - s) / n_all + rect
-        H = (X * (s * (1 - s))[:, None]).T @ X / n_all + 1e-9 * np.eye(k - 1)
-        step = np.linalg.solve(H, g)
-        beta += step
-        if np.max(np.abs(step)) < 1e-10:
-            break
+    beta = _bt_solve(X, f, XL.T @ (yL - fL) / nL)
     s = 1 / (1 + np.exp(-(X @ beta)))
     H = (X * (s * (1 - s))[:, None]).T @ X / n_all
     g_all = X * (f - s)[:, None]
@@ -184,6 +175,22 @@ def bradley_terry_ppi(names, a, b, f, y, labeled, alpha: float = 0.1,
             "ci": {s: [full[i] - z * se[i], full[i] + z * se[i]]
                    for i, s in enumerate(names)},
             "reference": names[-1], "covariance": Vf, "names": names}
+
+
+def _bt_solve(X, f, rect) -> np.ndarray:
+    """Newton's method on the prediction-powered estimating equation
+    ``X' (f - s(X b)) / n + rect = 0``."""
+    n_all, k1 = X.shape
+    beta = np.zeros(k1)
+    for _ in range(100):
+        s = 1 / (1 + np.exp(-(X @ beta)))
+        g = X.T @ (f - s) / n_all + rect
+        H = (X * (s * (1 - s))[:, None]).T @ X / n_all + 1e-9 * np.eye(k1)
+        step = np.linalg.solve(H, g)
+        beta += step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return beta
 
 
 def _clip(ci, lo: float, hi: float) -> list[float]:
@@ -318,17 +325,7 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
     few = [s for s in names if counts[s][1] < MIN_LABELS]
     per = {s: _system_estimate(s, a, b, f, y, use, lab, s in few, share, alpha, lam, notes)
            for s in names}
-    bt = None
-    labeled_enough = [s for s in names if s not in few]
-    if labeled_enough and lab.sum() >= MIN_LABELS and (use & ~lab).sum() > 0:
-        idx = {s: i for i, s in enumerate(names)}
-        ai = np.array([idx.get(s, -1) for s in a])
-        bi = np.array([idx.get(s, -1) for s in b])
-        bt = bradley_terry_ppi(names, ai[use], bi[use], f[use], np.nan_to_num(y[use]),
-                               lab[use], alpha, reference=labeled_enough[-1])
-        for s in names:
-            per[s]["strength"] = bt["strength"][s]
-            per[s]["strength_ci"] = None if s in few else [float(v) for v in bt["ci"][s]]
+    bt = _strengths(names, few, a, b, f, y, use, lab, alpha, per)
     pairs = [_bt_comparison(s1, s2, bt, few, notes)
              if by == "bradley-terry" and bt is not None else
              _head_to_head(s1, s2, a, b, f, y, alpha, lam, notes)
@@ -351,6 +348,24 @@ def rank_arrays(a, b, f, y, *, alpha: float = 0.1, method: str = "ppi++",
             "min_labels": MIN_LABELS, "n_pairs": int(len(a)),
             "n_pairs_ranked": int(use.sum()),
             "n_labeled_pairs": int(lab.sum()), "warnings": notes}
+
+
+def _strengths(names, few, a, b, f, y, use, lab, alpha: float, per: dict) -> dict | None:
+    """The Bradley-Terry strengths (:func:`bradley_terry_ppi`, the reference the last
+    system with enough labels), each system's put in ``per``; None without unlabeled pairs
+    or enough labels."""
+    labeled_enough = [s for s in names if s not in few]
+    if not (labeled_enough and lab.sum() >= MIN_LABELS and (use & ~lab).sum() > 0):
+        return None
+    idx = {s: i for i, s in enumerate(names)}
+    ai = np.array([idx.get(s, -1) for s in a])
+    bi = np.array([idx.get(s, -1) for s in b])
+    bt = bradley_terry_ppi(names, ai[use], bi[use], f[use], np.nan_to_num(y[use]),
+                           lab[use], alpha, reference=labeled_enough[-1])
+    for s in names:
+        per[s]["strength"] = bt["strength"][s]
+        per[s]["strength_ci"] = None if s in few else [float(v) for v in bt["ci"][s]]
+    return bt
 
 
 def _ranked_systems(a, b, f, y, notes: list):
