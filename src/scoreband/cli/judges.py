@@ -32,87 +32,107 @@ from scoreband.cli._options import (
 )
 from scoreband.cli._rows import end_judge_run, run_stage
 
+JudgeSpecOpt = Annotated[str, typer.Option(
+    "--judge", help=JUDGES.choices() + ".")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Output table (every row kept).")]
+ScaleOpt = Annotated[str, typer.Option("--scale", callback=check_scale, help="Integer label scale 'A,B', e.g. 1,5; "
+                                                   "every label must be one token.")]
+InstructionColOpt = Annotated[str, typer.Option(
+    "--instruction-col", help="Column of the instruction the response answers.")]
+ResponseColOpt = Annotated[str, typer.Option(
+    "--response-col", help="Column of the response to judge.")]
+RubricOpt = Annotated[str | None, typer.Option(
+    "--rubric", help="Rubric text, or @FILE to read it from a file.")]
+TemplateOpt = Annotated[str | None, typer.Option(
+    "--template", help="Prompt template (or @FILE) with {instruction} {response} {rubric} "
+                       "{delimiter} {lo} {hi}; --pairwise: {instruction} {response} "
+                       "(shown first) {response_b} {rubric} {delimiter} "
+                       "{tie_clause}.")]
+DelimiterOpt = Annotated[str, typer.Option(
+    "--delimiter", help="Text after which the judge writes its score, searched from the "
+                        "end of the answer (e.g. 'Score:' or '\"score\":').")]
+MaxNewTokensOpt = Annotated[int, typer.Option(
+    "--max-new-tokens", min=0, max=100_000,
+    help="hf: tokens of reasoning before the score (0: read the score "
+         "right after the prompt and delimiter).")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="hf: cpu | cuda.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
+TopLogprobsOpt = Annotated[int, typer.Option(
+    "--top-logprobs", min=1, max=100,
+    help="openai: top-k log-probs at the score position; at least twice the number of "
+         "labels (each has two spellings, '4' and ' 4'). Rows where labels outside the "
+         "list may hold over 5 % of the label probability are not scored.")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, max=1_000_000,
+                                        help="openai: answer length.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", callback=positive,
+                                       help="openai: seconds per request.")]
+RetriesOpt = Annotated[int, typer.Option(
+    "--retries", min=0, max=100,
+    help="openai: retries of what another attempt can fix (HTTP 408, 429, 502, 503, 504, "
+         "a connection reset), with back-off; anything else fails the row at once.")]
+ConcurrencyOpt = Annotated[int, typer.Option(
+    "--concurrency", min=1, max=256,
+    help="openai: requests in flight at once (over one kept-alive connection pool); "
+         "rows are still written in order and resumable.")]
+StopAfterOpt = Annotated[int, typer.Option(
+    "--stop-after", min=0, max=1_000_000,
+    help="Stop asking after this many rows in a row fail at the judge (a server down, "
+         "no log-probs, an image it cannot read); the rest are marked not asked and the "
+         "cause is printed. 0: never stop.")]
+AllowBlindOpt = Annotated[bool, typer.Option(
+    "--allow-blind",
+    help="openai: go on when the model does not see the images (a text-only model: "
+         "same prompt tokens with and without the image); otherwise the run "
+         "stops.")]
+CacheOpt = Annotated[Path | None, typer.Option(
+    "--cache", help="openai: response cache folder (default: OUT.cache/).")]
+PairwiseOpt = Annotated[bool, typer.Option(
+    "--pairwise", help="Judge pairs of responses instead: "
+                       "the verdict tokens' log-probs in both orders, A/B and B/A; the "
+                       "responses are --a-col and --b-col, --judge may also be a "
+                       "simulated pairwise judge (sim-pair-strong | sim-pair-biased | "
+                       "sim-pair-fair).")]
+AColOpt = Annotated[str, typer.Option("--a-col", help="--pairwise: column of response A.")]
+BColOpt = Annotated[str, typer.Option("--b-col", help="--pairwise: column of response "
+                                                   "B.")]
+NoTieOpt = Annotated[bool, typer.Option("--no-tie", help="--pairwise: verdicts A or B "
+                                                      "only (no tie token).")]
+TieTokenOpt = Annotated[str, typer.Option(
+    "--tie-token", help="--pairwise: the tie verdict's token (one token of the judge's "
+                        "vocabulary, e.g. C).")]
+
 
 @app.command("judge")
 @guard
 @with_options(ENGINE_OPTIONS)
 def judge(
     table: Table_,
-    judge_spec: Annotated[str, typer.Option(
-        "--judge", help=JUDGES.choices() + ".")],
-    out: Annotated[Path, typer.Option("--out", help="Output table (every row kept).")],
-    scale: Annotated[str, typer.Option("--scale", callback=check_scale, help="Integer label scale 'A,B', e.g. 1,5; "
-                                                       "every label must be one token.")] = "1,5",
+    judge_spec: JudgeSpecOpt,
+    out: OutOpt,
+    scale: ScaleOpt = "1,5",
     image_col: ImageColOpt = "image",
-    instruction_col: Annotated[str, typer.Option(
-        "--instruction-col", help="Column of the instruction the response answers.")]
-    = "instruction",
-    response_col: Annotated[str, typer.Option(
-        "--response-col", help="Column of the response to judge.")] = "response",
-    rubric: Annotated[str | None, typer.Option(
-        "--rubric", help="Rubric text, or @FILE to read it from a file.")] = None,
-    template: Annotated[str | None, typer.Option(
-        "--template", help="Prompt template (or @FILE) with {instruction} {response} {rubric} "
-                           "{delimiter} {lo} {hi}; --pairwise: {instruction} {response} "
-                           "(shown first) {response_b} {rubric} {delimiter} "
-                           "{tie_clause}.")] = None,
-    delimiter: Annotated[str, typer.Option(
-        "--delimiter", help="Text after which the judge writes its score, searched from the "
-                            "end of the answer (e.g. 'Score:' or '\"score\":').")] = "Score:",
-    max_new_tokens: Annotated[int, typer.Option(
-        "--max-new-tokens", min=0, max=100_000,
-        help="hf: tokens of reasoning before the score (0: read the score "
-             "right after the prompt and delimiter).")] = 0,
-    device: Annotated[str, typer.Option("--device", help="hf: cpu | cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
-    = "float32",
+    instruction_col: InstructionColOpt = "instruction",
+    response_col: ResponseColOpt = "response",
+    rubric: RubricOpt = None,
+    template: TemplateOpt = None,
+    delimiter: DelimiterOpt = "Score:",
+    max_new_tokens: MaxNewTokensOpt = 0,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
     base_url: BaseUrlOpt = "https://api.openai.com/v1",
-    top_logprobs: Annotated[int, typer.Option(
-        "--top-logprobs", min=1, max=100,
-        help="openai: top-k log-probs at the score position; at least twice the number of "
-             "labels (each has two spellings, '4' and ' 4'). Rows where labels outside the "
-             "list may hold over 5 % of the label probability are not scored.")] = 20,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, max=1_000_000,
-                                            help="openai: answer length.")]
-    = 256,
-    timeout: Annotated[float, typer.Option("--timeout", callback=positive,
-                                           help="openai: seconds per request.")]
-    = 60.0,
-    retries: Annotated[int, typer.Option(
-        "--retries", min=0, max=100,
-        help="openai: retries of what another attempt can fix (HTTP 408, 429, 502, 503, 504, "
-             "a connection reset), with back-off; anything else fails the row at once.")] = 4,
-    concurrency: Annotated[int, typer.Option(
-        "--concurrency", min=1, max=256,
-        help="openai: requests in flight at once (over one kept-alive connection pool); "
-             "rows are still written in order and resumable.")] = 1,
-    stop_after: Annotated[int, typer.Option(
-        "--stop-after", min=0, max=1_000_000,
-        help="Stop asking after this many rows in a row fail at the judge (a server down, "
-             "no log-probs, an image it cannot read); the rest are marked not asked and the "
-             "cause is printed. 0: never stop.")] = 10,
-    allow_blind: Annotated[bool, typer.Option(
-        "--allow-blind",
-        help="openai: go on when the model does not see the images (a text-only model: "
-             "same prompt tokens with and without the image); otherwise the run "
-             "stops.")] = False,
-    cache: Annotated[Path | None, typer.Option(
-        "--cache", help="openai: response cache folder (default: OUT.cache/).")] = None,
-    pairwise: Annotated[bool, typer.Option(
-        "--pairwise", help="Judge pairs of responses instead (the command `judge-pairs`): "
-                           "the verdict tokens' log-probs in both orders, A/B and B/A; the "
-                           "responses are --a-col and --b-col, --judge may also be a "
-                           "simulated pairwise judge (sim-pair-strong | sim-pair-biased | "
-                           "sim-pair-fair).")] = False,
-    a_col: Annotated[str, typer.Option("--a-col", help="--pairwise: column of response "
-                                                       "A.")] = "response_a",
-    b_col: Annotated[str, typer.Option("--b-col", help="--pairwise: column of response "
-                                                       "B.")] = "response_b",
-    no_tie: Annotated[bool, typer.Option("--no-tie", help="--pairwise: verdicts A or B "
-                                                          "only (no tie token).")] = False,
-    tie_token: Annotated[str, typer.Option(
-        "--tie-token", help="--pairwise: the tie verdict's token (one token of the judge's "
-                            "vocabulary, e.g. C).")] = "tie",
+    top_logprobs: TopLogprobsOpt = 20,
+    max_tokens: MaxTokensOpt = 256,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    concurrency: ConcurrencyOpt = 1,
+    stop_after: StopAfterOpt = 10,
+    allow_blind: AllowBlindOpt = False,
+    cache: CacheOpt = None,
+    pairwise: PairwiseOpt = False,
+    a_col: AColOpt = "response_a",
+    b_col: BColOpt = "response_b",
+    no_tie: NoTieOpt = False,
+    tie_token: TieTokenOpt = "tie",
     **engine_opts,
 ):
     """Score-token log-probs of a VLM judge for every row of a table.
@@ -128,26 +148,38 @@ def judge(
     asking (--stop-after). Then calibrate, e.g.: scoreband evaluate OUT --target human
     --scale 1,5 --median judge_expected --features 'logp_*' --method r2ccp
     """
-    given = {"--scale": scale != "1,5", "--response-col": response_col != "response",
-             "--delimiter": delimiter != "Score:", "--max-new-tokens": max_new_tokens != 0,
-             "--a-col": a_col != "response_a", "--b-col": b_col != "response_b",
-             "--no-tie": no_tie, "--tie-token": tie_token != "tie"}
-    other = (("--scale", "--response-col", "--delimiter", "--max-new-tokens") if pairwise
-             else ("--a-col", "--b-col", "--no-tie", "--tie-token"))
-    wrong = [o for o in other if given[o]]
-    if wrong:
-        fail(f"{', '.join(wrong)}: not used {'with' if pairwise else 'without'} --pairwise "
-             "(a pairwise judge reads --a-col and --b-col and answers A / B / tie; a score "
-             "judge reads --response-col on --scale); leave them out")
-    if pairwise and a_col == b_col:
-        fail(f"--a-col and --b-col both name {a_col!r}: give the two responses' columns")
+    o = dict(locals())  # every option by name
+    _check_mode(o)
     if pairwise:
-        if no_tie and tie_token != "tie":
-            fail("--no-tie and --tie-token: give one (A / B only, or the tie's token)")
-        return _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col,
-                               b_col, no_tie, tie_token, base_url, top_logprobs, max_tokens,
-                               timeout, retries, cache, rubric, template, allow_blind, device,
-                               dtype, concurrency, stop_after, engine_opts)
+        return _judge_pairwise(**o)
+    _judge_scores(**o)
+
+
+def _check_mode(o: dict) -> None:
+    """Refuse the options of the other mode (score vs --pairwise), said by flag."""
+    given = {"--scale": o["scale"] != "1,5", "--response-col": o["response_col"] != "response",
+             "--delimiter": o["delimiter"] != "Score:",
+             "--max-new-tokens": o["max_new_tokens"] != 0,
+             "--a-col": o["a_col"] != "response_a", "--b-col": o["b_col"] != "response_b",
+             "--no-tie": o["no_tie"], "--tie-token": o["tie_token"] != "tie"}
+    other = (("--scale", "--response-col", "--delimiter", "--max-new-tokens") if o["pairwise"]
+             else ("--a-col", "--b-col", "--no-tie", "--tie-token"))
+    wrong = [f for f in other if given[f]]
+    if wrong:
+        fail(f"{', '.join(wrong)}: not used {'with' if o['pairwise'] else 'without'} "
+             "--pairwise (a pairwise judge reads --a-col and --b-col and answers A / B / tie; "
+             "a score judge reads --response-col on --scale); leave them out")
+    if o["pairwise"] and o["a_col"] == o["b_col"]:
+        fail(f"--a-col and --b-col both name {o['a_col']!r}: give the two responses' columns")
+    if o["pairwise"] and o["no_tie"] and o["tie_token"] != "tie":
+        fail("--no-tie and --tie-token: give one (A / B only, or the tie's token)")
+
+
+def _judge_scores(table, judge_spec, out, scale, image_col, instruction_col, response_col,
+                  rubric, template, delimiter, max_new_tokens, device, dtype, base_url,
+                  top_logprobs, max_tokens, timeout, retries, concurrency, stop_after,
+                  allow_blind, cache, engine_opts, **_) -> None:
+    """judge (scores): the judge stage on the row engine, journaled and resumed."""
     from scoreband.api import JudgePrompt  # lazy: loads scipy
 
     sc = Scale.parse(scale)
@@ -177,8 +209,8 @@ def judge(
 def _judge_pairwise(table, judge_spec, out, image_col, instruction_col, a_col, b_col,
                     no_tie, tie_token, base_url, top_logprobs, max_tokens, timeout, retries,
                     cache, rubric, template, allow_blind, device, dtype, concurrency,
-                    stop_after, engine_opts) -> None:
-    """judge --pairwise: the same code as `judge-pairs`."""
+                    stop_after, engine_opts, **_) -> None:
+    """judge --pairwise: the pairwise judge stage (:func:`scoreband.cli.pairwise.run_judge_pairs`)."""
     from scoreband.cli.pairwise import run_judge_pairs
 
     if judge_spec.startswith("openai:"):

@@ -29,72 +29,90 @@ from scoreband.cli.calibration import _print_shift
 from scoreband.progress import step_status
 from scoreband.textsafe import plain
 
+TrainTableOpt = Annotated[Path | None, typer.Argument(
+    help="Training table of (image, caption, human target) rows. Omit to train the "
+         "embedded scorer from scratch on the embedded world.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Model folder to write (resumes from "
+                                                "OUT/checkpoint after an interruption).")]
+BackboneOpt = Annotated[str, typer.Option(
+    "--backbone", help=BACKBONES.help_text() + " (with TRAIN_TABLE).")]
+ScaleOpt = Annotated[str | None, typer.Option("--scale", callback=check_scale, help="Native scale of the target, "
+                                                          "'A,B' (with TRAIN_TABLE).")]
+ValOpt = Annotated[Path | None, typer.Option(
+    "--val", help="Validation table (half early stopping, half CRC calibration); default: "
+                  "20 % of TRAIN_TABLE held out.")]
+FreezeBackboneOpt = Annotated[bool, typer.Option(
+    "--freeze-backbone/--fine-tune", help="Frozen backbone with cached representations "
+                                          "(default), or full fine-tuning.")]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Backbone precision: float32 | "
+                                                   "bfloat16 | float16 (heads: float32).")]
+ImageSizeOpt = Annotated[int | None, typer.Option(
+    "--image-size", min=8, max=4096,
+    help="beit3: input size (224 / 384; position embeddings are "
+         "interpolated bicubically).")]
+NTrainOpt = Annotated[int, typer.Option("--n-train", min=10,
+                                     help="Embedded-world training items.")]
+NValOpt = Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")]
+NCalOpt = Annotated[int, typer.Option(
+    "--n-cal", min=20, help="Embedded world: fresh in-domain items the calibrator is fitted "
+                            "on.")]
+NHeldoutOpt = Annotated[int, typer.Option(
+    "--n-heldout", min=20, help="Embedded world: fresh 5-annotator items of the model "
+                                "card's held-out metrics.")]
+AnnotatorsOpt = Annotated[int, typer.Option("--annotators", min=1, max=1000,
+                                        help="Annotators per training "
+                                             "item.")]
+EpochsOpt = Annotated[int, typer.Option("--epochs", min=1, max=100_000,
+                                    help="Max epochs of the point stage.")]
+HeadEpochsOpt = Annotated[int, typer.Option("--head-epochs", min=1, max=100_000,
+                                         help="Max epochs per quantile "
+                                              "head.")]
+PatienceOpt = Annotated[int, typer.Option("--patience", min=1, max=100_000,
+                                      help="Early-stopping patience.")]
+BatchSizeOpt = Annotated[int, typer.Option("--batch-size", min=1)]
+LrOpt = Annotated[float, typer.Option("--lr", callback=positive,
+                                  help="AdamW learning rate (point stage).")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                  help="Random seed (same seed, same result).")]
+ResumeOpt = Annotated[bool, typer.Option(
+    "--resume", help="Continue the finished run in --out from its checkpoint.")]
+OverwriteOpt = Annotated[bool, typer.Option(
+    "--overwrite", help="Replace the finished run in --out.")]
+
 
 @app.command()
 @guard
 def train(
-    train_table: Annotated[Path | None, typer.Argument(
-        help="Training table of (image, caption, human target) rows. Omit to train the "
-             "embedded scorer from scratch on the embedded world.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Model folder to write (resumes from "
-                                                    "OUT/checkpoint after an interruption).")]
-    = Path("model"),
-    backbone: Annotated[str, typer.Option(
-        "--backbone", help=BACKBONES.help_text() + " (with TRAIN_TABLE).")]
-    = "embedded:default",
+    train_table: TrainTableOpt = None,
+    out: OutOpt = Path("model"),
+    backbone: BackboneOpt = "embedded:default",
     target: TargetOpt = None,
     ratings: RatingsOpt = None,
-    scale: Annotated[str | None, typer.Option("--scale", callback=check_scale, help="Native scale of the target, "
-                                                              "'A,B' (with TRAIN_TABLE).")]
-    = None,
-    val: Annotated[Path | None, typer.Option(
-        "--val", help="Validation table (half early stopping, half CRC calibration); default: "
-                      "20 % of TRAIN_TABLE held out.")] = None,
+    scale: ScaleOpt = None,
+    val: ValOpt = None,
     image_col: ImageColOpt = "image",
     text_col: TextColOpt = "caption",
-    freeze_backbone: Annotated[bool, typer.Option(
-        "--freeze-backbone/--fine-tune", help="Frozen backbone with cached representations "
-                                              "(default), or full fine-tuning.")] = True,
+    freeze_backbone: FreezeBackboneOpt = True,
     n_ratings: NRatingsOpt = None,
-    device: Annotated[str, typer.Option("--device", help="cpu | cuda.")] = "cpu",
-    dtype: Annotated[str, typer.Option("--dtype", help="Backbone precision: float32 | "
-                                                       "bfloat16 | float16 (heads: float32).")]
-    = "float32",
-    image_size: Annotated[int | None, typer.Option(
-        "--image-size", min=8, max=4096,
-        help="beit3: input size (224 / 384; position embeddings are "
-             "interpolated bicubically).")] = None,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "float32",
+    image_size: ImageSizeOpt = None,
     alpha: AlphaOpt = 0.1,
-    n_train: Annotated[int, typer.Option("--n-train", min=10,
-                                         help="Embedded-world training items.")]
-    = 8000,
-    n_val: Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")] = 1000,
-    n_cal: Annotated[int, typer.Option(
-        "--n-cal", min=20, help="Embedded world: fresh in-domain items the calibrator is fitted "
-                                "on.")] = 2000,
-    n_heldout: Annotated[int, typer.Option(
-        "--n-heldout", min=20, help="Embedded world: fresh 5-annotator items of the model "
-                                    "card's held-out metrics.")] = 1000,
-    annotators: Annotated[int, typer.Option("--annotators", min=1, max=1000,
-                                            help="Annotators per training "
-                                                 "item.")] = 3,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, max=100_000,
-                                        help="Max epochs of the point stage.")] = 30,
-    head_epochs: Annotated[int, typer.Option("--head-epochs", min=1, max=100_000,
-                                             help="Max epochs per quantile "
-                                                  "head.")] = 200,
-    patience: Annotated[int, typer.Option("--patience", min=1, max=100_000,
-                                          help="Early-stopping patience.")] = 15,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 16,
-    lr: Annotated[float, typer.Option("--lr", callback=positive,
-                                      help="AdamW learning rate (point stage).")] = 1e-3,
+    n_train: NTrainOpt = 8000,
+    n_val: NValOpt = 1000,
+    n_cal: NCalOpt = 2000,
+    n_heldout: NHeldoutOpt = 1000,
+    annotators: AnnotatorsOpt = 3,
+    epochs: EpochsOpt = 30,
+    head_epochs: HeadEpochsOpt = 200,
+    patience: PatienceOpt = 15,
+    batch_size: BatchSizeOpt = 16,
+    lr: LrOpt = 1e-3,
     clusters: KOpt = "auto",
-    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
-                                      help="Random seed (same seed, same result).")] = 0,
-    resume: Annotated[bool, typer.Option(
-        "--resume", help="Continue the finished run in --out from its checkpoint.")] = False,
-    overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace the finished run in --out.")] = False,
+    seed: SeedOpt = 0,
+    resume: ResumeOpt = False,
+    overwrite: OverwriteOpt = False,
 ):
     """Train a quantile scorer and its CRC calibrator.
 
