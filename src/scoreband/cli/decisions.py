@@ -230,11 +230,10 @@ def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
 def rule_kind(path: Path) -> str | None:
     """``"triage"`` or ``"pairwise"`` when ``path`` is a rule file (its ``format`` field), else
     None: how ``apply --calibrator`` tells a rule from a calibrator."""
-    from scoreband.decisions.rule import rule_format
-    from scoreband.decisions.triage import RULE_FORMAT
-    from scoreband.pairwise.selective import PAIR_RULE_FORMAT
+    from scoreband.decisions.rule import RULES, rule_format
 
-    return {RULE_FORMAT: "triage", PAIR_RULE_FORMAT: "pairwise"}.get(rule_format(path))
+    fmt = rule_format(path)
+    return None if fmt is None else RULES.resolve(fmt)[0].info["cls"].kind
 
 
 #: what the apply says per rule kind: (the rows' noun, what an undecided row is, the count)
@@ -254,7 +253,7 @@ def apply_rule(rule_path: Path, table: Path, out: Path, *, fitted=None) -> None:
     if fitted is None:
         _check_apply_out(out, None, None)
     rule = fitted if fitted is not None else load_rule(rule_path)
-    kind = "pairwise" if rule.decision_column == "decided" else "triage"
+    kind = rule.kind
     noun, action, count = _SAID[kind]
     # the row jobs of the two rule kinds (api.JOBS: "triage", "pairwise-rule") both run
     # the one rule stage; a Ray actor reads the file, a local run gets the rule read here

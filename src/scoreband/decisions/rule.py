@@ -31,11 +31,22 @@ from scoreband.engine.rows import Stage
 from scoreband.errors import InputError, RowError
 from scoreband.registry import Registry
 
-__all__ = ["Rule", "RULES", "register_rule", "load_rule", "rule_format", "RuleStage",
+__all__ = ["Rule", "RULES", "registered", "register_rule", "load_rule", "rule_format", "RuleStage",
            "rule_stage", "Decision"]
 
 #: rule kinds by the ``format`` their files carry
 RULES = Registry("rule format")
+#: the modules whose import registers the built-in kinds (imported before a file is read)
+BUILTIN_RULES = ("scoreband.decisions.triage", "scoreband.pairwise.selective")
+
+
+def registered() -> Registry:
+    """:data:`RULES` with the built-in kinds in it."""
+    import importlib
+
+    for module in BUILTIN_RULES:
+        importlib.import_module(module)
+    return RULES
 
 
 def register_rule(cls: type[Rule]) -> type[Rule]:
@@ -63,6 +74,8 @@ class Rule:
     format: ClassVar[str] = ""
     version: ClassVar[int] = 1
     what: ClassVar[str] = "rule"
+    #: the kind's short name (``triage``, ``pairwise``): its row job and its messages
+    kind: ClassVar[str] = "rule"
     refit: ClassVar[str] = ""
     error_column: ClassVar[str] = "error"
     #: the row engine's progress text
@@ -138,7 +151,7 @@ def rule_format(path) -> str | None:
             fmt = json.loads(f.read(1 << 22)).get("format")
     except (OSError, ValueError, AttributeError, RecursionError):
         return None  # the calibrator reader says what is wrong
-    return fmt if isinstance(fmt, str) and fmt in RULES else None
+    return fmt if isinstance(fmt, str) and fmt in registered() else None
 
 
 def load_rule(path_or_doc, where: str | None = None) -> Rule:
@@ -158,7 +171,7 @@ def load_rule(path_or_doc, where: str | None = None) -> Rule:
     else:
         doc, where = path_or_doc, where or "the rule"
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    if not (isinstance(fmt, str) and fmt in RULES):
+    if not (isinstance(fmt, str) and fmt in registered()):
         known = ", ".join(repr(e.name) for e in RULES.entries())
         raise InputError(f"{where} is not a scoreband rule: its `format` is {fmt!r}, not one "
                          f"of {known}; write one with `scoreband triage LABELED ... --out "

@@ -114,6 +114,7 @@ class TriageRule(Rule):
     format = RULE_FORMAT
     version = RULE_VERSION
     what = "triage rule"
+    kind = "triage"
     refit = "scoreband triage LABELED ... --out rule.json"
     error_column = ERROR_COLUMN
     label = "triaging"

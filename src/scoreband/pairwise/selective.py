@@ -119,6 +119,7 @@ class PairRule(Rule):
     format: ClassVar[str] = PAIR_RULE_FORMAT
     version: ClassVar[int] = PAIR_RULE_VERSION
     what: ClassVar[str] = "pairwise rule"
+    kind: ClassVar[str] = "pairwise"
     refit: ClassVar[str] = "scoreband triage LABELED --pairwise ... --out rule.json"
     error_column: ClassVar[str] = VERDICT_ERROR
     label: ClassVar[str] = "deciding pairs"
