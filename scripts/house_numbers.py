@@ -92,7 +92,7 @@ def main():
         print(f"    {n:4d} {name}")
     sizes = sorted(((len(f.read_text().splitlines()), str(f.relative_to(SRC)))
                     for f in SRC.rglob("*.py")), reverse=True)
-    print(f"largest modules: " + ", ".join(f"{p} {n}" for n, p in sizes[:6]))
+    print("largest modules: " + ", ".join(f"{p} {n}" for n, p in sizes[:6]))
     print(f"modules over 600 lines: {sum(1 for n, _ in sizes if n > 600)}")
 
 

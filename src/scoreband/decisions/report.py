@@ -1,6 +1,6 @@
 """Trust or escalate in a report and in the demo: the figure (risk and accepted share against
-the threshold, the chosen one marked), an HTML fragment, a report section in the shape of
-:mod:`scoreband.report.html`'s sections, and the accepted share for the demo's world."""
+the threshold, the chosen one marked), an HTML fragment and a report section in the shape of
+:mod:`scoreband.report.html`'s sections."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from scoreband.report.sections import ReportSection
 from scoreband.textsafe import fig as _fig
 
 __all__ = ["triage_figure", "triage_html", "triage_section", "write_triage_html",
-           "accepted_share", "REPORT_SECTION"]
+           "REPORT_SECTION"]
 
 
 def _doc(rule) -> dict:
@@ -147,42 +147,6 @@ def write_triage_html(rule, out) -> Path:
     return Path(out)
 
 
-def accepted_share(y, score, *, scale, tolerance: float, alpha: float = 0.1,
-                   delta: float = 0.1, uncertainty=None, features=None, seed: int = 0,
-                   map: str = "tolerance") -> dict:
-    """The demo's question on its embedded world: of these labeled items (human target
-    ``y`` and the judge's / scorer's ``score``, both (n,)), what share can be trusted at
-    ``tolerance`` with risk ``alpha`` (probability ``1 - delta``)?
-
-    ``uncertainty``: (n,) per item (e.g. a band's width), a candidate beside the fitted
-    ones; ``features``: (n, d) (e.g. log-probs). Returns ``accepted_share`` (on the
-    calibration share), ``threshold``, ``uncertainty`` (the one chosen),
-    ``accept_all_risk``, ``risk_among_accepted`` (calibration share), ``n_labeled`` and
-    ``guarantee`` (in words).
-
-    >>> rng = np.random.default_rng(0)
-    >>> sd = 0.1 + rng.uniform(size=1500) * 0.6                # how unsure each score is
-    >>> y = rng.uniform(1, 5, 1500); s = y + rng.normal(0, sd)
-    >>> r = accepted_share(y, s, scale=(1, 5), tolerance=0.5, alpha=0.1, uncertainty=sd)
-    >>> 0.3 < r["accepted_share"] < 1.0, r["accept_all_risk"] > 0.1, r["uncertainty"]
-    (True, True, 'column')
-    """
-    from scoreband.decisions.triage import _summary, fit_triage_arrays
-    from scoreband.decisions.uncertainty import Signals
-
-    s = np.asarray(score, float)
-    sig = Signals(s, None if features is None else np.asarray(features, float),
-                  None if uncertainty is None else np.asarray(uncertainty, float))
-    rule = fit_triage_arrays(s, np.asarray(y, float), scale=scale, tolerance=tolerance,
-                             alpha=alpha, delta=delta, signals=sig, seed=seed, map=map)
-    rep = rule.report
-    return {"accepted_share": rep["accepted_share"], "threshold": rule.threshold,
-            "uncertainty": rule.uncertainty.name, "accept_all_risk": rep["accept_all_risk"],
-            "risk_among_accepted": rep["risk_among_accepted_on_calibration"],
-            "n_labeled": rep["n_labeled"], "tolerance": tolerance, "alpha": alpha,
-            "delta": delta, "guarantee": _summary(rule)["guarantee"]}
-
-
 # ------------------------------------------------------------------ for scoreband report
 #: the terms the report's triage section uses (for its definitions list)
 DEFINITIONS = [
@@ -208,7 +172,7 @@ def triage_model():
 
     from pydantic import BaseModel, ConfigDict, model_validator
 
-    from scoreband.decisions.triage import RULE_VERSION
+    from scoreband.decisions.rulefile import TRIAGE_RULE_VERSION as RULE_VERSION
 
     class _M(BaseModel):
         model_config = ConfigDict(strict=True, extra="allow")

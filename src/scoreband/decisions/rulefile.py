@@ -38,6 +38,9 @@ __all__ = ["check_rule_doc", "read_key", "rule_domain", "rule_outside", "as_floa
            "as_mapping"]
 
 _MISSING = object()
+#: the triage rule file's ``format_version`` (decisions.triage writes it, the report's
+#: check of a rule file reads it: here so that neither imports the other)
+TRIAGE_RULE_VERSION = 1
 
 
 def check_rule_doc(doc: Any, where: str, *, fmt: str, version: int, what: str,

@@ -51,7 +51,14 @@ from scoreband.decisions.maps import ScoreMap
 from scoreband.decisions.risk import LOSS_SLACK, FixedSequence
 from scoreband.decisions.rule import Decision, Rule, RuleStage, register_rule, rule_stage
 from scoreband.decisions.rule import load_rule as load_rule
-from scoreband.decisions.rulefile import as_float, as_mapping, read_key, rule_domain, rule_outside
+from scoreband.decisions.rulefile import (
+    TRIAGE_RULE_VERSION,
+    as_float,
+    as_mapping,
+    read_key,
+    rule_domain,
+    rule_outside,
+)
 from scoreband.decisions.triage_fit import (
     POOLED,
     candidates,
@@ -75,10 +82,10 @@ from scoreband.errors import InputError, NotFittedError, RowError
 
 __all__ = ["TriageRule", "TriageResult", "Triage", "fit_triage", "fit_triage_arrays",
            "load_rule", "TRIAGE_COLUMNS", "RULE_FORMAT", "LOSS_SLACK", "ERROR_COLUMN",
-           "losses"]
+           "losses", "accepted_share"]
 
 RULE_FORMAT = "scoreband-triage-rule"
-RULE_VERSION = 1
+RULE_VERSION = TRIAGE_RULE_VERSION
 ERROR_COLUMN = _ERROR_COLUMNS["triage"]
 #: the columns every triaged row gets
 TRIAGE_COLUMNS = ("triage_score", "triage_uncertainty", "trusted", ERROR_COLUMN)
@@ -498,3 +505,37 @@ class TriageStage(RuleStage):
 def rule_from_dict(doc: dict, where="the rule") -> Rule:
     """monitor.py's name until it calls :func:`scoreband.decisions.rule.load_rule`."""
     return load_rule(doc, str(where))
+
+
+def accepted_share(y, score, *, scale, tolerance: float, alpha: float = 0.1,
+                   delta: float = 0.1, uncertainty=None, features=None, seed: int = 0,
+                   map: str = "tolerance") -> dict:
+    """The demo's question on its embedded world: of these labeled items (human target
+    ``y`` and the judge's / scorer's ``score``, both (n,)), what share can be trusted at
+    ``tolerance`` with risk ``alpha`` (probability ``1 - delta``)?
+
+    ``uncertainty``: (n,) per item (e.g. a band's width), a candidate beside the fitted
+    ones; ``features``: (n, d) (e.g. log-probs). Returns ``accepted_share`` (on the
+    calibration share), ``threshold``, ``uncertainty`` (the one chosen),
+    ``accept_all_risk``, ``risk_among_accepted`` (calibration share), ``n_labeled`` and
+    ``guarantee`` (in words).
+
+    >>> rng = np.random.default_rng(0)
+    >>> sd = 0.1 + rng.uniform(size=1500) * 0.6                # how unsure each score is
+    >>> y = rng.uniform(1, 5, 1500); s = y + rng.normal(0, sd)
+    >>> r = accepted_share(y, s, scale=(1, 5), tolerance=0.5, alpha=0.1, uncertainty=sd)
+    >>> 0.3 < r["accepted_share"] < 1.0, r["accept_all_risk"] > 0.1, r["uncertainty"]
+    (True, True, 'column')
+    """
+
+    s = np.asarray(score, float)
+    sig = Signals(s, None if features is None else np.asarray(features, float),
+                  None if uncertainty is None else np.asarray(uncertainty, float))
+    rule = fit_triage_arrays(s, np.asarray(y, float), scale=scale, tolerance=tolerance,
+                             alpha=alpha, delta=delta, signals=sig, seed=seed, map=map)
+    rep = rule.report
+    return {"accepted_share": rep["accepted_share"], "threshold": rule.threshold,
+            "uncertainty": rule.uncertainty.name, "accept_all_risk": rep["accept_all_risk"],
+            "risk_among_accepted": rep["risk_among_accepted_on_calibration"],
+            "n_labeled": rep["n_labeled"], "tolerance": tolerance, "alpha": alpha,
+            "delta": delta, "guarantee": _summary(rule)["guarantee"]}
