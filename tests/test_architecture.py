@@ -309,10 +309,10 @@ def test_no_part_imports_a_part_the_page_forbids():
     assert not bad, "imports against docs/ARCHITECTURE.md:\n" + "\n".join(bad)
 
 
-#: files whose modules loaded by name still climb the table, each with the change that ends it
-#: (issue 42: report/sections.py's register_kind lines move to the face part,
-#: report_kinds.py, loaded by scoreband/__init__.py); this may only shrink
-PENDING = {"report/sections.py"}
+#: files whose modules loaded by name still climb the table, each with the change that ends it;
+#: this may only shrink (empty since report/sections.py's register_kind lines moved to the
+#: face part, report_kinds.py, loaded by scoreband/__init__.py)
+PENDING: set[str] = set()
 
 
 def test_no_part_loads_by_name_a_module_the_page_forbids():
@@ -321,7 +321,6 @@ def test_no_part_loads_by_name_a_module_the_page_forbids():
     assert not bad, "modules loaded by name against docs/ARCHITECTURE.md:\n" + "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 42 in progress: the lead moves the kinds")
 def test_nothing_is_pending():
     bad = [b for b in forbidden(PARTS, FILES, IMPORTS, by_name=True)
            if b.split()[0] in PENDING]

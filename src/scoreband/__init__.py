@@ -31,6 +31,7 @@ The calibrators work on arrays as estimators (``fit`` / ``predict``):
 
 import importlib
 
+import scoreband.report_kinds  # noqa: E402,F401 - the report's results kinds, one line each
 from scoreband._version import __version__  # noqa: E402
 from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 

@@ -7,8 +7,9 @@ module that owns its section. That module defines ``REPORT_SECTION``, a
 :class:`ReportSection`: the function that turns a document into a section, the terms the
 section uses and the model of the keys it reads. The report (:mod:`scoreband.report.html`)
 only iterates this registry; it knows no format. Adding a study is its module (with its
-``REPORT_SECTION``) and one :func:`register_kind` line here. Modules are imported only when a
-document of their kind is rendered or checked.
+``REPORT_SECTION``) and one :func:`register_kind` line in :mod:`scoreband.report_kinds` (the
+face part, loaded by ``import scoreband``: the report names no study or rule module itself).
+Modules are imported only when a document of their kind is rendered or checked.
 """
 
 from __future__ import annotations
@@ -58,23 +59,6 @@ def _load(module: str) -> ReportSection:
     if not isinstance(section, ReportSection):
         raise TypeError(f"{module} defines no REPORT_SECTION (a ReportSection)")
     return section
-
-
-# one line per kind: name, the module owning its section, what writes it
-register_kind("evaluate", "scoreband.report.evaluate", "evaluate",
-              keys=("after", "theoretical_coverage"))
-register_kind("demo", "scoreband.studies.demo", "demo")
-register_kind("judge-study", "scoreband.studies.judge", "judge-study")
-register_kind("roundtrip-study", "scoreband.studies.roundtrip", "roundtrip-study")
-register_kind("stress", "scoreband.studies.stress", "stress")
-register_kind("systems", "scoreband.report.systems", "systems")
-register_kind("pairwise-systems", "scoreband.pairwise.report", "pairwise-systems")
-register_kind("triage", "scoreband.decisions.report", "a triage rule",
-              marker={"format": "scoreband-triage-rule"})
-register_kind("pairwise-rule", "scoreband.pairwise.rule_report", "a pairwise rule",
-              marker={"format": "scoreband-pairwise-rule"})
-register_kind("monitor", "scoreband.decisions.monitor", "a monitor run",
-              marker={"format": "scoreband-monitor"})
 
 
 def section_of(kind: str) -> ReportSection:
