@@ -7,7 +7,7 @@ Rules compared, each fitted on ``n`` labeled items per resplit and scored on a p
 200,000 items drawn the same way (its error among decided items is the realised risk):
 
 * ``strong alone``: the strongest judge under scoreband's own single-judge rule
-  (:func:`scoreband.pairwise.selective.label_free_threshold`, ``stated=True``: what
+  (:func:`scoreband.decisions.risk.label_free_threshold`, ``stated=True``: what
   ``triage --pairwise --probs`` runs) at (risk, delta);
 * ``cascade``: :func:`scoreband.decisions.cascade.fit_cascade` (the views ``own`` and
   ``joint`` - agreement - and the strongest stage alone, one chain at delta), with costs;
@@ -46,7 +46,7 @@ from scoreband.decisions.cascade import (  # noqa: E402
     fit_cascade,
     stage_views,
 )
-from scoreband.pairwise.selective import label_free_threshold  # noqa: E402
+from scoreband.decisions.risk import label_free_threshold  # noqa: E402
 
 COSTS = (1.0, 5.0, 20.0)
 #: a human answer's cost, for the last column (judge cost + human cost of the escalated)

@@ -6,7 +6,7 @@ thresholds ``lambda`` evenly spaced on [0, 1], tested from 1 down; at each, the 
 ``c >= lambda`` and the exact binomial test of ``H: risk > alpha`` at level ``delta``
 (``P(Binom(n, alpha) <= k) <= delta``); thresholds with fewer than 30 pairs above them are
 skipped; the sequence stops at the first non-rejection and the last rejected ``lambda`` is
-kept. scoreband: :func:`scoreband.pairwise.selective.label_free_threshold` with
+kept. scoreband: :func:`scoreband.decisions.risk.label_free_threshold` with
 ``stated=True`` (what ``triage --pairwise --probs PA,PB`` runs).
 
 Tables (each split at random 250 calibration / 250 test pairs, 20+ splits; "decided" and
@@ -35,7 +35,7 @@ from scipy.stats import binom
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "src"))
 
-from scoreband.pairwise.selective import label_free_threshold  # noqa: E402
+from scoreband.decisions.risk import label_free_threshold  # noqa: E402
 
 PUBLISHED_GRID = 5000
 PUBLISHED_MIN_PAIRS = 30

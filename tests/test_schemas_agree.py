@@ -126,9 +126,10 @@ STAGES = [  # (module, class or attribute, ERROR_COLUMN key)
     ("scoreband.scorers.stages", "ClipSStage", "clip-s"),
     ("scoreband.judge_stage", "JudgeStage", "judge"),
     ("scoreband.roundtrip.metric", "RoundTripStage", "roundtrip"),
-    ("scoreband.decisions.triage", "TriageStage", "triage"),
+    ("scoreband.decisions.triage", "TriageRule", "triage"),
     ("scoreband.pairwise.extract", "PairJudgeStage", "pairwise"),
-    ("scoreband.pairwise.selective", "PairStage", "pairwise-rule"),
+    ("scoreband.pairwise.selective", "PairRule", "pairwise-rule"),
+    ("scoreband.decisions.cascade_rule", "CascadeRule", "cascade"),
 ]
 
 

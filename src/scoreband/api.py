@@ -44,7 +44,7 @@ from scoreband.conformal import load_calibrator, save_calibrator
 from scoreband.conformal.base import uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.randomness import frame_keys
-from scoreband.domain import check_mostly_inside, fit_domain, off_scale_rows
+from scoreband.domain import check_domain, fit_domain, off_scale_rows
 from scoreband.engine.rows import run_rows
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.jobs import JOBS, RayEngine, judge, judge_pairwise, roundtrip, run, score
@@ -357,7 +357,7 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     if uses_row_draws(cal):
         inp.pred.keys = frame_keys(df.iloc[inp.rows])
     roles = {c: r for r, c in (("median", spec.median), ("lo", spec.lo), ("hi", spec.hi)) if c}
-    _, note = check_mostly_inside(inputs.get("domain"), inp.pred, "recalibrate",
+    _, note = check_domain(inputs.get("domain"), inp.pred, "recalibrate",
                                   off_scale_rows(inp.errors, roles),
                                   n_calibration=inputs.get("n_calibration"))
     if note and on_warning is not None:

@@ -46,7 +46,7 @@ import numpy as np
 
 from scoreband.errors import InputError
 
-__all__ = ["fit_domain", "outside", "check_domain", "check_mostly_inside", "off_scale_counts",
+__all__ = ["fit_domain", "outside", "check_domain", "off_scale_counts",
            "off_scale_rows", "outside_probability", "same_labels", "MARGIN", "MOSTLY",
            "LEVEL"]
 
@@ -260,10 +260,6 @@ def check_domain(domain: dict | None, values, what: str,
             note += (f" (with {n_cal} calibration rows, rows drawn like them often lie outside "
                      "their range: not refused; calibrate on more rows for a sharper check)")
     return mask, note
-
-
-#: the former name of :func:`check_domain`
-check_mostly_inside = check_domain
 
 
 def same_labels(groups, known) -> np.ndarray | None:

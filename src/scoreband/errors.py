@@ -20,6 +20,8 @@ ERROR_COLUMN = {
     # a pairwise rule's verdicts (triage --pairwise --apply, apply --calibrator RULE): its
     # own column, so a rule applied to a judged pair table keeps the judge's pair_error
     "pairwise-rule": "verdict_error",
+    # a cascade of judges (scoreband cascade): why a row's stages could not decide it
+    "cascade": "cascade_error",
     # readers of other tools' files (scoreband.formats): the tool's per-row error
     "openai-batch": "batch_error", "inspect": "sample_error", "promptfoo": "result_error",
 }

@@ -77,9 +77,9 @@ register_job(Job("judge-pairwise", "scoreband.pairwise.extract:pair_judge_stage"
                  ERROR_COLUMN["pairwise"], "a pairwise judge's verdicts in both orders"))
 register_job(Job("roundtrip", "scoreband.roundtrip.metric:roundtrip_stage",
                  ERROR_COLUMN["roundtrip"], "the round-trip score of every caption"))
-register_job(Job("triage", "scoreband.decisions.triage:triage_stage", ERROR_COLUMN["triage"],
+register_job(Job("triage", "scoreband.decisions.rule:rule_stage", ERROR_COLUMN["triage"],
                  "a triage rule's trust-or-escalate decision for every row", vectorized=True))
-register_job(Job("pairwise-rule", "scoreband.pairwise.selective:pair_stage",
+register_job(Job("pairwise-rule", "scoreband.decisions.rule:rule_stage",
                  ERROR_COLUMN["pairwise-rule"], "a pairwise rule's verdict for every pair",
                  vectorized=True))
 

@@ -207,19 +207,3 @@ def test_the_registry_lists_the_methods_in_their_documented_order():
     """Modules of their own register in the order --help and the docs list them."""
     assert METHODS.names()[:10] == ["split", "crc", "crc-exact", "crc-same", "fitted", "cqr",
                                     "r2ccp", "chr", "marginal", "auto"]
-
-
-@pytest.mark.parametrize("name,module", [("Fitted", "fitted"), ("CQR", "cqr"),
-                                         ("R2CCP", "r2ccp"), ("CHR", "chr"),
-                                         ("Marginal", "marginal"),
-                                         ("density_sets", "r2ccp"), ("fit_softmax", "chr")])
-def test_the_former_learned_module_paths_still_import_with_a_deprecation_warning(name, module):
-    import importlib
-
-    import scoreband.conformal.learned as learned
-
-    with pytest.warns(DeprecationWarning, match=f"moved to scoreband.conformal.{module}"):
-        old = getattr(learned, name)
-    assert old is getattr(importlib.import_module(f"scoreband.conformal.{module}"), name)
-    with pytest.raises(AttributeError):
-        learned.NoSuchName  # noqa: B018

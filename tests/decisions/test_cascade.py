@@ -18,8 +18,8 @@ from scoreband.decisions.cascade import (
     joint_view,
     stage_views,
 )
+from scoreband.decisions.risk import label_free_threshold
 from scoreband.errors import InputError
-from scoreband.pairwise.selective import label_free_threshold
 
 COSTS = (1.0, 5.0, 20.0)
 #: per judge: error at the easiest / hardest item, over-confidence, noise of its reading

@@ -3,7 +3,8 @@ and left out of `auto`'s candidates (NOT_IN_AUTO)."""
 
 import numpy as np
 
-from scoreband.decisions.triage import fit_triage_arrays, rule_from_dict
+from scoreband.decisions.rule import load_rule
+from scoreband.decisions.triage import fit_triage_arrays
 from scoreband.decisions.uncertainty import NOT_IN_AUTO, Signals
 
 
@@ -21,7 +22,7 @@ def test_knn_abs_features_by_name_round_trips():
     rule = fit_triage_arrays(score, y, scale=(1, 5), tolerance=0.5, alpha=0.2, delta=0.1,
                              signals=sig, by="knn-abs-features", seed=0)
     assert rule.uncertainty.name == "knn-abs-features"
-    again = rule_from_dict(rule.to_dict())
+    again = load_rule(rule.to_dict())
     s2, y2, h2 = _data(300, seed=1)
     a = rule.decide(s2, Signals(s2, features=h2[:, None]))
     b = again.decide(s2, Signals(s2, features=h2[:, None]))

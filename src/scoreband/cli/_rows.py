@@ -7,23 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scoreband.api import JOBS, RayEngine, run
+from scoreband.api import RayEngine, run
 from scoreband.cli._app import err, fail
 from scoreband.cli._options import check_engine
 
 
 def run_stage(table: Path, out: Path, job: str, kw: dict, engine_opts: dict | None, *,
               df=None, post=None, components: dict | None = None, local: dict | None = None,
-              error_column: str | None = None, vectorized: bool | None = None):
+              vectorized: bool | None = None):
     """Run the row job ``job`` (a name of ``api.JOBS``) with the stage options ``kw`` over
     ``table`` into ``out``; returns ``(run, stage)`` (stage None on Ray). ``df``: an
     already prepared table (read whole); ``post(table)``: a whole-table step before writing
     (forces the whole-table path); ``local``: arguments only a stage built here gets
-    (callbacks: a Ray actor gets plain values only). ``job`` may still be the stage's
-    "module:function" (with its ``error_column``), the form of the callers not yet moved
-    to job names; ``vectorized`` is the job's own."""
-    if ":" in job:
-        job = _job_named_by_stage(job, error_column)
+    (callbacks: a Ray actor gets plain values only); ``vectorized`` is the job's own."""
     if out.is_dir():
         fail(f"--out {str(out)!r} is a folder; give a file name")
     engine = "local"
@@ -35,15 +31,6 @@ def run_stage(table: Path, out: Path, job: str, kw: dict, engine_opts: dict | No
                            address=engine_opts["ray_address"])
     return run(job, table, out, options=kw, engine=engine, local=local, df=df, post=post,
                components=components, progress=err)
-
-
-def _job_named_by_stage(factory: str, error_column: str | None) -> str:
-    """The job whose stage is ``factory`` (and whose error column is ``error_column``)."""
-    for e in JOBS.entries():
-        j = e.info["job"]
-        if j.stage == factory and error_column in (None, j.error_column):
-            return j.name
-    raise ValueError(f"no row job runs {factory!r}")
 
 
 def end_judge_run(run, judge, spec: str, out: Path, *, noun: str = "rows",

@@ -84,8 +84,8 @@ def _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out,
          rule) -> None:
     """Fit (or load) the rule, decide the table, print, write."""
     from scoreband import api
-    from scoreband.decisions.cascade_rule import cascade as fit
-    from scoreband.decisions.cascade_rule import load_cascade_rule
+    from scoreband.api import cascade as fit
+    from scoreband.api import load_cascade_rule
 
     if uncertainty not in UNCERTAINTIES:
         fail(f"--uncertainty {uncertainty!r}: choose {', '.join(UNCERTAINTIES)}")

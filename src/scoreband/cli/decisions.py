@@ -196,9 +196,7 @@ def read_config(path: Path | None) -> dict:
 def _fit(labeled: Path, kw: dict, out: Path | None, html: Path | None):
     """Fit a triage rule on the labeled table (cells read as written: a group 01 stays
     01, as the apply reads it), save it and print its summary."""
-    from scoreband.columns import needed_columns
-    from scoreband.decisions.triage import fit_triage
-    from scoreband.tables import read_table
+    from scoreband.api import fit_triage, needed_columns, read_table
 
     need("fitting a rule", target=kw["target"], scale=kw["scale"], score=kw["score"],
          tolerance=kw["tolerance"], out=out)
@@ -218,7 +216,7 @@ def _fit(labeled: Path, kw: dict, out: Path | None, html: Path | None):
 
 
 def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
-    from scoreband.files import check_output
+    from scoreband.api import check_output
 
     for what, other in (("--out", out), ("--html", html)):
         if other is not None and path.expanduser().resolve() == other.expanduser().resolve():
@@ -230,7 +228,7 @@ def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
 def rule_kind(path: Path) -> str | None:
     """``"triage"`` or ``"pairwise"`` when ``path`` is a rule file (its ``format`` field), else
     None: how ``apply --calibrator`` tells a rule from a calibrator."""
-    from scoreband.decisions.rule import RULES, rule_format
+    from scoreband.api import RULES, rule_format
 
     fmt = rule_format(path)
     return None if fmt is None else RULES.resolve(fmt)[0].info["cls"].kind
@@ -247,8 +245,8 @@ def apply_rule(rule_path: Path, table: Path, out: Path, *, fitted=None) -> None:
     / TSV cells come back byte for byte and a file is streamed chunk by chunk. The one path
     of ``triage --apply`` and ``apply --calibrator RULE``; ``fitted``: the rule just fitted
     (read once: the file is not read again)."""
+    from scoreband.api import load_rule
     from scoreband.cli._rows import run_stage
-    from scoreband.decisions.rule import load_rule
 
     if fitted is None:
         _check_apply_out(out, None, None)
@@ -309,8 +307,7 @@ def _fit_pairs(labeled, label_col, votes, feature, probs, alpha, delta, groups, 
     """Fit a pairwise rule (the labeled table read as written: a group named ``01`` stays
     ``01``, as the apply reads it), save it and print its summary; a table to apply that
     lacks the rule's columns is refused before the fit."""
-    from scoreband.pairwise.selective import fit_pairwise_triage
-    from scoreband.tables import read_table
+    from scoreband.api import fit_pairwise_triage, read_table
 
     need("fitting a rule", out=out)
     exactly_one("the human preference", label_col=label_col, votes=votes)
@@ -337,10 +334,7 @@ def _fit_pairs(labeled, label_col, votes, feature, probs, alpha, delta, groups, 
 def _check_pair_table(table: Path, columns: list[str], groups: str | None) -> None:
     """Refuse, before a rule is fitted, a table to decide that lacks the rule's columns or
     already has one of the columns the rule adds (never overwritten)."""
-    from scoreband.engine.rows import check_added_columns
-    from scoreband.engine.stream import iter_chunks
-    from scoreband.pairwise.selective import PAIR_COLUMNS
-    from scoreband.tables import table_columns
+    from scoreband.api import PAIR_COLUMNS, check_added_columns, iter_chunks, table_columns
 
     have = table_columns(table)
     if have is None:  # a format read whole or by lines: its first row says

@@ -15,7 +15,6 @@ from scoreband.cli._checks import exactly_one
 from scoreband.cli._options import (
     split_columns,
 )
-from scoreband.errors import ERROR_COLUMN
 from scoreband.textsafe import plain
 
 
@@ -52,9 +51,7 @@ def pairs(
     scoreband pairs scores.csv --system-col system --item-col image --score clip_score
     --target human --tie-tol 0.25 --out pairs.csv
     """
-    from scoreband.engine.stream import as_text
-    from scoreband.pairwise.pairs import make_pairs
-    from scoreband.tables import read_table, write_table
+    from scoreband.api import as_text, make_pairs, read_table, write_table
 
     # cells as written: item ids, --keep columns, responses and system names are copied
     # byte for byte into a text output (0007 stays 0007; systems 01 and 1 are two)
@@ -96,18 +93,18 @@ def run_judge_pairs(table: Path, *, judge: str, out: Path, response_a: str, resp
                        **({"base_url": base_url} if base_url else {}))
     if not out.parent.is_dir():
         out.parent.mkdir(parents=True, exist_ok=True)
-    run, stage = run_stage(table, out, "scoreband.pairwise.extract:pair_judge_stage", dict(
+    run, stage = run_stage(table, out, "judge-pairwise", dict(
         judge_spec=judge, tie=tie, judge_options=options, response_a=response_a,
         response_b=response_b, image_col=image_col, instruction_col=instruction_col,
         instruction=instruction, root=None if root is None else str(root), seed=seed,
         **{k: v for k, v in (("rubric", rubric), ("template", template)) if v is not None}),
-        engine_opts, error_column=ERROR_COLUMN["pairwise"])
+        engine_opts)
     runner = None if stage is None else stage.runner
     bias = ""
     if runner is not None and len(run.failures) < run.rows:
         import pandas as pd  # lazy: start-up
 
-        from scoreband.tables import read_table
+        from scoreband.api import read_table
 
         t = run.table if run.table is not None else read_table(out)
         ok = t["pair_error"].astype(object).fillna("").astype(str) == ""
@@ -124,10 +121,7 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
                          system_b: str, html: Path | None = None) -> None:
     """`systems --pairwise`: rank systems from judge verdicts rectified by human
     preferences."""
-    from scoreband.json_io import write_json
-    from scoreband.pairwise.ranking import rank_systems
-    from scoreband.provenance import provenance
-    from scoreband.tables import read_table
+    from scoreband.api import provenance, rank_systems, read_table, write_json
 
     exactly_one("the human preference", label_col=label_col, votes=votes)
     if probs is not None and verdict is not None:
@@ -145,20 +139,20 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
     for w in doc["warnings"]:
         warn(w)
     if "pair_position_bias" in df.columns:
-        from scoreband.pairwise.report import position_bias_by_task
+        from scoreband.api import position_bias_by_task
 
         doc["position_bias"] = position_bias_by_task(
             df, task_col="task" if "task" in df.columns else None)
     doc["provenance"] = provenance({})
     if html is not None:
-        from scoreband.files import check_output
+        from scoreband.api import check_output
 
         if html.expanduser().resolve() == out.expanduser().resolve():
             fail(f"--html and --out name the same path {str(html)!r}; give each its own")
         check_output(html, what="the HTML report")
     write_json(out, doc)
     if html is not None:
-        from scoreband.report.html import write_report
+        from scoreband.api import write_report
 
         write_report([doc], html)
     t = Table(title=f"systems by win rate ({method}, rank sets at {1 - alpha:.0%})")

@@ -8,15 +8,9 @@ Each fits its model on a ``train_frac`` share of the calibration items and runs 
 step on the rest, so the guarantee holds. Models persist as plain JSON numbers (no pickle).
 torch and scikit-learn are imported only when a model is fitted or evaluated, so applying a
 split or CRC calibrator never loads them.
-
-The methods' former home was this module: ``scoreband.conformal.learned.CQR`` and the other
-names that moved still import, with a :class:`DeprecationWarning` (for one release).
 """
 
 from __future__ import annotations
-
-import importlib
-import warnings
 
 import numpy as np
 
@@ -29,23 +23,6 @@ from scoreband.datatypes import Band, Predictions
 from scoreband.errors import InputError
 
 __all__ = ["LearnedCalibrator", "features_of", "looks_like_logprobs"]
-
-#: names that moved to a module of their own: name -> that module
-MOVED = {"Fitted": "fitted", "CQR": "cqr", "R2CCP": "r2ccp", "density_sets": "r2ccp",
-         "_interp_density": "r2ccp", "_mlp": "r2ccp", "CHR": "chr", "fit_softmax": "chr",
-         "softmax_probs": "chr", "Marginal": "marginal"}
-
-
-def __getattr__(name: str):
-    """The names that moved out of this module, with a DeprecationWarning."""
-    if name in MOVED:
-        where = f"scoreband.conformal.{MOVED[name]}"
-        warnings.warn(f"scoreband.conformal.learned.{name} moved to {where}.{name} (or import "
-                      f"it from scoreband.conformal); the old path goes in the next release",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(where), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def features_of(pred: Predictions, method: str) -> np.ndarray:
     """The feature columns of ``pred`` as a float array, refused (InputError naming the fix)

@@ -44,7 +44,7 @@ CASCADE_FORMAT = "scoreband-cascade-rule"
 CASCADE_VERSION = 1
 DECIDED_BY, DECIDED_ANSWER = "decided_by", "decided_answer"
 #: why a row's judge could not be read (ERROR_COLUMN["cascade"] once registered there)
-CASCADE_ERROR = ERROR_COLUMN.get("cascade", "cascade_error")
+CASCADE_ERROR = ERROR_COLUMN["cascade"]
 #: ``decided_by`` of a row no judge decides
 HUMAN = "human"
 REFIT = ("scoreband cascade LABELED --judge NAME=CONF_COL:ANSWER_COL ... --label-col HUMAN "

@@ -134,7 +134,8 @@ def guarantee_words(false_alarm: float, by: str | None) -> str:
 # ------------------------------------------------------------------ reading the source
 def _source(calibration_or_path):
     """``("triage-rule", TriageRule)`` or ``("calibrator", (calibrator, document))``."""
-    from scoreband.decisions.triage import RULE_FORMAT, TriageRule, rule_from_dict
+    from scoreband.decisions.rule import load_rule
+    from scoreband.decisions.triage import RULE_FORMAT, TriageRule
 
     obj = calibration_or_path
     if isinstance(obj, TriageRule):
@@ -152,7 +153,7 @@ def _source(calibration_or_path):
                     missing="write one with `scoreband calibrate` or `scoreband triage`")
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt == RULE_FORMAT:
-        return "triage-rule", rule_from_dict(doc, obj)
+        return "triage-rule", load_rule(doc, str(obj))
     if isinstance(fmt, str) and "rule" in fmt:
         raise InputError(f"{obj} is a {fmt}: the monitor watches a calibrator or a triage "
                          "rule (a pairwise rule is not monitored yet)")
@@ -217,7 +218,8 @@ def _calibrator_losses(pair, df, columns: dict, n_ratings, on_warning):
 
 
 def _rule_losses(rule, df, columns: dict, n_ratings, on_warning):
-    from scoreband.decisions.triage import TriageStage, losses
+    from scoreband.decisions.rule import RuleStage
+    from scoreband.decisions.triage import losses
     from scoreband.engine.rows import run_rows
 
     extra = [k for k, v in columns.items() if v is not None and k not in ("target",
@@ -225,7 +227,7 @@ def _rule_losses(rule, df, columns: dict, n_ratings, on_warning):
     if extra:
         raise InputError(f"{', '.join(f'`{k}`' for k in extra)}: not used with a triage rule, "
                          "which reads the columns it was fitted with; leave them out")
-    stage = TriageStage(rule, on_warning=on_warning)
+    stage = RuleStage(rule, on_warning=on_warning)
     out = run_rows(df, stage).table
     target = columns.get("target") or rule.columns.get("target")
     y, bad = _targets(df, rule.scale.to_dict(), target, columns.get("ratings"), None,

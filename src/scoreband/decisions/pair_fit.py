@@ -8,10 +8,11 @@ import math
 
 import numpy as np
 
+from scoreband.conformal.core import conformal_quantile
 from scoreband.decisions.ltt import min_rejectable
 from scoreband.decisions.risk import FixedSequence, LabelFreeSequence
 from scoreband.errors import InputError
-from scoreband.pairwise.sets import conformal_quantile, prediction_sets
+from scoreband.pairwise.sets import prediction_sets
 
 __all__ = ["split_pairs", "set_quantiles", "selective_threshold", "pair_report",
            "sign_warning", "nothing_decided", "MIN_TRAINING_PAIRS", "POOLED"]

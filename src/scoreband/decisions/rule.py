@@ -37,7 +37,8 @@ __all__ = ["Rule", "RULES", "registered", "register_rule", "load_rule", "rule_fo
 #: rule kinds by the ``format`` their files carry
 RULES = Registry("rule format")
 #: the modules whose import registers the built-in kinds (imported before a file is read)
-BUILTIN_RULES = ("scoreband.decisions.triage", "scoreband.pairwise.selective")
+BUILTIN_RULES = ("scoreband.decisions.triage", "scoreband.pairwise.selective",
+                 "scoreband.decisions.cascade_rule")
 
 
 def registered() -> Registry:

@@ -10,7 +10,7 @@ A rule learned how a score relates to the human one over the scores it saw; appl
 same judge's scores on another scale (0-100 where it learned 1-5) it trusts rows it has
 no grounds to trust. :func:`rule_domain` records the range of each input the rule reads
 (:func:`scoreband.domain.fit_domain`) and :func:`rule_outside` finds the rows outside it at
-apply: a table mostly outside is refused (:func:`scoreband.domain.check_mostly_inside`), a
+apply: a table mostly outside is refused (:func:`scoreband.domain.check_domain`), a
 few rows outside (a table drawn like the labeled rows puts a fresh row outside the range
 of n rows with probability about 2 / (n + 1)) are flagged, never refused.
 
@@ -138,14 +138,14 @@ def rule_outside(domain: dict | None, score, features=None, *, what: str
                  ) -> tuple[np.ndarray, str | None]:
     """The rows outside ``domain`` and a note naming the input and its range (None when
     none is); raises an :class:`InputError` when most rows are (a table on another scale:
-    :func:`scoreband.domain.check_mostly_inside`). ``what`` starts the messages."""
-    from scoreband.domain import check_mostly_inside, describe, outside
+    :func:`scoreband.domain.check_domain`). ``what`` starts the messages."""
+    from scoreband.domain import check_domain, describe, outside
 
     if not domain or len(np.atleast_1d(score)) == 0:
         return np.zeros(len(np.atleast_1d(score)), dtype=bool), None
     pred = _pred(score, features)
     try:  # the one rule of when a table is refused: the calibrators'
-        mask, _ = check_mostly_inside(domain, pred, what)
+        mask, _ = check_domain(domain, pred, what)
     except InputError:
         mask, counts = outside(domain, pred)
         raise InputError(

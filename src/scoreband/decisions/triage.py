@@ -49,7 +49,7 @@ import pandas as pd
 from scoreband.datatypes import Scale
 from scoreband.decisions.maps import ScoreMap
 from scoreband.decisions.risk import LOSS_SLACK, FixedSequence
-from scoreband.decisions.rule import Decision, Rule, RuleStage, register_rule, rule_stage
+from scoreband.decisions.rule import Decision, Rule, register_rule
 from scoreband.decisions.rule import load_rule as load_rule
 from scoreband.decisions.rulefile import (
     TRIAGE_RULE_VERSION,
@@ -490,21 +490,6 @@ class Triage:
     def __repr__(self) -> str:
         return f"Triage({self.rule_!r})" if self.rule_ is not None else \
             f"Triage(unfitted, {self.params})"
-
-
-#: jobs.py's name until it registers :func:`scoreband.decisions.rule.rule_stage`
-triage_stage = rule_stage
-
-
-class TriageStage(RuleStage):
-    """monitor.py's (and test_schemas_agree's) name until they use :class:`RuleStage`."""
-
-    error_column = ERROR_COLUMN
-
-
-def rule_from_dict(doc: dict, where="the rule") -> Rule:
-    """monitor.py's name until it calls :func:`scoreband.decisions.rule.load_rule`."""
-    return load_rule(doc, str(where))
 
 
 def accepted_share(y, score, *, scale, tolerance: float, alpha: float = 0.1,

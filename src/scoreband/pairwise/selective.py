@@ -65,8 +65,7 @@ from scoreband.decisions.pair_fit import (
 from scoreband.decisions.pair_inputs import PROB_SUM_TOL as PROB_SUM_TOL
 from scoreband.decisions.pair_inputs import fit_columns_problem, no_usable_pair, rule_inputs
 from scoreband.decisions.risk import VerdictLoss
-from scoreband.decisions.risk import label_free_threshold as label_free_threshold
-from scoreband.decisions.rule import Decision, Rule, RuleStage, register_rule, rule_stage
+from scoreband.decisions.rule import Decision, Rule, register_rule
 from scoreband.decisions.rulefile import as_float, as_mapping, read_key
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 from scoreband.pairwise.pairs import LABELS, pair_labels
@@ -280,16 +279,6 @@ def _column(v):
     if v is not None and not isinstance(v, str):
         raise TypeError("expected a column name")
     return v
-
-
-#: jobs.py's name until it registers :func:`scoreband.decisions.rule.rule_stage`
-pair_stage = rule_stage
-
-
-class PairStage(RuleStage):
-    """test_schemas_agree's name until it reads :attr:`PairRule.error_column`."""
-
-    error_column = VERDICT_ERROR
 
 
 def confidence_order(P, X, order: str = "max-prob") -> tuple[np.ndarray, np.ndarray]:

@@ -33,13 +33,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoreband.conformal.core import conformal_quantile
 from scoreband.conformal.scores import SET_SCORES, set_score
 from scoreband.errors import InputError
 from scoreband.pairwise.pairs import LABELS
 
-__all__ = ["VerdictModel", "fit_verdict_model", "conformity", "conformal_quantile",
-           "prediction_sets", "set_labels", "SET_METHODS", "MODEL_KINDS"]
+__all__ = ["VerdictModel", "fit_verdict_model", "conformity", "prediction_sets",
+           "set_labels", "SET_METHODS", "MODEL_KINDS"]
 
 SET_METHODS = tuple(SET_SCORES)
 #: the verdict models a rule may hold
