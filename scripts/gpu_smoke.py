@@ -108,8 +108,9 @@ def main():
     step("CLIP-S (bf16)", clip_s)
 
     def judge():
+        (d / "judge_knobs.json").write_text('{"max_new_tokens": 4}')
         cli(["judge", str(d / "test" / "world.csv"), "--judge", f"hf:{models['llava']}",
-             "--max-new-tokens", "4", "--device", dev, "--dtype", "bfloat16",
+             "--config", str(d / "judge_knobs.json"), "--device", dev, "--dtype", "bfloat16",
              "--out", str(d / "judged.csv")])
         j = pd.read_csv(d / "judged.csv", keep_default_na=False)
         lp = j[[f"logp_{k}" for k in range(1, 6)]].to_numpy(float)

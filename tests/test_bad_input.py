@@ -38,6 +38,11 @@ def w(tmp_path_factory, world_dir):
     ex.head(300).to_csv(w / "small.csv", index=False)
     ex.head(0).to_csv(w / "header.csv", index=False)
     (w / "empty.csv").write_text("")
+    for name, knobs in {"calfrac0": {"cal_frac": 0}, "calfrac1": {"cal_frac": 1},
+                        "idcol": {"id_col": "nope"}, "small": {"small_group": "magic"},
+                        "unknown": {"cal_frak": 0.5}}.items():
+        (w / f"knobs_{name}.json").write_text(json.dumps(knobs))
+    (w / "knobs_bad.toml").write_text("cal_frac = [")
     (w / "notes.xyz").write_text("a,b\n1,2\n")
     (w / "bad.parquet").write_bytes(b"PAR1 not really parquet")
     (w / "dup.csv").write_text("median,median,ratings\n0.5,0.6,4;4;5\n")
@@ -164,8 +169,17 @@ CASES = [
     _case("evaluate", ["{w}/ex.csv", *EX, "--alpha", "0"], 2, "alpha"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--alpha", "1.5"], 2, "alpha"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--seeds", "0"], 2, "--seeds"),
-    _case("evaluate", ["{w}/ex.csv", *EX, "--cal-frac", "0"], 2, "--cal-frac"),
-    _case("evaluate", ["{w}/ex.csv", *EX, "--cal-frac", "1"], 2, "--cal-frac"),
+    _case("evaluate", ["{w}/ex.csv", *EX, "--config", "{w}/knobs_calfrac0.json"], 2,
+          "cal_frac is 0; expected a share in (0, 1)"),
+    _case("evaluate", ["{w}/ex.csv", *EX, "--config", "{w}/knobs_calfrac1.json"], 2,
+          "cal_frac is 1; expected a share in (0, 1)"),
+    _case("evaluate", ["{w}/ex.csv", *EX, "--config", "{w}/knobs_unknown.json"], 2,
+          "unknown key 'cal_frak'; known: cal_frac, curve, small_group, id_col"),
+    _case("calibrate", ["{w}/ex.csv", *EX, "--out", "{w}/c_bad.json", "--config",
+                        "{w}/knobs_bad.toml"], 2, "cannot be read"),
+    _case("calibrate", ["{w}/ex.csv", *EX, "--out", "{w}/c_bad.json", "--config",
+                        "{w}/knobs_calfrac0.json"], 2, "unknown key 'cal_frac'; known: "
+          "small_group, id_col"),
     _case("evaluate", ["{w}/ex.csv", *CRC[:-1], "crc-cluster", "--clusters", "abc"], 2,
           "--clusters"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--map", "magic"], 2, "map"),
@@ -175,8 +189,10 @@ CASES = [
     _case("evaluate", ["{w}/ex.csv", *EX, "--split-by", "nope"], 2, "--split-by"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--n-ratings", "3"], 2, "--n-ratings"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--out", "{w}/adir"], 2, "adir"),
-    _case("evaluate", ["{w}/ex.csv", *EX, "--id-col", "nope"], 2, "--id-col"),
-    _case("evaluate", ["{w}/ex.csv", *EX, "--small-group", "magic"], 2, "small"),
+    _case("evaluate", ["{w}/ex.csv", *EX, "--config", "{w}/knobs_idcol.json"], 2,
+          "`id_col` column 'nope' is not in the table"),
+    _case("evaluate", ["{w}/ex.csv", *EX, "--config", "{w}/knobs_small.json"], 2,
+          "small_group is 'magic'; expected full | pool-together | error"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--method", "crc"], 2, "--lo and --hi"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--method", "weighted-split"], 2, "--embedding"),
     _case("evaluate", ["{w}/ex.csv", *EX, "--method", "r2ccp"], 2, "--features"),

@@ -194,6 +194,13 @@ def w(tmp_path_factory, world_dir):
         edit(d)
         (w / f"{name}.json").write_text(json.dumps(d))
     (w / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    # judge's rarely used knobs (--config): bad values, and the field runs' own
+    for name, knobs in {"timeout_neg": {"timeout": -1}, "retries_neg": {"retries": -1},
+                        "toplp_neg": {"top_logprobs": -1},
+                        "field": {"timeout": 2, "retries": 0, "stop_after": 0},
+                        "raw": {"timeout": 2, "retries": 0}, "noretry": {"retries": 0},
+                        "lr_neg": {"lr": -1}}.items():
+        (w / f"knobs_{name}.json").write_text(json.dumps(knobs))
     os.mkfifo(w / "fifo.json")
     os.mkfifo(w / "fifo.csv")
     lines = ex.head(120).to_json(orient="records", lines=True).splitlines()
@@ -366,13 +373,17 @@ CASES = [
           "duplicated column names: 'median'"),
     # ------------------------------------------------------------ options, before any work
     _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
-           "--timeout", "-1"], 2, "--timeout"),
+           "--config", "{w}/knobs_timeout_neg.json"], 2,
+          "timeout is -1; expected a number of seconds > 0"),
     _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
-           "--retries", "-1"], 2, "--retries"),
+           "--config", "{w}/knobs_retries_neg.json"], 2,
+          "retries is -1; expected an integer in [0, 100]"),
     _case(["judge", "{w}/judge_rows.csv", "--judge", "openai:m", OUT, "{w}/j.csv",
-           "--top-logprobs", "-1"], 2, "--top-logprobs"),
+           "--config", "{w}/knobs_toplp_neg.json"], 2,
+          "top_logprobs is -1; expected an integer in [1, 100]"),
     _case(["train", "--epochs", "0", OUT, "{w}/t"], 2, "--epochs"),
-    _case(["train", "--lr", "-1", OUT, "{w}/t"], 2, "--lr"),
+    _case(["train", "--config", "{w}/knobs_lr_neg.json", OUT, "{w}/t"], 2,
+          "lr is -1; expected a learning rate > 0"),
     _case(["world", "--n", "-1", OUT, "{w}/w1"], 2, "--n"),
     _case(["demo", "--n-test", "0", OUT, "{w}/d"], 2, "--n-test"),
     _case(["demo", "--alpha", "1.5", OUT, "{w}/d"], 2, "--alpha"),
@@ -406,8 +417,8 @@ def test_judge_endpoint_field(w, endpoints, monkeypatch):
     _Field.seen = []
     t0 = time.monotonic()
     r, text, changed = _run(w, ["judge", "{w}/judge_rows.csv", "--judge", "openai:m",
-                                "--base-url", endpoints["a"], "--timeout", "2", "--retries",
-                                "0", "--stop-after", "0", OUT, "{w}/judged_field.csv",
+                                "--base-url", endpoints["a"], "--config",
+                                "{w}/knobs_field.json", OUT, "{w}/judged_field.csv",
                                 "--cache", "{w}/jcache"])
     elapsed = time.monotonic() - t0
     # most rows fail by design here: judge says so with exit 1, every row with its reason
@@ -440,11 +451,11 @@ def test_judge_endpoint_field(w, endpoints, monkeypatch):
 def test_judge_non_http_port(w, endpoints, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     r, text, _ = _run(w, ["judge", "{w}/judge_rows.csv", "--judge", "openai:m", "--base-url",
-                          endpoints["raw"], "--timeout", "2", "--retries", "0", OUT,
+                          endpoints["raw"], "--config", "{w}/knobs_raw.json", OUT,
                           "{w}/judged_raw.csv"])
     assert r.exit_code == 1, text  # no row could be judged: a failure, with every reason
     res = pd.read_csv(w / "judged_raw.csv", keep_default_na=False)
-    # each row asked says why; after --stop-after (10) failures in a row the rest are not
+    # each row asked says why; after stop_after (10) failures in a row the rest are not
     # asked, and say so
     err = res["judge_error"]
     asked = ~err.str.startswith("not asked")
@@ -458,7 +469,8 @@ def test_damaged_cache_entry_is_reported_and_asked_again(w, endpoints, monkeypat
     pd.DataFrame({"image": ["px.png"], "instruction": ["Rate it."],
                   "response": ["OK"]}).to_csv(rows, index=False)
     args = ["judge", str(rows), "--judge", "openai:m", "--base-url", endpoints["a"],
-            "--retries", "0", OUT, str(w / "j1.csv"), "--cache", str(w / "c1")]
+            "--config", str(w / "knobs_noretry.json"), OUT, str(w / "j1.csv"), "--cache",
+            str(w / "c1")]
     assert runner.invoke(app, args).exit_code == 0
     (entry,) = (w / "c1").glob("*.json")
     entry.write_text('{"choices": [')  # torn by a crash

@@ -56,13 +56,18 @@ def test_cli_column_keys_are_the_shared_option_fields():
     # not shared options: split_by is each command's own (evaluate, calibrate), the other
     # two are set by the library (raw_predictions by --map) or have no flag
     assert own == {"split_by", "ratings_sep", "raw_predictions"}
-    assert set(_options.COLUMN_KEYS) <= set(_options.CALIBRATION_OPTIONS)
+    # each a flag, or a knob of --config (the rarely used ones), never both
+    flags, knobs = set(_options.CALIBRATION_OPTIONS), set(_options.CALIBRATION_KNOBS)
+    assert set(_options.COLUMN_KEYS) <= flags | knobs and not flags & knobs
 
 
 # ------------------------------------------------------------------ the calibration config
 def test_cli_config_keys_and_defaults_are_the_config_fields():
     assert _options.CONFIG_KEYS == config_fields()
     for f in fields(CalibrationConfig):
+        if f.name in _options.CALIBRATION_KNOBS:  # read from --config FILE
+            assert _options.CALIBRATION_KNOBS[f.name].default == f.default, f.name
+            continue
         _, default = _options.CALIBRATION_OPTIONS[_options.PARAM_NAME.get(f.name, f.name)]
         assert default == f.default, f.name
 
@@ -73,17 +78,22 @@ def test_the_commands_show_the_config_defaults(command):
 
     cmd = typer.main.get_command(app).commands[command]
     params = {p.name: p for p in cmd.params}
+    config_help = params["config"].help
     for f in fields(CalibrationConfig):
+        if f.name in _options.CALIBRATION_KNOBS:  # a knob: its default in --config's help
+            assert f"{f.name} (" in config_help and f"default {f.default}" in config_help
+            continue
         p = params[_options.PARAM_NAME.get(f.name, f.name)]
         assert p.default == f.default, (command, f.name)
     for k in _options.COLUMN_KEYS:
-        assert k in params, (command, k)
+        assert k in params or f"{k} (" in config_help, (command, k)
 
 
 def test_split_options_give_what_the_api_takes():
     opts = {k: d if d is not ... else "1,5" for k, (_, d) in
             _options.CALIBRATION_OPTIONS.items()}
-    cols, cfg = _options.split_options(opts)
+    knobs = {k: v.default for k, v in _options.CALIBRATION_KNOBS.items()}
+    cols, cfg = _options.split_options(opts, knobs)
     assert ColumnSpec.of(cols).scale == Scale(1, 5, integer=True)
     assert CalibrationConfig.of(cfg) == CalibrationConfig()
 

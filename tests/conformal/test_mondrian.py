@@ -453,7 +453,7 @@ def test_a_file_saved_before_the_pooled_rule_still_loads(tmp_path):
     path = save_calibrator(tmp_path / "c.json", cal)
     _as_former_file(path, {"by": "given", "small_group": "marginal"})
     with pytest.raises(CalibratorMismatch, match=r"small_group 'marginal'.*calibrate again.*"
-                                         r"--small-group full"):
+                                         r"small_group full"):
         load_calibrator(path)
     _as_former_file(path, {"by": "given", "small_group": "error"})
     old, _ = load_calibrator(path)

@@ -24,6 +24,7 @@ from scoreband.http import make_client, post_json
 from scoreband.images import decode_image
 from scoreband.judge_stage import JudgePrompt, extract_judge_table, make_judge
 from tests.conftest import runner
+from tests.knobs import knobs
 
 LABELS = [str(v) for v in range(1, 6)]
 
@@ -367,7 +368,7 @@ def test_command_dead_server_stops_early_and_scale_past_nine_is_refused(tmp_path
     t = time.monotonic()
     r = _cli([str(tmp_path / "t.csv"), "--judge", "openai:m", "--base-url",
               f"http://127.0.0.1:{_closed_port()}/v1", "--out", str(tmp_path / "o.csv"),
-              "--stop-after", "3"])
+              "--config", knobs(tmp_path / "k.json", stop_after=3)])
     assert r.exit_code == 1
     assert "stopped: 3 rows in a row failed at the judge; the last: cannot connect" in \
         " ".join(r.output.split())

@@ -24,6 +24,7 @@ from scoreband.judges.tokens import (
     scale_labels,
 )
 from tests.conftest import runner
+from tests.knobs import knobs
 
 LABELS = scale_labels(1, 5)
 
@@ -123,7 +124,7 @@ def test_local_judge_with_reasoning_and_cli(llava_dir, tmp_path):
     out = tmp_path / "judged.csv"
     r = runner.invoke(app, ["judge", str(tmp_path / "t.csv"), "--judge",
                             f"hf:{llava_dir}", "--out", str(out),
-                            "--max-new-tokens", "4"])
+                            "--config", knobs(tmp_path / "k.json", max_new_tokens=4)])
     assert r.exit_code == 0, r.output
     res = pd.read_csv(out, keep_default_na=False)
     assert len(res) == 7

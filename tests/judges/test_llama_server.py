@@ -27,6 +27,8 @@ pytest.importorskip("gguf", reason=HOW)
 
 from judges import llama_fixture  # noqa: E402
 
+from tests.knobs import knobs
+
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 llama_server = llama_fixture.llama_server   # the module's server (one per module)
 
@@ -122,6 +124,6 @@ def test_empty_and_cut_answers_are_said(llama_server, tmp_path):
     err = pd.read_csv(tmp_path / "silent.csv", keep_default_na=False)["judge_error"][0]
     assert "the model's answer is empty: no token" in err and "does not support" not in err
     r = _judge(table, tmp_path / "cut.csv", url, "--template", TEMPLATE + "RAMBLE",
-               "--allow-blind", "--max-tokens", "6")
+               "--allow-blind", "--config", knobs(tmp_path / "k.json", max_tokens=6))
     err = pd.read_csv(tmp_path / "cut.csv", keep_default_na=False)["judge_error"][0]
     assert "the answer was cut at `max_tokens` 6" in err

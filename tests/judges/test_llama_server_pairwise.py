@@ -26,6 +26,8 @@ pytest.importorskip("gguf", reason=HOW)
 from judges import llama_fixture  # noqa: E402
 from judges.tiny_gguf import VERDICT_LOGITS  # noqa: E402
 
+from tests.knobs import knobs
+
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 llama_server = llama_fixture.llama_server   # the module's server (one per module)
 
@@ -151,7 +153,7 @@ def test_a_top_1_list_is_not_read_as_a_certain_verdict(llama_server, tmp_path):
     table = _table(tmp_path, ["Which caption fits?"] * 2)
     out = tmp_path / "judged.csv"
     r = _judge(table, out, llama_server.url, "--template", TEMPLATE + "PAIR",
-               "--top-logprobs", "1")
+               "--config", knobs(tmp_path / "k1.json", top_logprobs=1))
     said = " ".join(r.output.split())
     assert "`top_logprobs` 1 cannot list all the 3 labels" in said     # said up front
     res = pd.read_csv(out, keep_default_na=False)
@@ -163,7 +165,7 @@ def test_a_top_1_list_is_not_read_as_a_certain_verdict(llama_server, tmp_path):
     assert r.exit_code == 1 and "2 of 2 rows could not be judged" in said   # nothing judged
     # a list that holds every verdict's spellings is read
     r = _judge(table, tmp_path / "k6.csv", llama_server.url, "--template", TEMPLATE + "PAIR",
-               "--top-logprobs", "6")
+               "--config", knobs(tmp_path / "k6.json", top_logprobs=6))
     assert r.exit_code == 0, r.output
     res = pd.read_csv(tmp_path / "k6.csv", keep_default_na=False)
     assert (res["pair_error"] == "").all()
@@ -213,7 +215,8 @@ def test_concurrent_requests_and_the_breaker(llama_server, tmp_path):
     bad = _table(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path,
                  ["JUDGE"] * 5)
     r = _judge(bad, tmp_path / "stopped.csv", llama_server.url, "--template",
-               TEMPLATE + "{instruction}", "--stop-after", "2")
+               TEMPLATE + "{instruction}", "--config",
+               knobs(tmp_path / "k2.json", stop_after=2))
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "stopped: 2 rows in a row failed at the judge" in said, said
     err = pd.read_csv(tmp_path / "stopped.csv", keep_default_na=False)["pair_error"].tolist()

@@ -103,8 +103,10 @@ def test_train_killed_mid_epoch_five_times_resumes_bit_identical(tmp_path):
 
     from safetensors.torch import load_file
 
+    knobs_file = tmp_path / "knobs.json"
+    knobs_file.write_text('{"patience": 20, "n_cal": 200, "n_heldout": 100}')
     args = ["--n-train", "200", "--n-val", "60", "--epochs", "9", "--head-epochs", "3",
-            "--clusters", "2", "--patience", "20", "--n-cal", "200", "--n-heldout", "100"]
+            "--clusters", "2", "--config", str(knobs_file)]
 
     def run(out, *extra):
         return subprocess.Popen([sys.executable, "-m", "scoreband.cli", "train", "--out",

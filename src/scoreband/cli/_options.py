@@ -5,9 +5,10 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from dataclasses import MISSING, fields
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -117,11 +118,6 @@ PredScaleOpt = Annotated[str | None, typer.Option(
                          "quantile head writes 0,1).")]
 KOpt = Annotated[str, typer.Option("--clusters", help="k for the cluster rules, or 'auto' "
                                                       "(elbow + silhouette).")]
-SmallOpt = Annotated[str, typer.Option(
-    "--small-group", help="Mondrian groups too small for alpha: full (default: the whole "
-                          "scale, flagged; the only band valid for each small group) | "
-                          "pool-together (one pooled band: valid for the small groups "
-                          "together, not each) | error.")]
 IdOpt = Annotated[str | None, typer.Option("--id-col", help="Column naming each row in "
                                                             "error reports.")]
 NRatingsOpt = Annotated[int | None, typer.Option(
@@ -146,14 +142,16 @@ MondrianByOpt = Annotated[str | None, typer.Option(
 #: CalibrationConfig field); the defaults come from those classes, not from here
 _COLUMN_OPTS = {"scale": ScaleOpt, "target": TargetOpt, "ratings": RatingsOpt,
                 "median": MedianOpt, "lo": LoOpt, "hi": HiOpt, "features": FeaturesOpt,
-                "embedding": EmbeddingOpt, "groups": GroupsOpt, "id_col": IdOpt,
+                "embedding": EmbeddingOpt, "groups": GroupsOpt,
                 "pred_scale": PredScaleOpt}
 _CONFIG_OPTS = {"method": MethodOpt, "alpha": AlphaOpt, "delta": DeltaOpt,
                 "mondrian": MondrianOpt,
-                "mondrian_by": MondrianByOpt, "clusters": KOpt, "small_group": SmallOpt,
+                "mondrian_by": MondrianByOpt, "clusters": KOpt,
                 "map": MapOpt, "randomize": RandomizeOpt, "adjust_boundary": AdjustOpt}
 #: a field whose Python name is not a good parameter name (``map`` is a builtin)
 PARAM_NAME = {"map": "map_"}
+#: the fields a command reads from its `--config FILE` (rarely used), not from a flag
+FILE_FIELDS = ("small_group", "id_col")
 
 
 def calibration_options(spec: type | None = None, config: type | None = None
@@ -169,15 +167,18 @@ def calibration_options(spec: type | None = None, config: type | None = None
     config = config or CalibrationConfig
     col_keys = shared_option_fields(spec or ColumnSpec)
     cfg_keys = tuple(f.name for f in fields(config))
-    missing = [k for k in col_keys if k not in _COLUMN_OPTS] + \
-              [k for k in cfg_keys if k not in _CONFIG_OPTS]
+    missing = [k for k in col_keys if k not in _COLUMN_OPTS and k not in FILE_FIELDS] + \
+              [k for k in cfg_keys if k not in _CONFIG_OPTS and k not in FILE_FIELDS]
     if missing:
         raise RuntimeError(f"no CLI option declared for field(s) {', '.join(missing)} "
                            "(scoreband.cli._options)")
     opts = {}
     for k in col_keys:
-        opts[k] = (_COLUMN_OPTS[k], ... if k == "scale" else None)
+        if k not in FILE_FIELDS:
+            opts[k] = (_COLUMN_OPTS[k], ... if k == "scale" else None)
     for f in fields(config):
+        if f.name in FILE_FIELDS:
+            continue
         opts[PARAM_NAME.get(f.name, f.name)] = (
             _CONFIG_OPTS[f.name], f.default if f.default is not MISSING else ...)
     return col_keys, cfg_keys, opts
@@ -207,12 +208,14 @@ def with_options(options: dict):
 PREDICTION_OVERRIDES = {"median": (MedianOpt, None), "lo": (LoOpt, None), "hi": (HiOpt, None)}
 
 
-def split_options(opts: dict) -> tuple[dict, dict]:
-    """``(columns, calibration config)`` for :mod:`scoreband.api` from the shared options."""
-    cols = {k: opts[k] for k in COLUMN_KEYS}
+def split_options(opts: dict, knobs: dict) -> tuple[dict, dict]:
+    """``(columns, calibration config)`` for :mod:`scoreband.api` from the shared options
+    and the knobs read from ``--config`` (:data:`CALIBRATION_KNOBS`)."""
+    given = {**opts, **{k: knobs[k] for k in FILE_FIELDS}}
+    cols = {k: given[k] for k in COLUMN_KEYS}
     cols["features"] = cols["features"] or ()
     cols["embedding"] = cols["embedding"] or ()
-    cfg = {k: opts[PARAM_NAME.get(k, k)] for k in CONFIG_KEYS}
+    cfg = {k: given[PARAM_NAME.get(k, k)] for k in CONFIG_KEYS}
     return cols, cfg
 
 
@@ -285,3 +288,103 @@ def split_columns(values: list[str] | None) -> list[str]:
     for v in values or []:
         out += [c.strip() for c in v.split(",") if c.strip()]
     return out
+
+
+# ------------------------------------------------------------------ --config FILE
+# A command keeps at most 25 options: its rarely used knobs are read from one JSON or TOML
+# file instead (`--config FILE`), each with its default, type and check, declared once per
+# command as a dict of Knob. Written here (not with pydantic) because the messages name the
+# option (`--config knobs.toml: retries is -1; expected an integer in [0, 100]`) as every
+# other CLI refusal does.
+@dataclass(frozen=True)
+class Knob:
+    """One rarely used knob: ``default``, the JSON ``kind`` (int, float, str or bool; a
+    float knob takes an integer too), ``expect`` (the accepted values, in words, for the
+    refusal), ``ok`` (the value check) and ``help``. ``nullable``: null / absent is the
+    default's meaning (a default of None)."""
+
+    default: Any
+    kind: type
+    expect: str
+    help: str
+    ok: Callable[[Any], bool] = lambda v: True
+    nullable: bool = False
+
+
+def int_knob(default: int, lo: int, hi: int, help: str) -> Knob:
+    return Knob(default, int, f"an integer in [{lo}, {hi}]", help, lambda v: lo <= v <= hi)
+
+
+def choice_knob(default: str | None, choices: tuple[str, ...], help: str) -> Knob:
+    return Knob(default, str, " | ".join(choices), help, lambda v: v in choices,
+                nullable=default is None)
+
+
+def config_help(knobs: dict[str, Knob]) -> str:
+    """The ``--config`` option's help: every knob with its default."""
+    parts = [f"{k} ({v.help}; default {_show_default(v.default)})" for k, v in knobs.items()]
+    return "JSON or TOML file (by its suffix) of rarely used knobs: " + "; ".join(parts) + "."
+
+
+def _show_default(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "none" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def config_option(knobs: dict[str, Knob]):
+    """The ``--config FILE`` option of a command whose rare knobs are ``knobs``."""
+    return Annotated[Path | None, typer.Option("--config", help=config_help(knobs))]
+
+
+def _kind_ok(v, knob: Knob) -> bool:
+    if v is None:
+        return knob.nullable
+    if isinstance(v, bool) or knob.kind is bool:
+        return isinstance(v, bool) and knob.kind is bool
+    if knob.kind is float:
+        return isinstance(v, (int, float)) and math.isfinite(v)
+    return isinstance(v, knob.kind)
+
+
+def read_knobs(path: Path | None, knobs: dict[str, Knob]) -> dict:
+    """The knobs of ``--config FILE`` (JSON, or TOML by its suffix) with their defaults; an
+    unreadable file, an unknown key or a bad value is refused naming it and the fix."""
+    if path is None:
+        return {k: v.default for k, v in knobs.items()}
+    where = f"--config {str(path)!r}"
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        if Path(path).suffix.lower() == ".toml":
+            import tomllib
+
+            doc = tomllib.loads(text)
+        else:
+            import json
+
+            doc = json.loads(text)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{where} cannot be read: {e}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{where}: expected an object of knobs ({', '.join(knobs)})")
+    for k, v in doc.items():
+        if k not in knobs:
+            raise InputError(f"{where}: unknown key {k!r}; known: {', '.join(knobs)}")
+        knob = knobs[k]
+        if not _kind_ok(v, knob) or (v is not None and not knob.ok(v)):
+            raise InputError(f"{where}: {k} is {v!r}; expected {knob.expect}")
+    return {k: (float(doc[k]) if knobs[k].kind is float and doc.get(k) is not None else
+                doc[k]) if k in doc else v.default for k, v in knobs.items()}
+
+
+#: the calibration fields calibrate and evaluate read from `--config FILE` (FILE_FIELDS)
+CALIBRATION_KNOBS = {
+    "small_group": choice_knob("full", ("full", "pool-together", "error"),
+                               "Mondrian groups too small for alpha: full (the whole scale, "
+                               "flagged; the only band valid for each small group), "
+                               "pool-together (one pooled band: valid for the small groups "
+                               "together, not each) or error"),
+    "id_col": Knob(None, str, "a column name", "column naming each row in error reports",
+                   lambda v: v.strip() != "", nullable=True),
+}
+assert set(CALIBRATION_KNOBS) == set(FILE_FIELDS)

@@ -31,17 +31,21 @@ from scoreband.cli._app import (
     warn,
 )
 from scoreband.cli._options import (
+    CALIBRATION_KNOBS,
     CALIBRATION_OPTIONS,
     ENGINE_OPTIONS,
     PREDICTION_OVERRIDES,
     GroupsOpt,
     HtmlOpt,
+    Knob,
     NRatingsOpt,
     RatingsOpt,
     ScorerOpt,
     Table_,
     TargetOpt,
+    config_option,
     open_unit,
+    read_knobs,
     split_options,
     with_options,
 )
@@ -159,6 +163,18 @@ def _print_levels(res: dict) -> None:
 
 
 # ------------------------------------------------------------------ evaluate
+#: evaluate's rarely used knobs (`--config FILE`): calibrate's and its own
+EVALUATE_KNOBS = {
+    "cal_frac": Knob(0.5, float, "a share in (0, 1)", "calibration share of each split",
+                     lambda v: 0 < v < 1),
+    "curve": Knob(None, bool, "true | false", "also the calibration curve (coverage at alpha "
+                  "0.05 ... 0.5); none: with --html", nullable=True),
+    **CALIBRATION_KNOBS,
+}
+EvaluateConfigOpt = config_option(EVALUATE_KNOBS)
+CalibrationConfigOpt = config_option(CALIBRATION_KNOBS)
+
+
 @app.command()
 @guard
 @with_options(CALIBRATION_OPTIONS)
@@ -166,17 +182,12 @@ def evaluate(
     table: Table_,
     seeds: Annotated[int, typer.Option("--seeds", min=1, max=10_000,
                                        help="Number of random splits.")] = 10,
-    cal_frac: Annotated[float, typer.Option("--cal-frac", callback=open_unit,
-                                            help="Calibration share of each "
-                                                 "split.")] = 0.5,
     split_by: Annotated[str | None, typer.Option(
         "--split-by", help="Rows sharing this column's value stay on one side of every "
                            "split.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the metrics JSON here.")] = None,
     html: HtmlOpt = None,
-    curve: Annotated[bool | None, typer.Option(
-        "--curve/--no-curve", help="Also the calibration curve (coverage at alpha 0.05 ... "
-                                   "0.5; default: with --html).")] = None,
+    config: EvaluateConfigOpt = None,
     **opts,
 ):
     """Repeated calibration/test splits: coverage, sharpness, UPS, tau-c before/after.
@@ -184,7 +195,9 @@ def evaluate(
     Example: scoreband evaluate preds.csv --target human --scale 1,5 --median score
     --lo q05 --hi q95 --pred-scale 0,1 --method crc --out metrics.json
     """
-    cols, cfg = split_options(opts)
+    knobs = read_knobs(config, EVALUATE_KNOBS)
+    cal_frac, curve = knobs["cal_frac"], knobs["curve"]
+    cols, cfg = split_options(opts, knobs)
     df = api.read_table(table, columns=None if api.reads_whole_rows(**cols, **cfg) else
                         needed_columns(table, cols, [split_by]))
     cols = {**cols, "split_by": split_by}
@@ -257,6 +270,7 @@ def calibrate(
         "--split-by", help="As in evaluate, so its command line works here unchanged: "
                            "calibrate fits on every row (no test split); the column is "
                            "checked and recorded.")] = None,
+    config: CalibrationConfigOpt = None,
     **opts,
 ):
     """Fit a calibrator on every usable row and save it as versioned JSON.
@@ -264,7 +278,7 @@ def calibrate(
     Example: scoreband calibrate preds.csv --target human --scale 1,5 --median score
     --method split --out calibrator.json
     """
-    cols, cfg = split_options(opts)
+    cols, cfg = split_options(opts, read_knobs(config, CALIBRATION_KNOBS))
     df = api.read_table(table, columns=None if api.reads_whole_rows(**cols, **cfg) else
                         needed_columns(table, cols, [split_by]))
     cols = {**cols, "split_by": split_by}

@@ -3,7 +3,6 @@ with --pairwise, which pair verdicts can be given without a human)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated
@@ -16,10 +15,14 @@ from scoreband.cli._checks import both_or_neither, exactly_one, need, only_with
 from scoreband.cli._options import (
     HtmlOpt,
     IdOpt,
+    Knob,
     PairLabelOpt,
     PairVotesOpt,
+    choice_knob,
+    config_option,
     later_path,
     open_unit,
+    read_knobs,
     split_columns,
 )
 from scoreband.textsafe import plain
@@ -35,19 +38,22 @@ def _opt(flag: str, help: str, kind=str | None, **kw):
     return Annotated[kind, typer.Option(flag, help=help, **kw)]
 
 
-#: the rarely used knobs `--config FILE` sets (JSON or TOML), their defaults and checks
-CONFIG = {"train_frac": (0.5, "a share in (0, 1)", lambda v: 0 < v < 1),
-          "start": (None, "first | likely", lambda v: v in ("first", "likely")),
-          "set_alpha": (None, "a miscoverage in (0, 1)", lambda v: 0 < v < 1),
-          "sets": ("lac", "lac | aps", lambda v: v in ("lac", "aps")),
-          "asymmetric": (False, "true | false", lambda v: isinstance(v, bool))}
-CONFIG_HELP = (
-    "JSON or TOML file of rarely used knobs: train_frac (share of the labeled rows fitting "
-    "the map / uncertainty / sequence start, or the pairwise verdict model; 0.5), start "
-    "(where the fixed sequence starts: likely, the default, or first; pairwise: first, at the "
-    "most confident fifth on the label-free path, or likely, read from a training share), "
-    "and for --pairwise set_alpha (miscoverage of the prediction sets; default --risk), "
-    "sets (lac | aps) and asymmetric (true: the verdict model may learn an order effect).")
+#: the rarely used knobs `--config FILE` sets (JSON or TOML)
+CONFIG = {
+    "train_frac": Knob(0.5, float, "a share in (0, 1)", "share of the labeled rows fitting "
+                       "the map / uncertainty / sequence start, or the pairwise verdict model",
+                       lambda v: 0 < v < 1),
+    "start": choice_knob(None, ("first", "likely"), "where the fixed sequence starts: likely "
+                         "(scores' default) or first; pairwise: first, at the most confident "
+                         "fifth on the label-free path, or likely, read from a training "
+                         "share"),
+    "set_alpha": Knob(None, float, "a miscoverage in (0, 1)", "--pairwise: miscoverage of "
+                      "the prediction sets (none: --risk)", lambda v: 0 < v < 1,
+                      nullable=True),
+    "sets": choice_knob("lac", ("lac", "aps"), "--pairwise: the prediction sets' score"),
+    "asymmetric": Knob(False, bool, "true | false", "--pairwise: the verdict model may "
+                       "learn an order effect"),
+}
 Target = _opt("--target", "Column of the human score (mean rating).")
 ScaleO = _opt("--scale", "Scale of the human score, 'A,B' (e.g. 1,5).")
 Score = _opt("--score", "Column of the judge's or metric's score, on any scale (--map puts "
@@ -92,7 +98,7 @@ Feature = _opt("--feature", "--pairwise: antisymmetric feature column(s) (a scor
                             "without labels, so every labeled pair calibrates.",
                list[str] | None)
 Probs = _opt("--probs", "--pairwise: columns of p(A), p(B)[, p(tie)] used as they are.")
-Config = _opt("--config", CONFIG_HELP, Path | None)
+Config = config_option(CONFIG)
 
 
 @app.command()
@@ -140,7 +146,7 @@ def triage(
     Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
     --apply-out triaged.csv
     """
-    knobs = read_config(config)
+    knobs = read_knobs(config, CONFIG)
     both_or_neither(apply=apply_table, apply_out=apply_out)
     if (labeled is None) == (rule is None):
         fail("give a LABELED table to fit a rule (with --out) or --rule RULE with --apply "
@@ -165,32 +171,6 @@ def triage(
             train_frac=knobs["train_frac"], start=knobs["start"] or "likely"), out, html)
     if apply_table is not None:
         apply_rule(rule or out, apply_table, apply_out.path, fitted=fitted or None)
-
-
-def read_config(path: Path | None) -> dict:
-    """The knobs of ``--config FILE`` (JSON, or TOML by its suffix) with their defaults; an
-    unknown key or a bad value is refused naming it."""
-    if path is None:
-        return {k: v[0] for k, v in CONFIG.items()}
-    try:
-        text = path.read_text(encoding="utf-8")
-        if path.suffix.lower() == ".toml":
-            import tomllib
-
-            doc = tomllib.loads(text)
-        else:
-            doc = json.loads(text)
-    except (OSError, ValueError) as e:
-        fail(f"--config {str(path)!r} cannot be read: {e}")
-    if not isinstance(doc, dict):
-        fail(f"--config {str(path)!r}: expected an object of knobs ({', '.join(CONFIG)})")
-    for k, v in doc.items():
-        if k not in CONFIG:
-            fail(f"--config {str(path)!r}: unknown key {k!r}; known: {', '.join(CONFIG)}")
-        ok = CONFIG[k][2]
-        if isinstance(v, bool) != (k == "asymmetric") or not ok(v):
-            fail(f"--config {str(path)!r}: {k} is {v!r}; expected {CONFIG[k][1]}")
-    return {k: doc.get(k, v[0]) for k, v in CONFIG.items()}
 
 
 def _fit(labeled: Path, kw: dict, out: Path | None, html: Path | None):

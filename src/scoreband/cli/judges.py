@@ -21,13 +21,16 @@ from scoreband.cli._options import (
     AlphaOpt,
     BaseUrlOpt,
     ImageColOpt,
+    Knob,
     NRatingsOpt,
     RatingsOpt,
     StudyHtmlOpt,
     Table_,
     TargetOpt,
     check_scale,
-    positive,
+    config_option,
+    int_knob,
+    read_knobs,
     with_options,
 )
 from scoreband.cli._rows import end_judge_run, run_stage
@@ -51,34 +54,32 @@ TemplateOpt = Annotated[str | None, typer.Option(
 DelimiterOpt = Annotated[str, typer.Option(
     "--delimiter", help="Text after which the judge writes its score, searched from the "
                         "end of the answer (e.g. 'Score:' or '\"score\":').")]
-MaxNewTokensOpt = Annotated[int, typer.Option(
-    "--max-new-tokens", min=0, max=100_000,
-    help="hf: tokens of reasoning before the score (0: read the score "
-         "right after the prompt and delimiter).")]
 DeviceOpt = Annotated[str, typer.Option("--device", help="hf: cpu | cuda.")]
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="hf: float32 | bfloat16 | float16.")]
-TopLogprobsOpt = Annotated[int, typer.Option(
-    "--top-logprobs", min=1, max=100,
-    help="openai: top-k log-probs at the score position; at least twice the number of "
-         "labels (each has two spellings, '4' and ' 4'). Rows where labels outside the "
-         "list may hold over 5 % of the label probability are not scored.")]
-MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", min=1, max=1_000_000,
-                                        help="openai: answer length.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", callback=positive,
-                                       help="openai: seconds per request.")]
-RetriesOpt = Annotated[int, typer.Option(
-    "--retries", min=0, max=100,
-    help="openai: retries of what another attempt can fix (HTTP 408, 429, 502, 503, 504, "
-         "a connection reset), with back-off; anything else fails the row at once.")]
+#: judge's rarely used knobs (`--config FILE`, JSON or TOML)
+JUDGE_KNOBS = {
+    "max_new_tokens": int_knob(0, 0, 100_000, "hf: tokens of reasoning before the score; 0: "
+                               "read the score right after the prompt and delimiter"),
+    "top_logprobs": int_knob(20, 1, 100, "openai: top-k log-probs at the score position, at "
+                             "least twice the number of labels (each has two spellings, '4' "
+                             "and ' 4'); rows where labels outside the list may hold over 5 % "
+                             "of the label probability are not scored"),
+    "max_tokens": int_knob(256, 1, 1_000_000, "openai: answer length"),
+    "timeout": Knob(60.0, float, "a number of seconds > 0", "openai: seconds per request",
+                    lambda v: v > 0),
+    "retries": int_knob(4, 0, 100, "openai: retries of what another attempt can fix (HTTP "
+                        "408, 429, 502, 503, 504, a connection reset), with back-off; anything "
+                        "else fails the row at once"),
+    "stop_after": int_knob(10, 0, 1_000_000, "stop asking after this many rows in a row fail "
+                           "at the judge (a server down, no log-probs, an image it cannot "
+                           "read); the rest are marked not asked and the cause printed; 0: "
+                           "never stop"),
+}
+JudgeConfigOpt = config_option(JUDGE_KNOBS)
 ConcurrencyOpt = Annotated[int, typer.Option(
     "--concurrency", min=1, max=256,
     help="openai: requests in flight at once (over one kept-alive connection pool); "
          "rows are still written in order and resumable.")]
-StopAfterOpt = Annotated[int, typer.Option(
-    "--stop-after", min=0, max=1_000_000,
-    help="Stop asking after this many rows in a row fail at the judge (a server down, "
-         "no log-probs, an image it cannot read); the rest are marked not asked and the "
-         "cause is printed. 0: never stop.")]
 AllowBlindOpt = Annotated[bool, typer.Option(
     "--allow-blind",
     help="openai: go on when the model does not see the images (a text-only model: "
@@ -116,16 +117,10 @@ def judge(
     rubric: RubricOpt = None,
     template: TemplateOpt = None,
     delimiter: DelimiterOpt = "Score:",
-    max_new_tokens: MaxNewTokensOpt = 0,
     device: DeviceOpt = "cpu",
     dtype: DtypeOpt = "float32",
     base_url: BaseUrlOpt = "https://api.openai.com/v1",
-    top_logprobs: TopLogprobsOpt = 20,
-    max_tokens: MaxTokensOpt = 256,
-    timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
     concurrency: ConcurrencyOpt = 1,
-    stop_after: StopAfterOpt = 10,
     allow_blind: AllowBlindOpt = False,
     cache: CacheOpt = None,
     pairwise: PairwiseOpt = False,
@@ -133,6 +128,7 @@ def judge(
     b_col: BColOpt = "response_b",
     no_tie: NoTieOpt = False,
     tie_token: TieTokenOpt = "tie",
+    config: JudgeConfigOpt = None,
     **engine_opts,
 ):
     """Score-token log-probs of a VLM judge for every row of a table.
@@ -145,10 +141,11 @@ def judge(
     answers in the cache).
 
     Exits 1 when more than half of the rows could not be judged, or when the run stopped
-    asking (--stop-after). Then calibrate, e.g.: scoreband evaluate OUT --target human
+    asking (stop_after in --config). Then calibrate, e.g.: scoreband evaluate OUT --target human
     --scale 1,5 --median judge_expected --features 'logp_*' --method r2ccp
     """
-    o = dict(locals())  # every option by name
+    o = dict(locals())  # every option by name, and the knobs of --config
+    o.update(read_knobs(o.pop("config"), JUDGE_KNOBS))
     _check_mode(o)
     if pairwise:
         return _judge_pairwise(**o)
@@ -159,10 +156,11 @@ def _check_mode(o: dict) -> None:
     """Refuse the options of the other mode (score vs --pairwise), said by flag."""
     given = {"--scale": o["scale"] != "1,5", "--response-col": o["response_col"] != "response",
              "--delimiter": o["delimiter"] != "Score:",
-             "--max-new-tokens": o["max_new_tokens"] != 0,
+             "max_new_tokens (--config)": o["max_new_tokens"] != 0,
              "--a-col": o["a_col"] != "response_a", "--b-col": o["b_col"] != "response_b",
              "--no-tie": o["no_tie"], "--tie-token": o["tie_token"] != "tie"}
-    other = (("--scale", "--response-col", "--delimiter", "--max-new-tokens") if o["pairwise"]
+    other = (("--scale", "--response-col", "--delimiter", "max_new_tokens (--config)")
+             if o["pairwise"]
              else ("--a-col", "--b-col", "--no-tie", "--tie-token"))
     wrong = [f for f in other if given[f]]
     if wrong:

@@ -14,6 +14,7 @@ from scoreband.cli._options import (
     ENGINE_OPTIONS,
     AlphaOpt,
     ImageColOpt,
+    Knob,
     KOpt,
     NRatingsOpt,
     RatingsOpt,
@@ -21,7 +22,9 @@ from scoreband.cli._options import (
     TargetOpt,
     TextColOpt,
     check_scale,
-    positive,
+    config_option,
+    int_knob,
+    read_knobs,
     with_options,
 )
 from scoreband.cli._rows import run_stage
@@ -29,6 +32,8 @@ from scoreband.cli.calibration import _print_shift
 from scoreband.progress import step_status
 from scoreband.textsafe import plain
 
+HeadEpochsOpt = Annotated[int, typer.Option("--head-epochs", min=1, max=100_000,
+                                         help="Max epochs per quantile head.")]
 TrainTableOpt = Annotated[Path | None, typer.Argument(
     help="Training table of (image, caption, human target) rows. Omit to train the "
          "embedded scorer from scratch on the embedded world.")]
@@ -54,27 +59,25 @@ ImageSizeOpt = Annotated[int | None, typer.Option(
 NTrainOpt = Annotated[int, typer.Option("--n-train", min=10,
                                      help="Embedded-world training items.")]
 NValOpt = Annotated[int, typer.Option("--n-val", min=10, help="Validation items.")]
-NCalOpt = Annotated[int, typer.Option(
-    "--n-cal", min=20, help="Embedded world: fresh in-domain items the calibrator is fitted "
-                            "on.")]
-NHeldoutOpt = Annotated[int, typer.Option(
-    "--n-heldout", min=20, help="Embedded world: fresh 5-annotator items of the model "
-                                "card's held-out metrics.")]
 AnnotatorsOpt = Annotated[int, typer.Option("--annotators", min=1, max=1000,
                                         help="Annotators per training "
                                              "item.")]
 EpochsOpt = Annotated[int, typer.Option("--epochs", min=1, max=100_000,
                                     help="Max epochs of the point stage.")]
-HeadEpochsOpt = Annotated[int, typer.Option("--head-epochs", min=1, max=100_000,
-                                         help="Max epochs per quantile "
-                                              "head.")]
-PatienceOpt = Annotated[int, typer.Option("--patience", min=1, max=100_000,
-                                      help="Early-stopping patience.")]
 BatchSizeOpt = Annotated[int, typer.Option("--batch-size", min=1)]
-LrOpt = Annotated[float, typer.Option("--lr", callback=positive,
-                                  help="AdamW learning rate (point stage).")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
                                   help="Random seed (same seed, same result).")]
+#: train's rarely used knobs (`--config FILE`, JSON or TOML)
+TRAIN_KNOBS = {
+    "patience": int_knob(15, 1, 100_000, "early-stopping patience"),
+    "lr": Knob(1e-3, float, "a learning rate > 0", "AdamW learning rate (point stage)",
+               lambda v: v > 0),
+    "n_cal": int_knob(2000, 20, 10_000_000, "embedded world: fresh in-domain items the "
+                      "calibrator is fitted on"),
+    "n_heldout": int_knob(1000, 20, 10_000_000, "embedded world: fresh 5-annotator items of "
+                          "the model card's held-out metrics"),
+}
+TrainConfigOpt = config_option(TRAIN_KNOBS)
 ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="Continue the finished run in --out from its checkpoint.")]
 OverwriteOpt = Annotated[bool, typer.Option(
@@ -101,18 +104,15 @@ def train(
     alpha: AlphaOpt = 0.1,
     n_train: NTrainOpt = 8000,
     n_val: NValOpt = 1000,
-    n_cal: NCalOpt = 2000,
-    n_heldout: NHeldoutOpt = 1000,
     annotators: AnnotatorsOpt = 3,
     epochs: EpochsOpt = 30,
     head_epochs: HeadEpochsOpt = 200,
-    patience: PatienceOpt = 15,
     batch_size: BatchSizeOpt = 16,
-    lr: LrOpt = 1e-3,
     clusters: KOpt = "auto",
     seed: SeedOpt = 0,
     resume: ResumeOpt = False,
     overwrite: OverwriteOpt = False,
+    config: TrainConfigOpt = None,
 ):
     """Train a quantile scorer and its CRC calibrator.
 
@@ -135,10 +135,11 @@ def train(
         train_on_table,
     )
 
+    k = read_knobs(config, TRAIN_KNOBS)
     resolve_backbone(backbone)
     claim_model_folder(out, resume=resume, overwrite=overwrite)
-    common = dict(epochs=epochs, head_epochs=head_epochs, batch_size=batch_size, lr=lr,
-                  patience=patience, clusters=clusters, seed=seed)
+    common = dict(epochs=epochs, head_epochs=head_epochs, batch_size=batch_size,
+                  lr=k["lr"], patience=k["patience"], clusters=clusters, seed=seed)
     if train_table is None and backbone != "embedded:default":
         fail(f"--backbone {backbone}: give a TRAIN_TABLE of human ratings to train heads on it "
              "(only the embedded scorer trains on the embedded world)")
@@ -157,7 +158,8 @@ def train(
                                     command=command)
             return _print_table_run(report, out)
         run = train_embedded(out, TrainConfig(**common), n_train=n_train, n_val=n_val,
-                             n_cal=n_cal, n_heldout=n_heldout, annotators=annotators,
+                             n_cal=k["n_cal"], n_heldout=k["n_heldout"],
+                             annotators=annotators,
                              command=command, on_epoch=on_epoch, on_step=step, alpha=alpha)
     _print_world_run(run, out)
 

@@ -89,7 +89,7 @@ def _saved_policy(config: dict) -> None:
         raise CalibratorMismatch(
             f"this calibrator was saved with small_group {name!r}, which this scoreband does "
             f"not know (it knows {', '.join(SMALL_GROUP_POLICIES)}): calibrate again, with "
-            "--small-group full (the default: a group too small for alpha gets the whole "
+            "small_group full (the default: a group too small for alpha gets the whole "
             "scale, flagged) or pool-together (one band for the small groups together)")
 
 
