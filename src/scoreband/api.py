@@ -41,7 +41,7 @@ from scoreband.apply_stage import ApplyStage, band_columns, table_fingerprint
 from scoreband.calibration_config import MONDRIAN_BY, CalibrationConfig, config_fields
 from scoreband.columns import ColumnSpec, column_fields, expand_columns, load_inputs
 from scoreband.conformal import load_calibrator, save_calibrator
-from scoreband.conformal.base import uses_row_draws
+from scoreband.conformal.base import delta_of, uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
 from scoreband.conformal.randomness import frame_keys
 from scoreband.domain import check_domain, fit_domain, off_scale_rows
@@ -347,10 +347,13 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
                          "which the labeled table does not have; score the new rows the same "
                          "way (or name the columns: `median`, `lo`, `hi`)")
     inp = load_inputs(df, spec, n_ratings=n_ratings)
-    m, need = len(inp.pred), min_labels(cal.alpha)
+    d = delta_of(cal)  # a training-conditional calibrator keeps its guarantee's kind
+    m, need = len(inp.pred), min_labels(cal.alpha, d)
     if m < need:
-        raise InputError(f"{m} usable labeled row(s): recalibrating at alpha = {cal.alpha:g} "
-                         f"needs at least {need}")
+        why = "" if d is None else (f" with its training-conditional guarantee (delta = {d:g}:"
+                                    " (1 - alpha)^m <= delta)")
+        raise InputError(f"{m} usable labeled row(s): recalibrating at alpha = {cal.alpha:g}"
+                         f"{why} needs at least {need}; label more rows of the new domain")
     if inputs.get("adjust_boundary"):
         check_on_grid(inp.y01, spec.scale, inp.n_ratings)
 
@@ -367,7 +370,7 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     for w in dict.fromkeys([*(str(w.message) for w in caught or ()), *inp.notes]):
         if on_warning is not None:
             on_warning(w)
-    guarantee = coverage_guarantee(m, cal.alpha, delta)
+    guarantee = coverage_guarantee(m, cal.alpha, delta, calibrator_delta=d)
     new = {**inputs, **_rater_record(inp.n_ratings),
            "columns": {**inputs["columns"], "target": spec.target, "ratings": spec.ratings},
            "recalibration": {"n_labeled": m, "skipped_rows": len(inp.errors),

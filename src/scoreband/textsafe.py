@@ -112,3 +112,25 @@ def md_unescape(cell: str) -> str:
 def html(text: object) -> str:
     """For HTML text and attribute values (``html.escape``, quotes included)."""
     return _html.escape(str(text), quote=True)
+
+
+def share_text(p: float) -> str:
+    """A small probability as written: a percentage where two decimals hold it exactly
+    (``5 %``, ``2.5 %``), else the number itself (``1e-12``), never rounded to ``0 %``.
+
+    >>> share_text(0.05), share_text(0.025), share_text(1e-12)
+    ('5 %', '2.5 %', '1e-12')
+    """
+    pct = 100 * p
+    exact = pct >= 0.01 and abs(round(pct, 2) - pct) <= 1e-9 * pct
+    return f"{pct:g} %" if exact else f"{p:g}"
+
+
+def complement_text(p: float) -> str:
+    """``1 - p`` as written, never rounded up to ``100 %``: ``90 %`` for 0.1, ``97.5 %``
+    for 0.025, ``1 - 1e-12`` for 1e-12 (a guarantee's level from its alpha or delta).
+
+    >>> complement_text(0.1), complement_text(0.025), complement_text(1e-12)
+    ('90 %', '97.5 %', '1 - 1e-12')
+    """
+    return f"{100 - 100 * p:g} %" if share_text(p).endswith("%") else f"1 - {p:g}"

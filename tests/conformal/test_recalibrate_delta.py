@@ -77,3 +77,47 @@ def test_conditional_plan_starts_at_the_fewest_labels_and_narrows():
     levels = [r["level"] for r in rows]
     assert levels == sorted(levels, reverse=True) and levels[-1] < 0.95
     assert all(r["rank"] >= r["marginal_rank"] for r in rows)
+
+
+def _labeled(rng, n, noise):
+    import pandas as pd
+
+    m, y = domain(rng, n, noise)
+    return pd.DataFrame({"score": 1 + 4 * m, "human": 1 + 4 * y})
+
+
+def test_the_api_and_the_cli_keep_a_delta_calibrators_guarantee(tmp_path):
+    """The whole workflow as a user runs it: calibrate with delta, recalibrate on a new
+    domain's labels through the API and the command. 21 labels are refused (22 are the
+    fewest at alpha = delta = 0.1), the saved guarantee is the conditional one, the command
+    says it in words, and --plan prints the conditional plan (not the marginal one)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import scoreband as sb
+    from scoreband.cli import app
+
+    rng = np.random.default_rng(45)
+    fit = sb.calibrate(_labeled(rng, 300, 0.1), target="human", median="score", scale=(1, 5),
+                       method="split", alpha=0.1, delta=0.1)
+    cal_path = fit.save(tmp_path / "cal.json")
+    new = _labeled(rng, 22, 0.25)
+    with pytest.raises(InputError, match=r"21 usable labeled row\(s\).*delta = 0.1.*at least 22"):
+        sb.recalibrate(cal_path, new.head(21), target="human")
+    again = sb.recalibrate(cal_path, new, target="human")
+    g = again.inputs["recalibration"]["guarantee"]
+    assert g["delta"] == 0.1 and g["rank"] == conditional_rank(22, 0.1, 0.1) == 22
+    assert g["with_probability"]["probability"] == pytest.approx(0.9)
+    assert g["with_probability"]["coverage"] >= 0.9 - 1e-9
+    new.to_csv(tmp_path / "new.csv", index=False)
+    r = CliRunner().invoke(app, ["recalibrate", str(cal_path), str(tmp_path / "new.csv"),
+                                 "--target", "human", "--out", str(tmp_path / "new.json")])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split())
+    assert "coverage >= 0.900 with probability >= 90 % over these labels" in said, said
+    saved = json.loads((tmp_path / "new.json").read_text())
+    assert saved["inputs"]["recalibration"]["guarantee"]["delta"] == 0.1
+    r = CliRunner().invoke(app, ["recalibrate", str(cal_path), "--plan", "0.05"])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 0 and "from 22 labels on" in said and "rank taken" in said, said

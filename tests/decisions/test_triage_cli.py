@@ -60,7 +60,7 @@ def test_fit_and_apply_keep_every_row_and_column(files, tmp_path):
               "guarantee", "accept_all_risk"):
         assert k in d, k
     assert d["risk"] == 0.1 and d["tolerance"] == 0.5 and 0 < d["accepted_share"] < 1
-    assert "at most 10%" in d["guarantee"]
+    assert "at most 10 % of the time" in d["guarantee"]
     src, got = pd.read_csv(unl), pd.read_csv(out)
     assert len(got) == len(src) and list(got.columns[:len(src.columns)]) == list(src.columns)
     assert list(got.columns[len(src.columns):]) == ["triage_score", "triage_uncertainty",

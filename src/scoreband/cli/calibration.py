@@ -52,7 +52,7 @@ from scoreband.cli._options import (
 from scoreband.cli._rows import run_stage
 from scoreband.errors import ERROR_COLUMN, CalibratorMismatch, RowError
 from scoreband.progress import step_status
-from scoreband.textsafe import plain
+from scoreband.textsafe import plain, share_text
 
 
 def _fmt(d) -> str:
@@ -123,10 +123,10 @@ def _print_guarantee(res: dict) -> None:
     if not below:
         return
     ci = below.get("ci") or [float("nan")] * 2
-    line = (f"splits covering less than {below['target']:.0%} of their test rows: "
+    line = (f"splits covering less than {share_text(below['target'])} of their test rows: "
             f"{below['splits_below']} of {below['splits']} ({below['share']:.0%}, 95 % CI "
             f"{ci[0]:.2f}-{ci[1]:.2f})")
-    console.print(line + (f"; delta {d:g} allows at most {d:.0%} (each split's test half adds "
+    console.print(line + (f"; delta {d:g} allows at most {share_text(d)} (each split's test half adds "
                           "its own sampling noise)" if d is not None else
                           "; marginal bands: about half, --delta bounds this share"))
 
@@ -310,10 +310,14 @@ def recalibrate(
     plan: Annotated[float | None, typer.Option(
         "--plan", min=0.001, max=0.5,
         help="Say how many labeled rows keep the coverage within this slack of the target "
-             "(e.g. 0.05) with probability 1 - --delta.")] = None,
+             "(e.g. 0.05) with probability 1 - --delta. A calibrator fitted with a delta "
+             "keeps its own guarantee (coverage >= 1 - alpha with probability >= 1 - its "
+             "delta) from its fewest labels on: the plan then says that number and the "
+             "rank taken at more labels.")] = None,
     delta: Annotated[float, typer.Option(
         "--delta", callback=open_unit,
-        help="Probability that the guarantee may fail over the draw of the labels.")] = 0.1,
+        help="Probability that the guarantee may fail over the draw of the labels (a "
+             "calibrator fitted with a delta uses its own).")] = 0.1,
     **predictions,
 ):
     """Adapt a calibrator to a new domain from a few labeled rows: keep its fitted model
@@ -324,10 +328,13 @@ def recalibrate(
     Example: scoreband recalibrate cal.json paintings_labeled.csv --target human
     --out cal_paintings.json; scoreband recalibrate cal.json --plan 0.05
     """
-    from scoreband.api import label_plan, min_labels  # lazy: loads scipy
+    from scoreband.api import conditional_plan, delta_of, label_plan, min_labels  # lazy: scipy
 
     cal, _ = api.load_calibrator(calibrator)
-    if plan is not None:
+    d = delta_of(cal)
+    if plan is not None and d is not None:
+        _print_conditional_plan(conditional_plan(cal.alpha, d), cal.alpha, d)
+    elif plan is not None:
         _print_plan(label_plan(cal.alpha, sorted({plan, 0.02, 0.05, 0.1}), delta), plan,
                     cal.alpha, min_labels(cal.alpha))
     if table is None:
@@ -343,10 +350,31 @@ def recalibrate(
     g = fit.inputs["recalibration"]["guarantee"]
     console.print(f"recalibrated {plain(repr(fit.calibrator))} on {g['m']} labeled rows -> "
                   f"{plain(out)}")
+    if g["delta"] is not None:  # the calibrator's training-conditional guarantee, kept
+        console.print(f"guarantee on the new domain: coverage >= {1 - g['alpha']:.3f} with "
+                      f"probability >= {share_text(1 - g['delta'])} over these labels "
+                      f"(training-conditional: rank {g['rank']} of {g['m']}); expected "
+                      f"coverage in [{g['expected_low']:.3f}, {g['expected_high']:.3f}]",
+                      soft_wrap=False)
+        return
     console.print(f"guarantee on the new domain: expected coverage in [{g['expected_low']:.3f},"
                   f" {g['expected_high']:.3f}]; with probability "
-                  f"{g['with_probability']['probability']:.0%} over these labels, coverage "
-                  f">= {g['with_probability']['coverage']:.3f}", soft_wrap=False)
+                  f"{share_text(g['with_probability']['probability'])} over these labels, "
+                  f"coverage >= {g['with_probability']['coverage']:.3f}", soft_wrap=False)
+
+
+def _print_conditional_plan(rows: list[dict], alpha: float, delta: float) -> None:
+    t = Table(title=f"labels for a new domain at alpha = {alpha:g}, delta = {delta:g}: "
+                    f"coverage >= {1 - alpha:g} with probability >= {share_text(1 - delta)} "
+                    f"from {rows[0]['labels']} labels on")
+    for c in ("labeled rows", "rank taken", "marginal rank", "quantile level"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(f"{r['labels']:,}", str(r["rank"]), str(r["marginal_rank"]),
+                  f"{r['level']:.3f}")
+    console.print(t)
+    console.print("more labels do not change the guarantee; they bring the rank taken nearer "
+                  "the marginal one (narrower bands)")
 
 
 def _print_plan(rows: list[dict], plan: float, alpha: float, need: int) -> None:

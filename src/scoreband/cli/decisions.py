@@ -25,7 +25,7 @@ from scoreband.cli._options import (
     read_knobs,
     split_columns,
 )
-from scoreband.textsafe import plain
+from scoreband.textsafe import complement_text, plain, share_text
 
 
 def _nonnegative(value: float | None) -> float | None:
@@ -261,8 +261,8 @@ def _print_rule(res) -> None:
     """The fitted rule's summary, readable at 80 columns (short headers, a legend)."""
     rule, rep = res.rule, res.report
     t = Table(title=f"trust or escalate: off by more than {rule.tolerance:g} at most "
-                    f"{rule.alpha:.0%} of kept scores, with probability "
-                    f"{1 - rule.delta:.0%}")
+                    f"{share_text(rule.alpha)} of kept scores, with probability "
+                    f"{complement_text(rule.delta)}")
     for c in ("group", "cal. rows", "threshold", "kept", "risk kept", "risk all"):
         t.add_column(c, justify="left" if c == "group" else "right", overflow="fold",
                      no_wrap=c != "group")
@@ -332,8 +332,8 @@ def _check_pair_table(table: Path, columns: list[str], groups: str | None) -> No
 
 def _print_pair_rule(rule) -> None:
     rep = rule.report
-    t = Table(title=f"pairwise verdicts: at most {rule.alpha:.0%} of decided pairs wrong, "
-                    f"with probability {1 - rule.delta:.0%}")
+    t = Table(title=f"pairwise verdicts: at most {share_text(rule.alpha)} of decided pairs "
+                    f"wrong, with probability {complement_text(rule.delta)}")
     for c in ("labeled pairs", "calibration", "threshold (1 - max p)", "decided",
               "error (calibration)", "accuracy deciding all", "set coverage", "set size"):
         t.add_column(c, justify="right")

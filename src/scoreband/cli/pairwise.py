@@ -15,7 +15,7 @@ from scoreband.cli._checks import exactly_one
 from scoreband.cli._options import (
     split_columns,
 )
-from scoreband.textsafe import plain
+from scoreband.textsafe import complement_text, plain
 
 
 @app.command()
@@ -155,7 +155,7 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
         from scoreband.api import write_report
 
         write_report([doc], html)
-    t = Table(title=f"systems by win rate ({method}, rank sets at {1 - alpha:.0%})")
+    t = Table(title=f"systems by win rate ({method}, rank sets at {complement_text(alpha)})")
     for c in ("system", "win rate", "interval", "BT strength", "ranks"):
         t.add_column(c, justify="left" if c == "system" else "right")
     for r in doc["ranking"]:

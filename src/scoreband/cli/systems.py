@@ -23,7 +23,7 @@ from scoreband.cli._options import (
     split_commas,
 )
 from scoreband.errors import InputError
-from scoreband.textsafe import plain
+from scoreband.textsafe import complement_text, plain
 
 # the options, one alias each, so that the command's signature is one line per option
 OutOpt = Annotated[Path, typer.Option("--out", help=(
@@ -165,7 +165,7 @@ def _pairwise(table, out, system_col, **kw) -> None:
 
 
 def _print(doc: dict) -> None:
-    level = f"{1 - doc['alpha']:.0%}"
+    level = complement_text(doc['alpha'])
     t = Table(title=f"mean human score per system ({doc['method']}, {level} intervals)")
     for c in ("rank", "system", "labels", "estimate", "interval", "labels alone", "eff."):
         t.add_column(c, justify="left" if c == "system" else "right",

@@ -12,7 +12,7 @@ The public steps, as in MAPIE (``fit`` / ``conformalize`` / ``predict_interval``
 * :meth:`Calibrator.predict`: :meth:`~Calibrator.apply_params` turns predictions into bands.
 
 Wrappers (:class:`~scoreband.conformal.mondrian.Mondrian`,
-:class:`~scoreband.conformal.mondrian.ClusterConservative`,
+:class:`~scoreband.conformal.cluster.ClusterConservative`,
 :class:`~scoreband.conformal.mapping.Mapped`, ``auto``) reuse these steps on groups, mapped
 predictions or a chosen candidate, so any method gets group-conditional calibration for free.
 
@@ -42,6 +42,7 @@ from scoreband.datatypes import Band, Predictions, Scale
 from scoreband.errors import CalibratorMismatch, InputError, NotFittedError
 from scoreband.json_io import to_jsonable as _jsonable
 from scoreband.registry import Registry
+from scoreband.textsafe import complement_text
 
 __all__ = ["Calibrator", "register", "calibrator_from_state", "list_methods", "check_targets",
            "METHODS", "INPUTS", "has_inputs", "calibrator_class", "auto_candidates",
@@ -144,14 +145,10 @@ def conditional_guarantee(alpha: float, delta: float, per_group: bool = False) -
     'training-conditional: covers at least 90 % of new rows, with probability at least 95 % over'
     """
     return (f"training-conditional{' per group' if per_group else ''}: covers at least "
-            f"{_pct(1 - alpha)} % of new rows{' of each group' if per_group else ''}, with "
-            f"probability at least {_pct(1 - delta)} % over the calibration draw (rows "
+            f"{complement_text(alpha)} of new rows{' of each group' if per_group else ''}, "
+            f"with probability at least {complement_text(delta)} over the calibration draw (rows "
             "exchangeable; " + ("each group on its own rows" if per_group else
                                 "not per group or per item") + ")")
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.4g}"
 
 
 def guarantee_of(cal) -> str:

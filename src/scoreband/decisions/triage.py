@@ -79,6 +79,7 @@ from scoreband.decisions.uncertainty import (
 )
 from scoreband.errors import ERROR_COLUMN as _ERROR_COLUMNS
 from scoreband.errors import InputError, NotFittedError, RowError
+from scoreband.textsafe import complement_text, share_text
 
 __all__ = ["TriageRule", "TriageResult", "Triage", "fit_triage", "fit_triage_arrays",
            "load_rule", "TRIAGE_COLUMNS", "RULE_FORMAT", "LOSS_SLACK", "ERROR_COLUMN",
@@ -300,8 +301,8 @@ def _summary(rule: TriageRule) -> dict:
     one = len(rule.groups) == 1
     g0 = next(iter(rule.groups.values()))
     words = (f"Among the items this rule trusts, the score is off the human score by more "
-             f"than {rule.tolerance:g} at most {rule.alpha:.0%} of the time, with probability "
-             f"at least {1 - rule.delta:.0%} over the draw of the labeled rows "
+             f"than {rule.tolerance:g} at most {share_text(rule.alpha)} of the time, with probability "
+             f"at least {complement_text(rule.delta)} over the draw of the labeled rows "
              f"(Learn-then-Test, fixed-sequence binomial tests), for items drawn like the "
              f"labeled ones" + ("" if one else ", per group (each group its own guarantee)")
              + ".")

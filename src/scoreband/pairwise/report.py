@@ -13,6 +13,7 @@ import numpy as np
 
 from scoreband.report.blocks import bar_figure, fig_block, fmt, pyplot, svg, table_block
 from scoreband.report.sections import ReportSection
+from scoreband.textsafe import complement_text
 from scoreband.textsafe import fig as label
 
 __all__ = ["pairwise_section", "position_bias_by_task", "win_matrix", "DEFINITIONS",
@@ -175,7 +176,7 @@ def position_bias_by_task(df, *, task_col: str | None = "task",
 
 def pairwise_section(doc: dict) -> dict:
     """The ``pairwise-systems`` section of the HTML report."""
-    level = f"{1 - doc['alpha']:.0%}"
+    level = complement_text(doc['alpha'])
     best = doc["ranking"][0]
     sig = [p for p in doc["pairs"] if p.get("significant")]
     est = "-" if best.get("estimate") is None else f"{best['estimate']:.2f}"

@@ -77,6 +77,7 @@ from scoreband.pairwise.sets import (
     prediction_sets,
     set_labels,
 )
+from scoreband.textsafe import complement_text, share_text
 
 __all__ = ["PairRule", "fit_pairwise_triage", "fit_pairwise_arrays", "rule_inputs",
            "PAIR_RULE_FORMAT", "PAIR_COLUMNS", "VERDICT_ERROR", "ORDERS", "confidence_order",
@@ -219,10 +220,10 @@ class PairRule(Rule):
     # -------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
         words = (f"Among the pairs this rule decides, the verdict differs from the human "
-                 f"preference at most {self.alpha:.0%} of the time, with probability at least "
-                 f"{1 - self.delta:.0%} over the draw of the labeled pairs (Learn-then-Test, "
+                 f"preference at most {share_text(self.alpha)} of the time, with probability at least "
+                 f"{complement_text(self.delta)} over the draw of the labeled pairs (Learn-then-Test, "
                  f"fixed-sequence binomial tests); the prediction sets hold the human "
-                 f"preference with probability at least {1 - self.set_alpha:.0%} "
+                 f"preference with probability at least {complement_text(self.set_alpha)} "
                  f"({self.set_method.upper()}"
                  + (f", per group of {self.groups_col!r}" if self.groups_col else "") +
                  "); for pairs drawn like the labeled ones.")

@@ -19,6 +19,7 @@ from scoreband.report.blocks import (
 from scoreband.report.schema import Measured, Pair, ScaleM, Stat, StrictModel
 from scoreband.report.sections import ReportSection
 from scoreband.textsafe import fig as label
+from scoreband.textsafe import share_text
 
 __all__ = ["evaluate_section", "EvaluateDoc", "REPORT_SECTION", "guarantee_text", "share_text"]
 
@@ -189,18 +190,6 @@ def _usefulness(width: float, sc: dict) -> str:
     share, what = band_usefulness(width, sc["lo"], sc["hi"])
     return (f"Is it useful? The mean band is {width:.2f} points wide on "
             f"{sc['lo']:g}-{sc['hi']:g}, {share:.0%} of the scale: {what}.")
-
-
-def share_text(d: float) -> str:
-    """A small probability as written: a percentage where two decimals hold it exactly
-    (``5 %``, ``2.5 %``), else the number itself (``1e-12``), never rounded to ``0 %``.
-
-    >>> share_text(0.05), share_text(0.025), share_text(1e-12)
-    ('5 %', '2.5 %', '1e-12')
-    """
-    pct = 100 * d
-    exact = pct >= 0.01 and abs(round(pct, 2) - pct) <= 1e-9 * pct
-    return f"{pct:g} %" if exact else f"{d:g}"
 
 
 def guarantee_text(doc: dict) -> str | None:

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from scoreband.report.blocks import fig_block, fmt, pyplot, svg, table_block
 from scoreband.report.schema import NonEmpty, Pair, ScaleM, StrictModel
 from scoreband.report.sections import ReportSection
+from scoreband.textsafe import complement_text
 from scoreband.textsafe import fig as label
 
 __all__ = ["systems_section", "DEFINITIONS", "SystemsDoc", "REPORT_SECTION"]
@@ -63,7 +64,7 @@ def _forest(doc: dict) -> str:
 
 
 def systems_section(doc: dict) -> dict:
-    level = f"{1 - doc['alpha']:.0%}"
+    level = complement_text(doc['alpha'])
     best = doc["ranking"][0]
     sig = [p for p in doc["pairs"] if p["significant"]]
     surely_first = best["ranks"] == [1, 1]
