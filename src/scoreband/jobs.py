@@ -82,6 +82,8 @@ register_job(Job("triage", "scoreband.decisions.rule:rule_stage", ERROR_COLUMN["
 register_job(Job("pairwise-rule", "scoreband.decisions.rule:rule_stage",
                  ERROR_COLUMN["pairwise-rule"], "a pairwise rule's verdict for every pair",
                  vectorized=True))
+register_job(Job("cascade", "scoreband.decisions.rule:rule_stage", ERROR_COLUMN["cascade"],
+                 "a cascade rule's judge (or human) for every row", vectorized=True))
 
 
 @dataclass(frozen=True)

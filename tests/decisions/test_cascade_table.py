@@ -189,6 +189,12 @@ def test_cli_fit_then_apply(tmp_path):
     assert res.exit_code == 0, res.output
     d2 = pd.read_csv(tmp_path / "d2.csv", dtype=str, keep_default_na=False)
     assert len(d2) == 300 and (d2["decided_by"] != "human").any()
+    # a cascade rule is a rule like the others: `apply --calibrator RULE` decides the same
+    res = run("apply", new, "--calibrator", tmp_path / "r.json", "--out", tmp_path / "d3.csv")
+    assert res.exit_code == 0, res.output
+    assert "go to a human" in said(res)
+    d3 = pd.read_csv(tmp_path / "d3.csv", dtype=str, keep_default_na=False)
+    assert d3.equals(d2)
 
 
 def test_cli_refusals(tmp_path):

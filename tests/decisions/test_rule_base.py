@@ -128,3 +128,15 @@ def test_pairs_counts_skipped_pairs_as_pairs(tmp_path):
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
     assert "3 of 12 pairs skipped" in text and "rows skipped" not in text, text
+
+
+def test_every_rule_kind_names_its_row_job_with_its_error_column():
+    """`apply --calibrator RULE` runs rule.job: each built-in kind (triage, pairwise,
+    cascade) names a registered job writing the kind's own error column."""
+    from scoreband.decisions.rule import registered
+    from scoreband.jobs import get_job
+
+    kinds = {e.info["cls"].kind: e.info["cls"] for e in registered().entries()}
+    assert set(kinds) >= {"triage", "pairwise", "cascade"}
+    for cls in kinds.values():
+        assert get_job(cls.job).error_column == cls.error_column, cls

@@ -272,8 +272,8 @@ class LaterPath(os.PathLike):
 def later_path(value: str | None):
     return None if value is None else LaterPath(value)
 
-#: the human preference of a pair table (triage / systems --pairwise, pairwise-triage,
-#: pairwise-systems): a label column, or vote counts
+#: the human preference of a pair table (triage / systems --pairwise): a label column, or
+#: vote counts
 PairLabelOpt = Annotated[str | None, typer.Option(
     "--label-col", help="(pairwise) Column of the human preference: A / B / tie, or 1 / 2 / "
                         "0 (empty = unlabeled).")]

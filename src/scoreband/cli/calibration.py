@@ -395,8 +395,9 @@ def _print_plan(rows: list[dict], plan: float, alpha: float, need: int) -> None:
 def apply(
     table: Table_,
     calibrator: Annotated[Path, typer.Option("--calibrator", help=(
-        "Calibrator JSON from `scoreband calibrate`, or a rule from `scoreband triage --out` "
-        "(trust or escalate; with --pairwise: pairwise verdicts)."))],
+        "Calibrator JSON from `scoreband calibrate`, or a rule: from `scoreband triage --out` "
+        "(trust or escalate; with --pairwise: pairwise verdicts) or `scoreband cascade "
+        "--rule-out` (a cascade of judges)."))],
     out: Annotated[Path, typer.Option("--out", help="Output table (every input row and "
                                                     "column kept).")],
     groups: GroupsOpt = None,

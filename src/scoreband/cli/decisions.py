@@ -216,7 +216,8 @@ def rule_kind(path: Path) -> str | None:
 
 #: what the apply says per rule kind: (the rows' noun, what an undecided row is, the count)
 _SAID = {"triage": ("rows", "escalated (could not be judged)", "trusted"),
-         "pairwise": ("pairs", "left undecided (could not be judged)", "decided")}
+         "pairwise": ("pairs", "left undecided (could not be judged)", "decided"),
+         "cascade": ("rows", "sent to a human (could not be judged)", "decided")}
 
 
 def apply_rule(rule_path: Path, table: Path, out: Path, *, fitted=None) -> None:
@@ -233,9 +234,9 @@ def apply_rule(rule_path: Path, table: Path, out: Path, *, fitted=None) -> None:
     rule = fitted if fitted is not None else load_rule(rule_path)
     kind = rule.kind
     noun, action, count = _SAID[kind]
-    # the row jobs of the two rule kinds (api.JOBS: "triage", "pairwise-rule") both run
-    # the one rule stage; a Ray actor reads the file, a local run gets the rule read here
-    run, stage = run_stage(table, out, "triage" if kind == "triage" else "pairwise-rule",
+    # every rule kind's row job (rule.job: api.JOBS "triage", "pairwise-rule", "cascade")
+    # runs the one rule stage; a Ray actor reads the file, a local run gets the rule read here
+    run, stage = run_stage(table, out, rule.job,
                            {"rule": str(rule_path)}, None,
                            local={"rule": rule, "source": rule_path, "on_warning": warn})
     report_rows(stage.errors, run.rows, action=action)

@@ -82,7 +82,7 @@ StrataOpt = Annotated[str | None, typer.Option("--strata", metavar="COL", help=(
     "Column of the stratum (task, dimension): stratified PPI++, strata weighted by size, each "
     "with its own weight; with --propose-labels the residual model's cells."))]
 PairwiseOpt = Annotated[bool, typer.Option("--pairwise", help=(
-    "TABLE is a pair table with a judge's verdicts (the command `pairwise-systems`): win "
+    "TABLE is a pair table with a judge's verdicts: win "
     "rates and Bradley-Terry strengths by PPI from --label-col or --votes and the judge's "
     "--probs or --verdict."))]
 ProbsOpt = Annotated[str | None, typer.Option("--probs", help=(

@@ -243,6 +243,8 @@ class CascadeRule(Rule):
     format = CASCADE_FORMAT
     version = CASCADE_VERSION
     what = "cascade rule"
+    kind = "cascade"
+    job = "cascade"
     refit = REFIT
     error_column = CASCADE_ERROR
     label = "cascading"

@@ -75,8 +75,10 @@ class Rule:
     format: ClassVar[str] = ""
     version: ClassVar[int] = 1
     what: ClassVar[str] = "rule"
-    #: the kind's short name (``triage``, ``pairwise``): its row job and its messages
+    #: the kind's short name (``triage``, ``pairwise``, ``cascade``): its messages
     kind: ClassVar[str] = "rule"
+    #: the row job (:data:`scoreband.jobs.JOBS`) that applies a rule of this kind
+    job: ClassVar[str] = ""
     refit: ClassVar[str] = ""
     error_column: ClassVar[str] = "error"
     #: the row engine's progress text

@@ -123,6 +123,7 @@ class TriageRule(Rule):
     version = RULE_VERSION
     what = "triage rule"
     kind = "triage"
+    job = "triage"
     refit = "scoreband triage LABELED ... --out rule.json"
     error_column = ERROR_COLUMN
     label = "triaging"

@@ -1,4 +1,5 @@
-"""The HTML report's section for ``scoreband pairwise-systems``: the verdict, the win matrix
+"""The HTML report's section for ``scoreband systems --pairwise`` (results kind
+``pairwise-systems``): the verdict, the win matrix
 with intervals, every system's win rate and Bradley-Terry strength as a forest plot, and the
 judge's position bias by task where the ranking document carries it
 (:func:`position_bias_by_task` of the judged pair table)."""

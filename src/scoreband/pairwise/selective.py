@@ -120,6 +120,7 @@ class PairRule(Rule):
     version: ClassVar[int] = PAIR_RULE_VERSION
     what: ClassVar[str] = "pairwise rule"
     kind: ClassVar[str] = "pairwise"
+    job: ClassVar[str] = "pairwise-rule"
     refit: ClassVar[str] = "scoreband triage LABELED --pairwise ... --out rule.json"
     error_column: ClassVar[str] = VERDICT_ERROR
     label: ClassVar[str] = "deciding pairs"
