@@ -84,7 +84,7 @@ def dialsumm_calibrator_width(root: Path, df: pd.DataFrame, judge: str = "qwen")
                 features=[f"lp{k}" for k in range(5)], groups="dim")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = api.calibrate(cal_df, cols, {"method": "cqr", "alpha": 0.1})
+        cal = api.calibrate(cal_df, **cols, method="cqr", alpha=0.1)
         band = api.apply(df, cal).band
     return (band.hi01 - band.lo01) * 4
 

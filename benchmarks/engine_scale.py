@@ -96,7 +96,7 @@ def main() -> None:
     d = Path(a.dir or tempfile.mkdtemp(prefix="scoreband-engine-"))
     d.mkdir(parents=True, exist_ok=True)
     df = sb.read_table(sb.example_table())
-    sb.calibrate(df, COLS, {"method": "crc"}).save(d / "cal.json")
+    sb.calibrate(df, **COLS, method="crc").save(d / "cal.json")
     print(f"{'rows':>12} {'table in memory':>16} {'apply s':>9} {'rows/s':>11} {'peak RSS':>10}"
           f" {'floor s':>8} {'floor RSS':>10} {'apply/floor':>12}")
     for n in (int(x) for x in a.rows.split(",")):

@@ -104,6 +104,35 @@ def test_an_unknown_keyword_is_a_type_error_naming_it_and_the_valid_ones(call):
         call(df)
 
 
+@pytest.mark.parametrize("call", [
+    lambda df: sb.evaluate(df, dict(COLS), {"method": "split"}, seeds=2),
+    lambda df: sb.calibrate(df, dict(COLS)),
+    lambda df: sb.calibration_curve(df, {}, dict(COLS), {"method": "split"}),
+    lambda df: sb.reads_whole_rows(dict(COLS), {"method": "split"}),
+    lambda df: sb.apply_options("never.json", {"median": "median"}),
+])
+def test_a_dict_of_options_is_a_type_error_naming_the_keywords(call):
+    """Issue 42: the options are keywords only; the former ``columns`` / ``config`` dicts
+    given as positional arguments are refused, naming the keywords to give instead."""
+    df = sb.read_table(sb.example_table())
+    with pytest.raises(TypeError, match=r"positional argument.*, got \d; give the options as "
+                                        r"keywords: .*median"):
+        call(df)
+
+
+@pytest.mark.parametrize("fn", [sb.evaluate, sb.calibrate, sb.calibration_curve,
+                                sb.reads_whole_rows, sb.recalibrate, sb.apply, sb.apply_file,
+                                sb.apply_options])
+def test_no_columns_or_config_parameter(fn):
+    import inspect
+
+    assert not {"columns", "config"} & set(inspect.signature(fn).parameters), fn.__name__
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) columns; .*median"):
+        fn(*[None] * sum(p.kind is p.POSITIONAL_OR_KEYWORD
+                         for p in inspect.signature(fn).parameters.values()),
+           columns={"median": "median"})
+
+
 def test_help_shows_the_functions():
     import pydoc
 

@@ -30,7 +30,7 @@ def _quiet():
 
 def test_a_table_on_another_scale_is_refused_naming_the_column():
     df = _table()
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), median="m"), {"method": "split"})
+    fit = api.calibrate(df, target="y", scale=(1, 5), median="m", method="split")
     other = df.assign(m=np.r_[np.ones(5), np.random.default_rng(1).uniform(0, 0.99, 295)])
     with pytest.raises(InputError, match=r"295 of 300 rows.*column 'm'"):
         api.apply(other, fit)
@@ -39,14 +39,14 @@ def test_a_table_on_another_scale_is_refused_naming_the_column():
 @pytest.mark.parametrize("method", ["cqr", "fitted", "chr"])
 def test_features_of_another_extractor_are_refused(method):
     df = _table()
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), features="f"), {"method": method})
+    fit = api.calibrate(df, target="y", scale=(1, 5), features="f", method=method)
     with pytest.raises(InputError, match=r"column 'f'.*range seen at calibration"):
         api.apply(df.assign(f=df["f"] * 20), fit)
 
 
 def test_a_few_rows_outside_are_flagged_and_said():
     df = _table()
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), features="f"), {"method": "cqr"})
+    fit = api.calibrate(df, target="y", scale=(1, 5), features="f", method="cqr")
     odd = df.copy()
     odd.loc[:3, "f"] = 1e308
     said = []
@@ -58,15 +58,15 @@ def test_a_few_rows_outside_are_flagged_and_said():
 
 def test_isotonic_map_on_a_metric_times_100_is_refused():
     df = _table()
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), median="f"),
-                        {"method": "split", "map": "isotonic"})
+    fit = api.calibrate(df, target="y", scale=(1, 5), median="f", method="split",
+                        map="isotonic")
     with pytest.raises(InputError, match="outside the domain"):
         api.apply(df.assign(f=df["f"] * 100), fit)
 
 
 def test_recalibrate_on_a_table_on_another_scale_is_refused():
     df = _table()
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), features="f"), {"method": "cqr"})
+    fit = api.calibrate(df, target="y", scale=(1, 5), features="f", method="cqr")
     with pytest.raises(InputError, match="recalibrate"):
         api.recalibrate(fit, df.assign(f=df["f"] / 10))
 
@@ -75,7 +75,7 @@ def test_group_labels_match_as_written():
     """Groups read as 1.0 / 2.0 at calibration and 1 / 2 at apply are the same groups."""
     df = _table()
     cols = dict(target="y", scale=(1, 5), median="m", groups="g")
-    fit = api.calibrate(df, cols, {"method": "split", "mondrian": True})
+    fit = api.calibrate(df, **cols, method="split", mondrian=True)
     out = api.apply(df.assign(g=df["g"].astype(int)), fit).table
     assert not out["band_flag"].str.contains("fallback").any()
     assert set(out["band_group"]) == {"1.0", "2.0"}
@@ -122,14 +122,14 @@ def test_rows_drawn_like_the_calibration_rows_are_never_refused(n):
     for method in ("split", "cqr"):
         for _ in range(10):
             a = _rows(max(n, 4) if method == "cqr" else n, rng)
-            fit = api.calibrate(a, cols, {"method": method})
+            fit = api.calibrate(a, **cols, method=method)
             out = api.apply(_rows(60, rng), fit).table  # never raises
             assert len(out) == 60
 
 
 def test_a_small_calibration_flags_and_says_rather_than_refuses():
     df = _table(5, seed=3)
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), features="f"), {"method": "cqr"})
+    fit = api.calibrate(df, target="y", scale=(1, 5), features="f", method="cqr")
     said = []
     out = api.apply(_table(60, seed=4).assign(f=lambda d: d["f"] * 3), fit,
                     on_warning=said.append).table
@@ -141,8 +141,8 @@ def test_a_small_calibration_flags_and_says_rather_than_refuses():
 def test_a_0_1_table_of_four_rows_on_a_1_5_calibrator_is_refused(n_cal):
     """Refusal needed 5 rows: the 4-row table's best row (1.0) got [1, 2] unflagged."""
     df = _table(300)
-    fit = api.calibrate(df.iloc[:n_cal], dict(target="y", scale=(1, 5), median="m",
-                                              pred_scale=(1, 5)), {"method": "split"})
+    fit = api.calibrate(df.iloc[:n_cal], target="y", scale=(1, 5), median="m",
+                        pred_scale=(1, 5), method="split")
     small = pd.DataFrame({"m": [0.2, 0.55, 0.9, 1.0]})
     with pytest.raises(InputError, match=r"of 4 rows.*column 'm' \(3 of 4 rows outside its "
                                          "prediction scale"):
@@ -205,8 +205,8 @@ def test_the_refusal_level_holds_for_exchangeable_rows():
 def test_recalibrate_a_1_5_calibrator_on_a_0_1_table_is_refused():
     """It refitted on the 62 of 600 rows that happen to be 1.0 and printed a guarantee."""
     df = _table()
-    fit = api.calibrate(df, dict(target="y", scale=(1, 5), median="m", pred_scale=(1, 5)),
-                        {"method": "split"})
+    fit = api.calibrate(df, target="y", scale=(1, 5), median="m", pred_scale=(1, 5),
+                        method="split")
     rng = np.random.default_rng(9)
     m01 = np.where(rng.uniform(size=300) < 0.1, 1.0, rng.uniform(0, 0.99, 300))
     with pytest.raises(InputError, match="recalibrate: .*outside its prediction scale"):

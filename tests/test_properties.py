@@ -296,8 +296,8 @@ def round_trip_cal():
 
     d = Path(tempfile.mkdtemp(prefix="sb-roundtrip-"))
     base = sb.read_table(sb.example_table()).head(200)
-    fit = sb.calibrate(base, dict(ratings="ratings", scale="1,5", median="median",
-                                  pred_scale="0,1"), {"method": "split"})
+    fit = sb.calibrate(base, ratings="ratings", scale="1,5", median="median",
+                       pred_scale="0,1", method="split")
     fit.save(d / "cal.json")
     return d
 

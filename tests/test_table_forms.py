@@ -29,7 +29,7 @@ def table():
 def _eval(df, target, method="crc", **cfg):
     cols = dict(target=target, scale="1,5", median="median", lo="q05", hi="q95",
                 pred_scale="0,1")
-    return sb.evaluate(df, cols, {"method": method, "adjust_boundary": True, **cfg}, seeds=3,
+    return sb.evaluate(df, **cols, method=method, adjust_boundary=True, **cfg, seeds=3,
                        n_ratings=3)
 
 
@@ -153,16 +153,16 @@ def test_a_fall_back_to_bins_is_never_silent():
 def test_metrics_say_whose_median_they_are(table):
     cols = dict(target="exact", scale="1,5", median="median", features=["emb_0", "emb_1"],
                 pred_scale="0,1")
-    res = sb.evaluate(table, cols, {"method": "cqr"}, seeds=2)
+    res = sb.evaluate(table, **cols, method="cqr", seeds=2)
     assert "learned" in res["after"]["median_source"]
-    res = sb.evaluate(table, {**cols, "features": []}, {"method": "split"}, seeds=2)
+    res = sb.evaluate(table, **{**cols, "features": []}, method="split", seeds=2)
     assert res["after"]["median_source"] == "the given median"
 
 
 def test_group_intervals_count_each_item_once(table):
     cols = dict(ratings="ratings", scale="1,5", median="median", pred_scale="0,1",
                 groups="task")
-    res = sb.evaluate(table, cols, {"method": "split"}, seeds=6)
+    res = sb.evaluate(table, **cols, method="split", seeds=6)
     for g, v in res["groups"].items():
         size = int((table["task"] == g).sum())
         assert v["n_items"] <= size  # never n per split x splits
@@ -193,7 +193,7 @@ def test_recalibrate_keeps_the_model_and_redoes_the_conformal_step(tmp_path):
     cols = dict(ratings="ratings", scale="1,5", median="median", lo="q05", hi="q95",
                 pred_scale="0,1")
     for method in ("crc", "auto", "split"):
-        fit = sb.calibrate(df.iloc[:1000], cols, {"method": method})
+        fit = sb.calibrate(df.iloc[:1000], **cols, method=method)
         fit.save(tmp_path / f"{method}.json")
         new = df.iloc[1000:1060].copy()
         new["median"] = np.clip(new["median"] + 0.1, 0, 1)  # a biased new domain

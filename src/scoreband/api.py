@@ -4,11 +4,10 @@ One calling convention, as in scikit-learn / MAPIE: each function takes a table 
 DataFrame or a path) and keywords naming the columns (the fields of
 :class:`~scoreband.columns.ColumnSpec`: ``target=``, ``ratings=``, ``scale=``, ``median=``,
 ``lo=``, ``hi=``, ``features=``, ``groups=`` ...) and how to calibrate (the fields of
-:class:`CalibrationConfig`: ``method=``, ``alpha=``, ``mondrian=`` ...). The former forms
-still work: a ``columns`` dict or :class:`~scoreband.columns.ColumnSpec` and a ``config``
-dict or :class:`CalibrationConfig` as the second and third arguments (keywords override
-their keys). A keyword that is none of these is a TypeError naming the valid ones. The CLI
-commands of the same names are these calls plus printing.
+:class:`CalibrationConfig`: ``method=``, ``alpha=``, ``mondrian=`` ...), keywords only: a
+keyword that is none of these, or a dict of them given as a positional argument, is a
+TypeError naming the valid ones. The CLI commands of the same names are these calls plus
+printing.
 
 >>> import scoreband.api as sb
 >>> df = sb.read_table(sb.example_table())
@@ -21,12 +20,16 @@ True
 >>> out = fit.predict(df.iloc[1000:])               # the same as sb.apply(df, fit)
 >>> list(out.table.columns[-3:])
 ['band_hi01', 'band_flag', 'band_error']
->>> res = sb.evaluate(df, cols, {"method": "crc"}, seeds=2)   # the dict form
+>>> sb.evaluate(df, cols, seeds=2)   # doctest: +ELLIPSIS
+Traceback (most recent call last):
+TypeError: evaluate() takes 1 positional argument(s), got 2; give the options as keywords: ...
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -63,17 +66,37 @@ __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evalua
            "monitor", "run", "JOBS", "RayEngine", "score", "judge", "judge_pairwise",
            "roundtrip"]
 
-def _options(fn: str, columns, config, keywords: dict, *, allowed=None
-             ) -> tuple[ColumnSpec, CalibrationConfig]:
-    """``(ColumnSpec, CalibrationConfig)`` of an API call: the positional ``columns`` /
-    ``config`` (dicts or the classes) with the keywords on top, each keyword routed to the
+def _options(fn: str, keywords: dict) -> tuple[ColumnSpec, CalibrationConfig]:
+    """``(ColumnSpec, CalibrationConfig)`` of an API call's keywords, each routed to the
     schema whose field it names. A keyword that names no field is a TypeError naming the
     valid ones."""
     col_keys, cfg_keys = column_fields(), config_fields()
     _check_keywords(fn, keywords, col_keys + cfg_keys)
     cols = {k: v for k, v in keywords.items() if k in col_keys}
     cfg = {k: v for k, v in keywords.items() if k in cfg_keys}
-    return ColumnSpec.of(columns, **cols), CalibrationConfig.of(config, **cfg)
+    return ColumnSpec.of(**cols), CalibrationConfig.of(**cfg)
+
+
+def _option_keys() -> tuple[str, ...]:
+    return (*column_fields(), *config_fields())
+
+
+def _keywords_only(valid: Callable[[], tuple[str, ...]]):
+    """``fn`` refusing positional arguments past its own (a dict of options, say) with a
+    TypeError naming the keywords ``valid()`` it takes instead."""
+    def wrap(fn):
+        n = sum(p.kind is p.POSITIONAL_OR_KEYWORD
+                for p in inspect.signature(fn).parameters.values())
+
+        @functools.wraps(fn)
+        def call(*args, **keywords):
+            if len(args) > n:
+                raise TypeError(f"{fn.__name__}() takes {n} positional argument(s), got "
+                                f"{len(args)}; give the options as keywords: "
+                                f"{', '.join(valid())}")
+            return fn(*args, **keywords)
+        return call
+    return wrap
 
 
 def _check_keywords(fn: str, keywords: dict, valid) -> None:
@@ -84,13 +107,13 @@ def _check_keywords(fn: str, keywords: dict, valid) -> None:
                         f"column and calibration keywords are {', '.join(valid)}")
 
 
-def reads_whole_rows(columns: dict | ColumnSpec | None = None,
-                     config: dict | CalibrationConfig | None = None, **keywords) -> bool:
+@_keywords_only(_option_keys)
+def reads_whole_rows(**keywords) -> bool:
     """Whether the calibrator these options build draws per-row uniforms (randomised
     tie-breaking), whose row identity is every cell of the row: a reader must then give it
     the whole table, not only the columns it reads, so a row gets the same draw in
     ``evaluate``, ``calibrate`` and ``apply`` (which reads every column)."""
-    spec, cfg = _options("reads_whole_rows", columns, config, keywords)
+    spec, cfg = _options("reads_whole_rows", keywords)
     return uses_row_draws(cfg.factory(spec.scale, spec.groups is not None)())
 
 
@@ -108,8 +131,8 @@ def example_table() -> Path:
 CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None = None,
-             config: dict | CalibrationConfig | None = None, *, seeds: int = 10,
+@_keywords_only(_option_keys)
+def evaluate(table: pd.DataFrame | str | Path, *, seeds: int = 10,
              cal_frac: float = 0.5, n_ratings: int | None = None, curve: bool = False,
              on_split: Callable[[int, int], None] | None = None, **keywords) -> dict:
     """Repeated calibration / test splits of ``table``: coverage, sharpness, UPS and tau-c
@@ -120,11 +143,9 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None
     Parameters
     ----------
     table : a DataFrame or a path
-    columns, config : optional: a dict (or :class:`~scoreband.columns.ColumnSpec` /
-        :class:`CalibrationConfig`) of the column and calibration options
-    **keywords : the same options as keywords (``target=``, ``scale=``, ``median=``,
-        ``method=``, ``alpha=`` ...: the fields of ColumnSpec and CalibrationConfig);
-        they override the dicts' keys
+    **keywords : the column and calibration options (``target=``, ``scale=``, ``median=``,
+        ``method=``, ``alpha=`` ...: the fields of :class:`~scoreband.columns.ColumnSpec`
+        and :class:`CalibrationConfig`)
     seeds, cal_frac : the number of random splits, the calibration share of each
     curve : also the calibration curve, ``"calibration_curve"``
         (:func:`calibration_curve`: coverage at each level of :data:`CURVE_ALPHAS`)
@@ -136,7 +157,7 @@ def evaluate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None
     >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
     True
     """
-    spec, cfg = _options("evaluate", columns, config, keywords)
+    spec, cfg = _options("evaluate", keywords)
     df = _frame(table)
     inp, make = _evaluation_inputs(df, spec, cfg, n_ratings)
     total = seeds + (curve_splits(cfg.alpha, seeds) if curve else 0)
@@ -176,9 +197,8 @@ def curve_splits(alpha: float, seeds: int) -> int:
     return len(set(CURVE_ALPHAS) - {alpha}) * min(seeds, 3)
 
 
-def calibration_curve(table: pd.DataFrame | str | Path, result: dict,
-                      columns: dict | ColumnSpec | None = None,
-                      config: dict | CalibrationConfig | None = None, *, seeds: int = 10,
+@_keywords_only(_option_keys)
+def calibration_curve(table: pd.DataFrame | str | Path, result: dict, *, seeds: int = 10,
                       cal_frac: float = 0.5, n_ratings: int | None = None,
                       on_split: Callable[[int, int], None] | None = None,
                       **keywords) -> list[dict]:
@@ -188,7 +208,7 @@ def calibration_curve(table: pd.DataFrame | str | Path, result: dict,
     Clopper-Pearson interval on the distinct items tested, and the mean width.
     ``on_split(done, total)`` hears after each of its splits
     (:func:`curve_splits` in all)."""
-    spec, cfg = _options("calibration_curve", columns, config, keywords)
+    spec, cfg = _options("calibration_curve", keywords)
     inp, _ = _evaluation_inputs(_frame(table), spec, cfg, n_ratings)
     return _curve(inp, spec, cfg, result, seeds, cal_frac, on_split)
 
@@ -239,13 +259,13 @@ class Calibration:
         return apply(table, self, **keywords)
 
 
-def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | None = None,
-              config: dict | CalibrationConfig | None = None, *, n_ratings: int | None = None,
+@_keywords_only(_option_keys)
+def calibrate(table: pd.DataFrame | str | Path, *, n_ratings: int | None = None,
               scorer_id: str | None = None,
               on_warning: Callable[[str], None] | None = None, **keywords) -> Calibration:
     """Fit a calibrator on every usable row of ``table``; ``.save(path)`` writes it and
     ``.predict(new_table)`` bands new rows. The options as for :func:`evaluate`: keywords
-    (the fields of ColumnSpec and CalibrationConfig), or ``columns`` / ``config`` dicts.
+    (the fields of ColumnSpec and CalibrationConfig).
 
     >>> df = read_table(example_table())
     >>> fit = calibrate(df.iloc[:1000], ratings="ratings", scale=(1, 5), median="median",
@@ -254,7 +274,7 @@ def calibrate(table: pd.DataFrame | str | Path, columns: dict | ColumnSpec | Non
     >>> bool((banded["band_lo"] <= banded["band_hi"]).all()), len(banded)
     (True, 1000)
     """
-    spec, cfg = _options("calibrate", columns, config, keywords)
+    spec, cfg = _options("calibrate", keywords)
     df = _frame(table)
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
@@ -307,7 +327,7 @@ def _load(calibrator, scorer_id):
 
 # ------------------------------------------------------------------ recalibrate
 def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str | Path, *,
-                columns: dict | None = None, n_ratings: int | None = None,
+                n_ratings: int | None = None,
                 delta: float = 0.1, scorer_id: str | None = None,
                 on_warning: Callable[[str], None] | None = None, **keywords) -> Calibration:
     """Keep ``calibrator``'s fitted model and redo only its conformal step on the labeled
@@ -315,15 +335,14 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     (``.save(path)``), whose ``inputs["recalibration"]`` holds the guarantee for that many
     labels (:func:`scoreband.conformal.recalibrate.coverage_guarantee`).
 
-    The prediction columns are those recorded at calibration; keywords (or a ``columns``
-    dict) give the target (``target=`` or ``ratings=``) when the new table names it
-    otherwise, and may override ``median=`` / ``lo=`` / ``hi=``. Rows without a usable target
+    The prediction columns are those recorded at calibration; keywords give the target
+    (``target=`` or ``ratings=``) when the new table names it otherwise, and may override
+    ``median=`` / ``lo=`` / ``hi=``. Rows without a usable target
     are skipped and reported.
     """
     from scoreband.conformal.recalibrate import coverage_guarantee, min_labels  # lazy: loads scipy
 
     _check_keywords("recalibrate", keywords, RECALIBRATE_KEYS)
-    columns = {**(columns or {}), **keywords}
     df = _frame(table)
     cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
     cal = copy.deepcopy(cal)  # a Calibration given in memory stays as it was
@@ -332,7 +351,7 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     if not cols:
         raise InputError("the calibrator records no input columns; recalibrate only "
                          "calibrators written by `scoreband calibrate`")
-    given = {k: v for k, v in (columns or {}).items() if v is not None}
+    given = {k: v for k, v in keywords.items() if v is not None}
     if "target" in given or "ratings" in given:
         cols.update(target=None, ratings=None)
     cols.update(given, groups=None, split_by=None)
@@ -406,22 +425,21 @@ def _stage(calibrator, columns, scorer_id, n_ratings, on_warning) -> ApplyStage:
 
 
 def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path, *,
-          columns: dict | None = None, scorer_id: str | None = None,
+          scorer_id: str | None = None,
           n_ratings: int | None = None,
           on_warning: Callable[[str], None] | None = None, **keywords) -> Applied:
     """Add calibrated bands to every row of ``table``.
 
     ``calibrator``: a :class:`Calibration` or the path of a saved one. The prediction columns
-    are those recorded at calibration; keywords (or a ``columns`` dict) override some
-    (``median=``, ``lo=``, ``hi=``, ``groups=``). Rows that cannot be banded keep empty bands
+    are those recorded at calibration; keywords override some (``median=``, ``lo=``,
+    ``hi=``, ``groups=``). Rows that cannot be banded keep empty bands
     and the reason in band_error. ``calibration.predict(table)`` is the same call.
     For a table larger than memory see :func:`apply_file`. Both run the row engine's apply
     stage (:class:`scoreband.apply_stage.ApplyStage`).
     """
     _check_keywords("apply", keywords, APPLY_KEYS)
     df = _frame(table)
-    stage = _stage(calibrator, {**(columns or {}), **keywords}, scorer_id, n_ratings,
-                   on_warning)
+    stage = _stage(calibrator, keywords, scorer_id, n_ratings, on_warning)
     run = run_rows(df, stage)
     if stage.banded == 0:
         raise InputError("no usable rows: " + "; ".join(str(e) for e in stage.errors[:5]))
@@ -449,7 +467,7 @@ class AppliedFile:
 
 
 def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str | Path, *,
-               columns: dict | None = None, scorer_id: str | None = None,
+               scorer_id: str | None = None,
                n_ratings: int | None = None, chunk_rows: int = 100_000,
                on_warning: Callable[[str], None] | None = None,
                on_rows: Callable[[int], None] | None = None, **keywords) -> AppliedFile:
@@ -461,24 +479,27 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
     (:func:`scoreband.jobs.run`), as ``scoreband apply``; the calibrator file is read once."""
     _check_keywords("apply_file", keywords, APPLY_KEYS)
     res, stage = run("apply", table, out, options=apply_options(
-        calibrator, {**(columns or {}), **keywords}, scorer_id, n_ratings),
+        calibrator, scorer_id=scorer_id, n_ratings=n_ratings, **keywords),
         local={"on_warning": on_warning}, stream=True, chunk_rows=chunk_rows,
         on_rows=on_rows, provenance=False)
     return AppliedFile.of(res.rows, stage)
 
 
-def apply_options(calibrator: Calibration | str | Path, columns: dict | None = None,
-                  scorer_id: str | None = None, n_ratings: int | None = None) -> dict:
+@_keywords_only(lambda: APPLY_KEYS)
+def apply_options(calibrator: Calibration | str | Path, *, scorer_id: str | None = None,
+                  n_ratings: int | None = None, **keywords) -> dict:
     """The options of the row job ``apply`` (:func:`scoreband.apply_stage.apply_stage`): the
     calibrator read here, once (a file's scorer fingerprint checked against ``scorer_id``),
     and handed to the stage as ``(calibrator, document)`` with the file it came from, so
-    neither the stage nor a Ray actor reads it again."""
+    neither the stage nor a Ray actor reads it again. Column keywords as for :func:`apply`
+    (``median=``, ``lo=``, ``hi=``, ``groups=``)."""
+    _check_keywords("apply_options", keywords, APPLY_KEYS)
     if isinstance(calibrator, Calibration):
         pair, source = (calibrator.calibrator, {"inputs": calibrator.inputs}), None
     else:
         pair = load_calibrator(calibrator, scorer_fingerprint=scorer_id)
         source = str(calibrator)
-    return {"calibrator": pair, "source": source, "columns": columns or {},
+    return {"calibrator": pair, "source": source, "columns": keywords,
             "scorer_id": scorer_id, "n_ratings": n_ratings}
 
 

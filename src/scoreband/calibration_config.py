@@ -18,10 +18,10 @@ __all__ = ["CalibrationConfig", "config_fields", "MONDRIAN_BY"]
 
 @dataclass
 class CalibrationConfig:
-    """How to calibrate: the ``config`` of ``scoreband.evaluate`` and ``calibrate`` (their
-    keywords, a dict with these keys, or this class). The one definition of these options:
-    the CLI's options of evaluate / calibrate and their defaults are generated from these
-    fields (:mod:`scoreband.cli._options`).
+    """How to calibrate: the calibration keywords of ``scoreband.evaluate`` and
+    ``calibrate``. The one definition of these options: the CLI's options of evaluate /
+    calibrate and their defaults are generated from these fields
+    (:mod:`scoreband.cli._options`).
 
     Parameters
     ----------

@@ -51,8 +51,8 @@ def needed_columns(path, spec: dict, extra: Sequence[str | None] = ()) -> list[s
 
 @dataclass
 class ColumnSpec:
-    """How a table's columns map onto predictions and targets: the ``columns`` of
-    ``scoreband.evaluate`` / ``calibrate`` / ``apply`` (a dict with these keys, or this class).
+    """How a table's columns map onto predictions and targets: the column keywords of
+    ``scoreband.evaluate`` / ``calibrate`` (``apply`` takes some of them as overrides).
 
     Parameters
     ----------

@@ -539,8 +539,8 @@ def test_apply_flags_an_unseen_or_small_group_group_fallback():
                        "g": g})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = api.calibrate(df, dict(target="y", scale=(1, 5), median="m", groups="g"),
-                            {"method": "split", "mondrian": True})
+        fit = api.calibrate(df, target="y", scale=(1, 5), median="m", groups="g",
+                            method="split", mondrian=True)
         out = api.apply(pd.DataFrame({"m": [3.0, 3.0, 3.0], "g": ["t-big", "t-small",
                                                                   "t-new"]}), fit).table
     assert out["band_flag"].tolist() == ["", "full_range,group_fallback",

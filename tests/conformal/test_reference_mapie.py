@@ -65,7 +65,7 @@ def test_calibrate_and_apply_on_a_table_match_mapie(n_cal, alpha, seed):
     y = np.clip(m + rng.normal(0, 0.4, len(m)), 1, 5)
     df = pd.DataFrame({"score": m, "human": y})
     cols = dict(target="human", scale=(1, 5), median="score")
-    fit = api.calibrate(df.iloc[:n_cal], cols, {"method": "split", "alpha": alpha})
+    fit = api.calibrate(df.iloc[:n_cal], **cols, method="split", alpha=alpha)
     out = api.apply(df.iloc[n_cal:], fit).table
     lo_ref, hi_ref = _mapie_bounds(m[:n_cal], y[:n_cal], m[n_cal:], alpha)
     np.testing.assert_allclose(out["band_lo"], np.clip(lo_ref, 1, 5), atol=1e-9, rtol=0)

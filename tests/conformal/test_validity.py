@@ -197,8 +197,8 @@ def test_apply_keeps_each_rows_own_grid(method, inputs):
             p, _, r = world(150, rng, raters=(2, 3))
             t, yt, rt = world(300, rng, raters=(2, 3))
             cols = dict(ratings="ratings", scale=(1, 5), **inputs)
-            fit = api.calibrate(_table(p, r, rng), cols,
-                                {"method": method, "adjust_boundary": True, "alpha": 0.1})
+            fit = api.calibrate(_table(p, r, rng), **cols, method=method,
+                                adjust_boundary=True, alpha=0.1)
             out = api.apply(_table(t, rt, rng), fit).table
             lo, hi = LIKERT.to01(out["band_lo"].to_numpy()), LIKERT.to01(out["band_hi"].to_numpy())
             cov.append(((lo - 1e-9 <= yt) & (yt <= hi + 1e-9)).mean())
@@ -219,7 +219,7 @@ def test_a_table_sorted_by_its_target_covers_like_a_shuffled_one():
     cols = dict(target="y", scale=(1, 5), features="f1,f2")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = api.evaluate(df, cols, {"method": "cqr", "alpha": 0.2}, seeds=300)
+        res = api.evaluate(df, **cols, method="cqr", alpha=0.2, seeds=300)
     cov = res["after"]["coverage"]
     se = cov["std"] / np.sqrt(300)
     assert cov["mean"] >= 0.8 - 2.5 * se, cov
@@ -271,7 +271,7 @@ def test_apply_one_row_tables_equals_the_whole_table(method):
     cols = dict(target="y", scale=(1, 5), features="f1,f2", median="median")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = api.calibrate(df.iloc[:120], cols, {"method": method, "randomize": True})
+        fit = api.calibrate(df.iloc[:120], **cols, method=method, randomize=True)
         assert uses_row_draws(fit.calibrator)
         rest = df.iloc[120:]
         whole = api.apply(rest, fit).table

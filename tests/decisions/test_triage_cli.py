@@ -187,8 +187,8 @@ def test_band_width_of_a_calibrator(files, tmp_path):
     lab, unl = files
     df = pd.read_csv(lab)
     other = _table(seed=5)  # the calibrator sees other rows than the rule's
-    cal = api.calibrate(other, {"target": "human", "scale": "1,5", "features": ["judge", "hard"],
-                                "median": "judge"}, {"method": "cqr"})
+    cal = api.calibrate(other, target="human", scale="1,5", features=["judge", "hard"],
+                        median="judge", method="cqr")
     rule = fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=0.5,
                       calibrator=cal, by="band-width").rule
     assert rule.uncertainty.name == "band-width"

@@ -162,7 +162,7 @@ def evaluate_record(table: str, columns: dict, config: dict) -> str:
     df = (api.example_table() if table == "example" else judge_table(400))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = api.evaluate(df, columns, config, seeds=2)
+        res = api.evaluate(df, **columns, **config, seeds=2)
     return _canonical(res)
 
 

@@ -424,7 +424,7 @@ def apply(
 
     cols = {**{k: engine_opts.pop(k) for k in PREDICTION_OVERRIDES}, "groups": groups}
     try:  # the calibrator file, read once: the stage (or each Ray actor) gets what it holds
-        kw = api.apply_options(calibrator, cols, scorer_id, n_ratings)
+        kw = api.apply_options(calibrator, scorer_id=scorer_id, n_ratings=n_ratings, **cols)
     except CalibratorMismatch:
         if rule_kind(calibrator) is None:
             raise
