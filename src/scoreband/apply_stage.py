@@ -12,7 +12,7 @@ built in each actor) are one path through :func:`~scoreband.engine.rows.run_rows
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,7 @@ from scoreband.engine.rows import Stage
 from scoreband.errors import ERROR_COLUMN, InputError, RowError
 
 __all__ = ["ApplyStage", "apply_stage", "band_columns", "band_values", "table_fingerprint",
-           "ERROR_COLUMN", "BAND_COLUMNS"]
+           "ERROR_COLUMN", "BAND_COLUMNS", "bands", "Banded", "calibration_pair"]
 
 # ERROR_COLUMN (the registry of every stage's error column) lives in scoreband.errors and
 # is re-exported here, where it was first defined
@@ -277,3 +277,53 @@ def apply_stage(calibrator, columns: dict | None = None, scorer_id: str | None =
     the path of a calibrator file, read here."""
     return ApplyStage(calibrator, columns=columns, scorer_id=scorer_id, n_ratings=n_ratings,
                       on_warning=on_warning, source=source, base_dir=base_dir)
+
+
+def calibration_pair(calibration) -> tuple:
+    """``(calibrator, document)`` of a calibration given in any of its forms: a calibrator
+    file's path (read once), such a pair, or a fitted :class:`scoreband.api.Calibration`
+    (anything with ``calibrator`` and ``inputs``: its document built in memory, as its file
+    would hold it; nothing is written to disk)."""
+    from scoreband.conformal.persist import calibrator_document
+
+    if isinstance(calibration, tuple) and len(calibration) == 2:
+        return calibration
+    if hasattr(calibration, "calibrator") and hasattr(calibration, "inputs"):
+        return calibration.calibrator, calibrator_document(
+            calibration.calibrator, inputs=calibration.inputs,
+            scorer_fingerprint=getattr(calibration, "scorer_fingerprint", None))
+    return load_calibrator(calibration)
+
+
+@dataclass
+class Banded:
+    """:func:`bands` of a table: every row with its band columns (``table``), the
+    :class:`~scoreband.datatypes.Band` of the banded rows, the row ``errors`` and the
+    ``stage`` that made them (its ``warnings``, ``shift``, ``summary()``)."""
+
+    table: pd.DataFrame
+    band: Band | None
+    errors: list[RowError]
+    stage: ApplyStage
+
+    def widths01(self) -> np.ndarray:
+        """Each row's band width on [0, 1] (NaN where a row got no band)."""
+        return (self.table["band_hi01"].to_numpy(float)
+                - self.table["band_lo01"].to_numpy(float))
+
+
+def bands(table: pd.DataFrame, calibration, *, columns: dict | None = None,
+          scorer_id: str | None = None, n_ratings: int | None = None,
+          on_warning=None, offset: int = 0) -> Banded:
+    """The bands of ``calibration`` (a file, a ``(calibrator, document)`` pair or a
+    Calibration: :func:`calibration_pair`) for every row of ``table``, in memory: the apply
+    stage on the row engine, the one way ``scoreband.apply``, triage's band-width
+    uncertainty and the label proposals get bands (``columns``: prediction-column
+    overrides, as :class:`ApplyStage` takes them; ``offset``: ``table`` is a chunk whose
+    first row is row ``offset`` of the whole table, as the row errors say)."""
+    from scoreband.engine.rows import run_rows
+
+    stage = ApplyStage(calibration_pair(calibration), columns=columns, scorer_id=scorer_id,
+                       n_ratings=n_ratings, on_warning=on_warning)
+    run = run_rows(table.reset_index(drop=True), stage, offset=offset)
+    return Banded(run.table, stage.band, list(stage.errors), stage)

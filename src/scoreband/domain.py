@@ -191,8 +191,15 @@ def describe(domain: dict, counts: dict[str, int], n: int) -> str:
     if k not in (domain.get("ranges") or {}):
         return f"column {name!r} ({counts[k]} of {n} rows outside its prediction scale)"
     a, b = domain["ranges"][k]
-    return (f"column {name!r} ({counts[k]} of {n} rows outside [{a:.4g}, {b:.4g}], the range "
-            "seen at calibration)")
+    pad = MARGIN * (b - a) if b > a else MARGIN * max(abs(a), 1e-9)
+    u = (domain.get("units") or {}).get(k)  # the column's own units, where they differ
+
+    def show(x):
+        return f"{u[0] + x * (u[1] - u[0]):.4g}" if u else f"{x:.4g}"
+
+    return (f"column {name!r} ({counts[k]} of {n} rows outside [{show(a - pad)}, "
+            f"{show(b + pad)}]: the range seen at calibration, [{show(a)}, {show(b)}], and a "
+            f"tenth of its width either side)")
 
 
 def _why(domain: dict, k: str, counts: dict[str, int], off: dict[str, int], m: int) -> str:

@@ -153,3 +153,22 @@ def test_label_free_is_the_default_only_where_no_label_orders_the_pairs():
     assert fit_pairwise_arrays(x, y, columns=["d"], start="likely").order == "max-prob"
     with pytest.raises(InputError, match="label-free"):
         fit_pairwise_arrays(two, y, columns=["d", "e"], label_free=True)
+
+
+def test_a_verdict_no_labeled_pair_had_is_escalated_and_said():
+    """Labeled pairs hold A and tie only; the judge calls other pairs B at p 0.95. The
+    guarantee was never tested on a B verdict (such pairs are not drawn like the labeled
+    ones): they are escalated, with a warning naming the verdict and the labels."""
+    rng = np.random.default_rng(4)
+    n = 300
+    lab = pd.DataFrame({"pa": 0.8, "pb": 0.1, "pt": 0.1,
+                        "human": np.where(rng.uniform(size=n) < 0.9, "A", "tie")})
+    lab.loc[lab["human"] == "tie", ["pa", "pt"]] = [0.2, 0.7]
+    rule = fit_pairwise_triage(lab, label_col="human", probs=["pa", "pb", "pt"], alpha=0.2)
+    new = pd.DataFrame({"pa": [0.8] * 5 + [0.03] * 5, "pb": [0.1] * 5 + [0.95] * 5,
+                        "pt": [0.1] * 5 + [0.02] * 5})
+    out = rule.apply(new)
+    assert out["decided"].tolist() == [True] * 5 + [False] * 5
+    assert (out["verdict"][:5] == "A").all()
+    (w,) = [w for w in rule.last_warnings if "no labeled pair had" in w]
+    assert "5 pair(s) 'B'" in w and "B 0" in w and "escalated" in w

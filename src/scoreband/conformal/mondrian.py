@@ -461,6 +461,19 @@ their items get the whole scale as band ...
 
     method = "mondrian"
 
+    @property
+    def guarantee(self) -> str:
+        """Group-conditional: the base method's guarantee within each group."""
+        groups = {"given": "each given group", "difficulty": "each difficulty group "
+                  "(Easy / Medium / Hard)", "predicted": "each predicted-level bin"}[self.by]
+        small = {"full": "a group too small for alpha gets the whole scale (flagged)",
+                 "pool-together": "groups too small for alpha are covered together as one "
+                                  "pooled group, not each",
+                 "error": "a group too small for alpha is refused"}.get(self.small_group, "")
+        return (f"group-conditional: E[coverage] >= 1 - alpha within {groups}, over "
+                "calibration and test rows drawn exchangeably within the group; " + small +
+                "; not per item")
+
     def __init__(self, base: Calibrator, *, by: str = "given", small_group: str = "full",
                  group_frac: float = GROUP_FRAC, seed: int | None = None,
                  n_bins: int = PREDICTED_BINS):

@@ -22,7 +22,8 @@ from scoreband.files import atomic_write_text
 from scoreband.json_io import read_json
 
 __all__ = ["save_calibrator", "load_calibrator", "FORMAT", "FORMAT_VERSION", "file_sha256",
-           "content_checksum", "validate_calibrator_document", "guarantee_record"]
+           "content_checksum", "validate_calibrator_document", "guarantee_record",
+           "calibrator_document", "calibrator_from_document"]
 
 FORMAT = "scoreband.calibrator"
 FORMAT_VERSION = 1
@@ -37,6 +38,17 @@ def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | N
     states what the bands promise: alpha, delta (None: the marginal guarantee) and the
     guarantee in words (:func:`guarantee_record`).
     """
+    doc = calibrator_document(calibrator, scorer_fingerprint=scorer_fingerprint,
+                              inputs=inputs, extra=extra)
+    path = Path(path)
+    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False, allow_nan=False))
+    return path
+
+
+def calibrator_document(calibrator: Calibrator, *, scorer_fingerprint: str | None = None,
+                        inputs: dict | None = None, extra: dict | None = None) -> dict:
+    """The calibrator file's document (:func:`save_calibrator` writes it as it is), with its
+    checksum: what a triage rule embeds, built in memory (no file written and read back)."""
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -49,9 +61,7 @@ def save_calibrator(path, calibrator: Calibrator, *, scorer_fingerprint: str | N
         **(extra or {}),
     }
     doc["checksum"] = content_checksum(doc)
-    path = Path(path)
-    atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=False, allow_nan=False))
-    return path
+    return doc
 
 
 def guarantee_record(calibrator: Calibrator) -> dict:
@@ -151,6 +161,15 @@ def load_calibrator(path, *, scale: Scale | None = None,
     doc = read_json(path, what="calibrator file",
                     missing="write one with `scoreband calibrate ... --out calibrator.json`",
                     fix="is it a scoreband calibrator? (calibrators are JSON, never pickle)")
+    return calibrator_from_document(doc, path, scale=scale,
+                                    scorer_fingerprint=scorer_fingerprint)
+
+
+def calibrator_from_document(doc, path="the calibrator", *, scale: Scale | None = None,
+                             scorer_fingerprint: str | None = None
+                             ) -> tuple[Calibrator, dict]:
+    """``(calibrator, document)`` from a calibrator file's document already read (``path``
+    names it in messages), with every check :func:`load_calibrator` makes."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CalibratorMismatch(f"{path} is not a scoreband calibrator file (format != {FORMAT!r})")
     if doc.get("format_version") != FORMAT_VERSION:

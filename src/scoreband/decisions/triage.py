@@ -34,9 +34,7 @@ position) into
 
 from __future__ import annotations
 
-import json
 import math
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -289,12 +287,9 @@ class TriageRule(Rule):
         read once."""
         if self.calibrator is None:
             return None
-        from scoreband.conformal import load_calibrator
+        from scoreband.conformal.persist import calibrator_from_document
 
-        with tempfile.TemporaryDirectory() as d:
-            f = Path(d) / "calibrator.json"
-            f.write_text(json.dumps(self.calibrator), encoding="utf-8")
-            return load_calibrator(f)
+        return calibrator_from_document(self.calibrator, "the rule's embedded calibrator")
 
 
 def _summary(rule: TriageRule) -> dict:

@@ -5,17 +5,14 @@ the band widths of an embedded calibrator. The array fit and the decisions live 
 
 from __future__ import annotations
 
-import json
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
 from scoreband.decisions.uncertainty import Signals
 from scoreband.errors import InputError, RowError
 
-__all__ = ["fit_spec", "signals_of", "band_widths", "calibrator_pair", "subset",
+__all__ = ["fit_spec", "signals_of", "band_widths", "subset",
            "chunk_signals", "domain_inputs", "with_bands"]
 
 
@@ -51,28 +48,13 @@ def domain_inputs(sig: Signals) -> np.ndarray | None:
 
 
 def band_widths(df, calibrator, offset: int = 0) -> tuple[np.ndarray, list[RowError]]:
-    """Each row's band width on [0, 1] under ``calibrator`` (a path or a ``(calibrator,
-    document)`` pair), NaN with a row error where it gives none."""
-    from scoreband.apply_stage import ApplyStage
+    """Each row's band width on [0, 1] under ``calibrator`` (a path, a ``(calibrator,
+    document)`` pair or a Calibration), NaN with a row error where it gives none: the one
+    :func:`scoreband.apply_stage.bands`."""
+    from scoreband.apply_stage import bands
 
-    stage = ApplyStage(calibrator)
-    stage.offset = offset
-    cols = stage.frame(df.reset_index(drop=True))
-    w = np.asarray(cols["band_hi01"], float) - np.asarray(cols["band_lo01"], float)
-    return w, list(stage.errors)
-
-
-def calibrator_pair(calibrator):
-    """``(calibrator, document)`` of a calibrator file or a :class:`scoreband.api.Calibration`
-    (the rule embeds the document)."""
-    from scoreband.conformal import load_calibrator
-
-    if hasattr(calibrator, "calibrator") and hasattr(calibrator, "inputs"):  # a Calibration
-        with tempfile.TemporaryDirectory() as d:  # its saved form: the rule embeds it
-            f = calibrator.save(Path(d) / "calibrator.json")
-            doc = json.loads(Path(f).read_text(encoding="utf-8"))
-        return calibrator.calibrator, doc
-    return load_calibrator(calibrator)
+    b = bands(df, calibrator, offset=offset)
+    return b.widths01(), b.errors
 
 
 def subset(inp, keep):
@@ -89,7 +71,9 @@ def subset(inp, keep):
 def with_bands(df, inp, errors: list[RowError], calibrator):
     """The fit's inputs with each row's band width under ``calibrator``: rows without one
     leave (a row error each, once). Returns ``(inputs, errors, band, document)``."""
-    pair = calibrator_pair(calibrator)
+    from scoreband.apply_stage import calibration_pair
+
+    pair = calibration_pair(calibrator)
     w, bad = band_widths(df, pair)
     have = {e.position for e in errors}
     errors = sorted([*errors, *[e for e in bad if e.position not in have]],

@@ -248,17 +248,19 @@ def _tally(table: pd.DataFrame, stage: Stage, offset: int, run: RowRun) -> None:
 
 
 def run_rows(df: pd.DataFrame, stage: Stage, *, journal: Path | None = None,
-             progress=None, summarize: bool = True) -> RowRun:
+             progress=None, summarize: bool = True, offset: int = 0) -> RowRun:
     """Run ``stage`` over every row of ``df``; the output table is ``run.table`` (every input
     row and column kept, the stage's columns added). ``summarize=False`` skips the stage's
-    run summary (a Ray actor runs one batch at a time: the summary is the driver's)."""
+    run summary (a Ray actor runs one batch at a time: the summary is the driver's);
+    ``offset``: ``df`` is a chunk whose first row is row ``offset`` of a larger table (its
+    row errors name the rows of that table)."""
     check_columns(df, stage.inputs)
     check_added_columns(df.columns, stage.added_columns())
     with RowJournal(None if stage.vectorized else journal) as jr, \
             row_progress(progress, stage.label, len(df)) as update:
-        table, reused = _chunk(df, stage, jr, update)
+        table, reused = _chunk(df, stage, jr, update, offset)
     run = RowRun(table, len(df), {}, reused)
-    _tally(table, stage, 0, run)
+    _tally(table, stage, offset, run)
     if summarize:
         run.summary = stage.summary()
     return run

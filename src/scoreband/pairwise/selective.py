@@ -154,6 +154,11 @@ class PairRule(Rule):
         u, best = confidence_order(P, X, self.order)
         u = np.where(ok, u, np.nan)
         decided = ok & np.isfinite(u) & (u <= self.threshold)
+        # a verdict no labeled pair had was never tested: such pairs are not drawn like
+        # the labeled ones, so the guarantee says nothing of them - escalated, and said
+        never = [c for c in LABELS if (self.report.get("labels") or {}).get(c, 1) == 0]
+        untested = decided & np.isin(best, never) if never else np.zeros(len(P), bool)
+        decided &= ~untested
         unseen: list[str] = []
         if POOLED in self.set_q:
             q = np.full(len(P), self.set_q[POOLED])
@@ -165,7 +170,22 @@ class PairRule(Rule):
         sets = prediction_sets(np.nan_to_num(P), q, self.set_method, self.classes) & \
             ok[:, None]
         return {"P": P, "verdict": np.where(decided, best, ""), "u": u, "decided": decided,
-                "sets": sets, "ok": ok, "verdict_all": best, "unseen_groups": unseen}
+                "sets": sets, "ok": ok, "verdict_all": best, "unseen_groups": unseen,
+                "untested": {c: int((untested & (best == c)).sum()) for c in never
+                             if (untested & (best == c)).any()}}
+
+    def untested_note(self, untested: dict) -> str | None:
+        """What a table is told when the rule would decide pairs with a verdict no labeled
+        pair had: they are escalated (the guarantee was never tested on such a verdict)."""
+        if not untested:
+            return None
+        labels = self.report.get("labels") or {}
+        said = ", ".join(f"{n} pair(s) {c!r}" for c, n in untested.items())
+        return (f"the rule would decide {said}: a verdict no labeled pair had (labels: "
+                f"{', '.join(f'{k} {v}' for k, v in labels.items())}), so its "
+                "guarantee was never tested there and they are not drawn like the labeled "
+                "pairs; they are escalated (decided False). Label a random sample of the "
+                "pairs, these included, and fit the rule again")
 
     def unseen_note(self, unseen) -> str | None:
         """What a table is told when its pairs hold groups the rule has no set quantile for
@@ -201,7 +221,8 @@ class PairRule(Rule):
         bad = np.zeros(len(df), bool)
         bad[[e.position for e in errs]] = True
         res = self.decide(X, g, bad=bad)
-        note = self.unseen_note(res["unseen_groups"])
+        notes = [n for n in (self.unseen_note(res["unseen_groups"]),
+                             self.untested_note(res["untested"])) if n is not None]
         why = np.full(len(df), "", dtype=object)
         for e in errs:
             why[e.position] = e.reason
@@ -211,8 +232,7 @@ class PairRule(Rule):
                 "decided": res["decided"].astype(bool), "pair_set": set_labels(res["sets"]),
                 VERDICT_ERROR: why}
         return Decision(cols, errs, int((~bad).sum()),
-                        {"decided": int(res["decided"].sum())},
-                        [note] if note is not None else [])
+                        {"decided": int(res["decided"].sum())}, notes)
 
     def components(self, source: Path | None = None) -> dict:
         return {"pairwise_rule": {"risk": self.alpha, "delta": self.delta,

@@ -193,19 +193,14 @@ def _check_args(df, n_labels, mix, scores, scale, system_col, item_col, strata
 
 
 def _band_widths(df, calibrator, scale: Scale, ok, notes: list) -> tuple:
-    """Each row's band width on [0, 1] of ``scale`` from ``calibrator`` (the apply stage
-    itself, not scoreband.api, which imports this module: a path or an in-memory
-    Calibration), the band's alpha and the uncertainty's description."""
-    from scoreband.apply_stage import ApplyStage  # lazy: loads the conformal package
-    from scoreband.engine.rows import run_rows
+    """Each row's band width on [0, 1] of ``scale`` from ``calibrator`` (a path or an
+    in-memory Calibration, through the one :func:`scoreband.apply_stage.bands`), the band's
+    alpha and the uncertainty's description."""
+    from scoreband.apply_stage import bands  # lazy: loads the conformal package
 
-    given = ((calibrator.calibrator, {"inputs": calibrator.inputs})
-             if hasattr(calibrator, "calibrator") else calibrator)
-    stage = ApplyStage(given, on_warning=notes.append)
-    table = run_rows(df, stage).table
-    band = stage.band
-    width = (table["band_hi01"].to_numpy(float) - table["band_lo01"].to_numpy(float))
-    u01 = width * (band.scale.hi - band.scale.lo) / (scale.hi - scale.lo)
+    banded = bands(df, calibrator, on_warning=notes.append)
+    band = banded.band
+    u01 = banded.widths01() * (band.scale.hi - band.scale.lo) / (scale.hi - scale.lo)
     bad = ok & ~np.isfinite(u01)
     if bad.any():
         notes.append(f"{int(bad.sum())} rows got no band from the calibrator: they take "
