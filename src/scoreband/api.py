@@ -56,6 +56,7 @@ from scoreband.tables import read_table
 if TYPE_CHECKING:  # pandas is imported with the tables it reads, not with scoreband
     import pandas as pd
 
+    from scoreband.evaluation import EvaluateResult
     from scoreband.system_level.study import SystemsResult
 from scoreband.datatypes import Band, Scale
 
@@ -164,10 +165,10 @@ def evaluate(table: pd.DataFrame | str | Path, *, seeds: int = 10,
     res = _evaluate_inputs(inp, spec, cfg, make, seeds, cal_frac,
                            None if on_split is None else lambda k, n: on_split(k, total))
     if curve:
-        res["calibration_curve"] = _curve(inp, spec, cfg, res, seeds, cal_frac,
-                                          None if on_split is None else
-                                          lambda k, n: on_split(seeds + k, total))
-    return res
+        res.calibration_curve = _curve(inp, spec, cfg, res.to_dict(), seeds, cal_frac,
+                                       None if on_split is None else
+                                       lambda k, n: on_split(seeds + k, total))
+    return res.to_dict()
 
 
 def _evaluation_inputs(df, spec: ColumnSpec, cfg: CalibrationConfig, n_ratings):
@@ -179,16 +180,18 @@ def _evaluation_inputs(df, spec: ColumnSpec, cfg: CalibrationConfig, n_ratings):
     return inp, cfg.factory(spec.scale, spec.groups is not None)
 
 
-def _evaluate_inputs(inp, spec, cfg, make, seeds, cal_frac, on_split) -> dict:
-    from scoreband.evaluation import evaluate_splits  # lazy: loads scipy
+def _evaluate_inputs(inp, spec, cfg, make, seeds, cal_frac, on_split) -> EvaluateResult:
+    """The typed result of the evaluation protocol on ``inp``, with the scale, the skipped
+    rows and the notes of the table it was read from."""
+    from scoreband.evaluation import evaluate_result  # lazy: loads scipy
 
-    res = evaluate_splits(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
+    res = evaluate_result(inp.pred, inp.y01, make, seeds=seeds, cal_frac=cal_frac,
                           groups=inp.groups, split_keys=inp.split_keys,
                           adjust_boundary=cfg.adjust_boundary, n_ratings=inp.n_ratings,
                           on_split=on_split)
-    res["scale"] = spec.scale.to_dict()
-    res["skipped_rows"] = [e.__dict__ for e in inp.errors]
-    res["notes"] = list(inp.notes)
+    res.scale = spec.scale.to_dict()
+    res.skipped_rows = [e.__dict__ for e in inp.errors]
+    res.notes = list(inp.notes)
     return res
 
 
@@ -225,7 +228,7 @@ def _curve(inp, spec, cfg, res, seeds, cal_frac, on_split) -> list[dict]:
         r = _evaluate_inputs(inp, spec, c, c.factory(spec.scale, spec.groups is not None), k,
                              cal_frac, None if on_split is None else
                              lambda s, n, i=i: on_split(i * k + s, total))
-        pts.append(_curve_point(a, r, binomial_ci))
+        pts.append(_curve_point(a, r.to_dict(), binomial_ci))
     pts.append(_curve_point(cfg.alpha, res, binomial_ci))
     return sorted(pts, key=lambda p: p["alpha"])
 

@@ -37,6 +37,7 @@ ELSEWHERE = {
     "scoreband.system_level": "MIN_LABELS",
     "scoreband.system_level.study": "systems_study",
     "scoreband.system_level.design": "write_design",
+    "scoreband.evaluation": "EvaluateResult",
     "scoreband.datasets": "BENCHMARKS load_benchmark",
     "scoreband.world": "make_dataset",
     "scoreband.judges.registry": "JUDGES",

@@ -119,7 +119,7 @@ def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, 
     def boom(*a, **k):
         raise RuntimeError("something broke\nover two lines")
 
-    monkeypatch.setattr(protocol, "evaluate_splits", boom)
+    monkeypatch.setattr(protocol, "evaluate_result", boom)
     args = ["evaluate", EXAMPLE, "--target", "human", *COMMON, "--seeds", 1]
     res = runner.invoke(app, [str(a) for a in args])
     assert res.exit_code == 1 and "Traceback" not in res.output
