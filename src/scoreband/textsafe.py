@@ -61,9 +61,25 @@ def term(text: object, *, lines: bool = False) -> str:
     >>> term("[link=https://evil.example/]A[/link]")
     '\\\\[link=https://evil.example/]A\\\\[/link]'
     """
-    from rich.markup import escape
+    return _markup_escape(plain(text, lines=lines))
 
-    return escape(plain(text, lines=lines))
+
+#: a rich markup tag (rich.markup's own pattern): ``[bold]``, ``[/]``, ``[link=...]``
+_TAG = re.compile(r"\[[a-z#/@][^[]*?]")
+
+
+def _markup_escape(s: str) -> str:
+    """``s`` as rich markup that prints ``s`` itself. Written here because
+    ``rich.markup.escape`` escapes only a ``[`` that opens a tag: an untagged ``\\[`` is left
+    as it is and rich then prints it as ``[`` (the backslash lost). Every ``[`` gets a
+    backslash; before a tag the backslashes in front are doubled too (rich reads them as
+    escapes there), and a trailing run is doubled so it cannot escape a tag that follows."""
+    def one(m):
+        k = m.group(1)
+        return (k * 2 if _TAG.match(s, m.end() - 1) else k) + "\\["
+
+    out = re.sub(r"(\\*)\[", one, s)
+    return out + "\\" * (len(out) - len(out.rstrip("\\")))
 
 
 def fig(text: object) -> str:
