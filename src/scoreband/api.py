@@ -127,6 +127,18 @@ def example_table() -> Path:
     return Path(str(resources.files("scoreband") / "data" / "example_predictions.csv"))
 
 
+def _domain(inp, spec: ColumnSpec, names: dict) -> dict:
+    """The calibration rows' domain (:func:`scoreband.domain.fit_domain`), with the units
+    of the prediction columns read on [0, 1] from their scale, so that a message names a
+    range in the column's own units."""
+    dom = fit_domain(inp.pred, inp.groups, names)
+    if not spec.raw_predictions:
+        ps = spec.pred_scale or spec.scale
+        dom["units"] = {k: [float(ps.lo), float(ps.hi)] for k in ("median", "lo", "hi")
+                        if k in dom["ranges"]}
+    return dom
+
+
 # ------------------------------------------------------------------ evaluate
 #: the miscoverage levels of the calibration curve (nominal vs empirical coverage)
 CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -303,7 +315,7 @@ def calibrate(table: pd.DataFrame | str | Path, *, n_ratings: int | None = None,
     inputs = {"columns": spec.to_dict(), "adjust_boundary": cfg.adjust_boundary,
               # the range of every prediction input and the group labels, as read: apply
               # flags rows outside it and refuses a table mostly outside
-              "domain": fit_domain(inp.pred, inp.groups, names),
+              "domain": _domain(inp, spec, names),
               # one rater count for every item, or none (each row then keeps its own grid
               # at apply, from its ratings)
               **_rater_record(inp.n_ratings), "n_calibration": len(inp.pred),
