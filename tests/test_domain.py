@@ -64,6 +64,23 @@ def test_isotonic_map_on_a_metric_times_100_is_refused():
         api.apply(df.assign(f=df["f"] * 100), fit)
 
 
+def test_a_0_1_table_within_the_margin_of_a_mapped_calibrator_is_refused():
+    """A --map isotonic calibrator has no declared prediction scale: a 4-row 0-1 table
+    (0.7-0.95, within the tenth-of-range margin of the judge's 1-5 range) was banded
+    unflagged. The refusal counts rows outside the exact range (the event the
+    Beta-binomial probability is about); a table drawn like the calibration rows is not
+    refused, and its few rows just beyond the range are not flagged."""
+    df = _table(400)
+    df["j"] = df["y"]  # an integer judge score on 1-5
+    fit = api.calibrate(df, target="y", scale=(1, 5), median="j", method="split",
+                        map="isotonic")
+    with pytest.raises(InputError, match=r"4 of 4 rows lie outside.*column 'j' \(4 of 4 rows "
+                                         r"outside \[1, 5\], the range seen at calibration"):
+        api.apply(pd.DataFrame({"j": [0.8, 0.9, 0.7, 0.95]}), fit)
+    out = api.apply(_table(60, seed=9).assign(j=lambda d: d["y"]), fit).table
+    assert out["band_lo"].notna().all() and not out["band_flag"].str.contains("out_of").any()
+
+
 def test_recalibrate_on_a_table_on_another_scale_is_refused():
     df = _table()
     fit = api.calibrate(df, target="y", scale=(1, 5), features="f", method="cqr")

@@ -16,8 +16,9 @@ Beta(2, n - 1) draw (the two end spacings of n exchangeable values), so at n = 5
 table of rows drawn like the calibration rows lies outside on a third of the calibrations,
 and at n = 1 every row does. A table is refused only when
 
-* some input puts more than :data:`MOSTLY` of its rows outside its range (beyond a margin of
-  :data:`MARGIN` of the range) *and* that many rows outside has probability below
+* some input puts more than :data:`MOSTLY` of its rows outside its range (the exact range:
+  the margin of :data:`MARGIN` of the range only spares a row just beyond it its
+  ``out_of_domain`` flag) *and* that many rows outside has probability below
   :data:`LEVEL` (Bonferroni over the inputs) for rows exchangeable with the calibration
   rows: the Beta-binomial(m, 2, n - 1) tail, which bounds the count outside for any
   exchangeable data, ties included. Small calibration sets cannot refuse on range at all
@@ -108,9 +109,10 @@ def fit_domain(values, groups=None, names: dict | None = None,
     return out
 
 
-def outside(domain: dict | None, values) -> tuple[np.ndarray, dict[str, int]]:
+def outside(domain: dict | None, values, margin: float = MARGIN
+            ) -> tuple[np.ndarray, dict[str, int]]:
     """Which rows of ``values`` lie outside ``domain`` (any input beyond its range by more
-    than :data:`MARGIN` of the range, or not finite), and how many rows each input puts
+    than ``margin`` of the range, or not finite), and how many rows each input puts
     outside."""
     n = _length(values)
     mask = np.zeros(n, dtype=bool)
@@ -122,7 +124,7 @@ def outside(domain: dict | None, values) -> tuple[np.ndarray, dict[str, int]]:
         v = cols.get(k)
         if v is None:
             continue
-        pad = MARGIN * (b - a) if b > a else MARGIN * max(abs(a), 1e-9)
+        pad = margin * (b - a) if b > a else margin * max(abs(a), 1e-9)
         with np.errstate(invalid="ignore"):
             bad = ~((v >= a - pad) & (v <= b + pad))
         if bad.any():
@@ -183,7 +185,7 @@ def off_scale_rows(errors, roles: dict[str, str]) -> dict[str, int]:
     return out
 
 
-def describe(domain: dict, counts: dict[str, int], n: int) -> str:
+def describe(domain: dict, counts: dict[str, int], n: int, margin: bool = True) -> str:
     """``"column 'score' (412 of 500 rows outside [0.21, 0.97], the range seen at
     calibration)"`` for the input that puts the most rows outside."""
     k = max(counts, key=counts.get)
@@ -197,6 +199,9 @@ def describe(domain: dict, counts: dict[str, int], n: int) -> str:
     def show(x):
         return f"{u[0] + x * (u[1] - u[0]):.4g}" if u else f"{x:.4g}"
 
+    if not margin:
+        return (f"column {name!r} ({counts[k]} of {n} rows outside [{show(a)}, {show(b)}], "
+                "the range seen at calibration)")
     return (f"column {name!r} ({counts[k]} of {n} rows outside [{show(a - pad)}, "
             f"{show(b + pad)}]: the range seen at calibration, [{show(a)}, {show(b)}], and a "
             f"tenth of its width either side)")
@@ -207,7 +212,7 @@ def _why(domain: dict, k: str, counts: dict[str, int], off: dict[str, int], m: i
     if off.get(k, 0) >= MIN_OFF_SCALE and off[k] >= MOSTLY * m:
         name = (domain.get("names") or {}).get(k) or k
         return f"column {name!r} ({off[k]} of {m} rows outside its prediction scale)"
-    return describe(domain, {k: counts[k]}, m)
+    return describe(domain, {k: counts[k]}, m, margin=False)
 
 
 def _refusal(domain: dict, counts: dict[str, int], off: dict[str, int], m: int,
@@ -245,22 +250,30 @@ def check_domain(domain: dict | None, values, what: str,
     off = dict(off_scale or {})
     for k, c in declared.items():
         off[k] = off.get(k, 0) + c
-    if not domain or (not mask.any() and not off):
+    # the refusal tests rows outside the exact range seen at calibration: what a fresh
+    # exchangeable row does with probability 2 / (n + 1) (outside_probability's model); the
+    # margin only spares single rows just beyond it a flag
+    smask, strict = outside(domain, values, margin=0.0)
+    if not domain or (not mask.any() and not off and not strict):
         return mask, None
     for k, c in off.items():
         counts[k] = counts.get(k, 0) + c if k not in declared else max(counts.get(k, 0), c)
     m = _length(values) + sum((off_scale or {}).values())
-    worst = _refusal(domain, counts, off, m, n_calibration)
-    where = describe(domain, counts, m)
+    for k, c in off.items():
+        strict[k] = strict.get(k, 0) + c if k not in declared else max(strict.get(k, 0), c)
+    worst = _refusal(domain, strict, off, m, n_calibration)
     k = int(mask.sum()) + sum((off_scale or {}).values())
     if worst is not None:
+        k = int((smask | off_mask).sum()) + sum((off_scale or {}).values())
         raise InputError(
             f"{what}: {k} of {m} rows lie outside the domain the calibrator was fitted on: "
-            f"{_why(domain, worst, counts, off, m)}. The table is on another scale "
+            f"{_why(domain, worst, strict, off, m)}. The table is on another scale "
             "or comes from another scorer; check `pred_scale` and the columns, or calibrate "
             "on rows like these")
-    note = (f"{k} of {m} rows lie outside the calibrator's domain, {where}; their bands are "
-            "flagged out_of_domain")
+    if not k:  # outside the exact range only, within the margin: not flagged, not said
+        return mask, None
+    note = (f"{k} of {m} rows lie outside the calibrator's domain, "
+            f"{describe(domain, counts, m)}; their bands are flagged out_of_domain")
     if k > MOSTLY * m:
         n_cal = min((domain.get("n") or {}).values(), default=n_calibration)
         if n_cal is not None:
