@@ -28,8 +28,6 @@ TypeError: evaluate() takes 1 positional argument(s), got 2; give the options as
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -41,8 +39,16 @@ import numpy as np
 
 from scoreband.api_names import NAMES, STUDIES
 from scoreband.apply_stage import ApplyStage, band_columns, table_fingerprint
-from scoreband.calibration_config import MONDRIAN_BY, CalibrationConfig, config_fields
-from scoreband.columns import ColumnSpec, column_fields, expand_columns, load_inputs
+from scoreband.calibration_config import (
+    MONDRIAN_BY,
+    CalibrationConfig,
+    check_keywords,
+    config_fields,
+    keywords_only,
+    option_keys,
+    options_of,
+)
+from scoreband.columns import ColumnSpec, expand_columns, load_inputs
 from scoreband.conformal import load_calibrator, save_calibrator
 from scoreband.conformal.base import delta_of, uses_row_draws
 from scoreband.conformal.boundary import check_on_grid
@@ -67,54 +73,13 @@ __all__ = ["CalibrationConfig", "Calibration", "Applied", "AppliedFile", "evalua
            "monitor", "run", "JOBS", "RayEngine", "score", "judge", "judge_pairwise",
            "roundtrip"]
 
-def _options(fn: str, keywords: dict) -> tuple[ColumnSpec, CalibrationConfig]:
-    """``(ColumnSpec, CalibrationConfig)`` of an API call's keywords, each routed to the
-    schema whose field it names. A keyword that names no field is a TypeError naming the
-    valid ones."""
-    col_keys, cfg_keys = column_fields(), config_fields()
-    _check_keywords(fn, keywords, col_keys + cfg_keys)
-    cols = {k: v for k, v in keywords.items() if k in col_keys}
-    cfg = {k: v for k, v in keywords.items() if k in cfg_keys}
-    return ColumnSpec.of(**cols), CalibrationConfig.of(**cfg)
-
-
-def _option_keys() -> tuple[str, ...]:
-    return (*column_fields(), *config_fields())
-
-
-def _keywords_only(valid: Callable[[], tuple[str, ...]]):
-    """``fn`` refusing positional arguments past its own (a dict of options, say) with a
-    TypeError naming the keywords ``valid()`` it takes instead."""
-    def wrap(fn):
-        n = sum(p.kind is p.POSITIONAL_OR_KEYWORD
-                for p in inspect.signature(fn).parameters.values())
-
-        @functools.wraps(fn)
-        def call(*args, **keywords):
-            if len(args) > n:
-                raise TypeError(f"{fn.__name__}() takes {n} positional argument(s), got "
-                                f"{len(args)}; give the options as keywords: "
-                                f"{', '.join(valid())}")
-            return fn(*args, **keywords)
-        return call
-    return wrap
-
-
-def _check_keywords(fn: str, keywords: dict, valid) -> None:
-    """A TypeError naming the keywords of ``fn`` that are none of ``valid``."""
-    bad = sorted(k for k in keywords if k not in valid)
-    if bad:
-        raise TypeError(f"{fn}() got unexpected keyword argument(s) {', '.join(bad)}; the "
-                        f"column and calibration keywords are {', '.join(valid)}")
-
-
-@_keywords_only(_option_keys)
+@keywords_only(option_keys)
 def reads_whole_rows(**keywords) -> bool:
     """Whether the calibrator these options build draws per-row uniforms (randomised
     tie-breaking), whose row identity is every cell of the row: a reader must then give it
     the whole table, not only the columns it reads, so a row gets the same draw in
     ``evaluate``, ``calibrate`` and ``apply`` (which reads every column)."""
-    spec, cfg = _options("reads_whole_rows", keywords)
+    spec, cfg = options_of("reads_whole_rows", keywords)
     return uses_row_draws(cfg.factory(spec.scale, spec.groups is not None)())
 
 
@@ -144,7 +109,7 @@ def _domain(inp, spec: ColumnSpec, names: dict) -> dict:
 CURVE_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-@_keywords_only(_option_keys)
+@keywords_only(option_keys)
 def evaluate(table: pd.DataFrame | str | Path, *, seeds: int = 10,
              cal_frac: float = 0.5, n_ratings: int | None = None, curve: bool = False,
              on_split: Callable[[int, int], None] | None = None, **keywords) -> dict:
@@ -170,7 +135,7 @@ def evaluate(table: pd.DataFrame | str | Path, *, seeds: int = 10,
     >>> 0.85 < res["after"]["coverage"]["mean"] < 0.95
     True
     """
-    spec, cfg = _options("evaluate", keywords)
+    spec, cfg = options_of("evaluate", keywords)
     df = _frame(table)
     inp, make = _evaluation_inputs(df, spec, cfg, n_ratings)
     total = seeds + (curve_splits(cfg.alpha, seeds) if curve else 0)
@@ -212,7 +177,7 @@ def curve_splits(alpha: float, seeds: int) -> int:
     return len(set(CURVE_ALPHAS) - {alpha}) * min(seeds, 3)
 
 
-@_keywords_only(_option_keys)
+@keywords_only(option_keys)
 def calibration_curve(table: pd.DataFrame | str | Path, result: dict, *, seeds: int = 10,
                       cal_frac: float = 0.5, n_ratings: int | None = None,
                       on_split: Callable[[int, int], None] | None = None,
@@ -223,7 +188,7 @@ def calibration_curve(table: pd.DataFrame | str | Path, result: dict, *, seeds: 
     Clopper-Pearson interval on the distinct items tested, and the mean width.
     ``on_split(done, total)`` hears after each of its splits
     (:func:`curve_splits` in all)."""
-    spec, cfg = _options("calibration_curve", keywords)
+    spec, cfg = options_of("calibration_curve", keywords)
     inp, _ = _evaluation_inputs(_frame(table), spec, cfg, n_ratings)
     return _curve(inp, spec, cfg, result, seeds, cal_frac, on_split)
 
@@ -274,7 +239,7 @@ class Calibration:
         return apply(table, self, **keywords)
 
 
-@_keywords_only(_option_keys)
+@keywords_only(option_keys)
 def calibrate(table: pd.DataFrame | str | Path, *, n_ratings: int | None = None,
               scorer_id: str | None = None,
               on_warning: Callable[[str], None] | None = None, **keywords) -> Calibration:
@@ -289,7 +254,7 @@ def calibrate(table: pd.DataFrame | str | Path, *, n_ratings: int | None = None,
     >>> bool((banded["band_lo"] <= banded["band_hi"]).all()), len(banded)
     (True, 1000)
     """
-    spec, cfg = _options("calibrate", keywords)
+    spec, cfg = options_of("calibrate", keywords)
     df = _frame(table)
     if cfg.map not in (None, "none"):
         spec = replace(spec, raw_predictions=True)
@@ -357,7 +322,7 @@ def recalibrate(calibrator: Calibration | str | Path, table: pd.DataFrame | str 
     """
     from scoreband.conformal.recalibrate import coverage_guarantee, min_labels  # lazy: loads scipy
 
-    _check_keywords("recalibrate", keywords, RECALIBRATE_KEYS)
+    check_keywords("recalibrate", keywords, RECALIBRATE_KEYS)
     df = _frame(table)
     cal, doc = _load(calibrator, scorer_id or table_fingerprint(df))
     cal = copy.deepcopy(cal)  # a Calibration given in memory stays as it was
@@ -452,7 +417,7 @@ def apply(table: pd.DataFrame | str | Path, calibrator: Calibration | str | Path
     For a table larger than memory see :func:`apply_file`. Both run the row engine's apply
     stage (:class:`scoreband.apply_stage.ApplyStage`).
     """
-    _check_keywords("apply", keywords, APPLY_KEYS)
+    check_keywords("apply", keywords, APPLY_KEYS)
     df = _frame(table)
     stage = _stage(calibrator, keywords, scorer_id, n_ratings, on_warning)
     run = run_rows(df, stage)
@@ -492,7 +457,7 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
     Weighted conformal fits its shift weights on all the rows it is given, so it is applied
     to the whole table at once. Column keywords as for :func:`apply`. The row job ``apply``
     (:func:`scoreband.jobs.run`), as ``scoreband apply``; the calibrator file is read once."""
-    _check_keywords("apply_file", keywords, APPLY_KEYS)
+    check_keywords("apply_file", keywords, APPLY_KEYS)
     res, stage = run("apply", table, out, options=apply_options(
         calibrator, scorer_id=scorer_id, n_ratings=n_ratings, **keywords),
         local={"on_warning": on_warning}, stream=True, chunk_rows=chunk_rows,
@@ -500,7 +465,7 @@ def apply_file(table: str | Path, calibrator: Calibration | str | Path, out: str
     return AppliedFile.of(res.rows, stage)
 
 
-@_keywords_only(lambda: APPLY_KEYS)
+@keywords_only(lambda: APPLY_KEYS)
 def apply_options(calibrator: Calibration | str | Path, *, scorer_id: str | None = None,
                   n_ratings: int | None = None, **keywords) -> dict:
     """The options of the row job ``apply`` (:func:`scoreband.apply_stage.apply_stage`): the
@@ -508,7 +473,7 @@ def apply_options(calibrator: Calibration | str | Path, *, scorer_id: str | None
     and handed to the stage as ``(calibrator, document)`` with the file it came from, so
     neither the stage nor a Ray actor reads it again. Column keywords as for :func:`apply`
     (``median=``, ``lo=``, ``hi=``, ``groups=``)."""
-    _check_keywords("apply_options", keywords, APPLY_KEYS)
+    check_keywords("apply_options", keywords, APPLY_KEYS)
     if isinstance(calibrator, Calibration):
         pair, source = (calibrator.calibrator, {"inputs": calibrator.inputs}), None
     else:

@@ -5,15 +5,20 @@ names."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
+from scoreband.columns import ColumnSpec, column_fields
 from scoreband.conformal import make_calibrator
 from scoreband.conformal.mondrian import MONDRIAN_BY  # what ``mondrian_by`` may name
 from scoreband.datatypes import Scale
 from scoreband.errors import InputError, check_known_keys
 
-__all__ = ["CalibrationConfig", "config_fields", "MONDRIAN_BY"]
+__all__ = ["CalibrationConfig", "config_fields", "MONDRIAN_BY", "options_of", "option_keys",
+           "keywords_only", "check_keywords"]
 
 
 @dataclass
@@ -128,3 +133,45 @@ class CalibrationConfig:
 def config_fields(config: type = CalibrationConfig) -> tuple[str, ...]:
     """The names of :class:`CalibrationConfig`'s fields (the one source of the config keys)."""
     return tuple(f.name for f in fields(config))
+
+
+# ------------------------------------------------------------------ the API's one calling convention
+def options_of(fn: str, keywords: dict) -> tuple[ColumnSpec, CalibrationConfig]:
+    """``(ColumnSpec, CalibrationConfig)`` of an API call's keywords, each routed to the
+    schema whose field it names. A keyword that names no field is a TypeError naming the
+    valid ones."""
+    col_keys, cfg_keys = column_fields(), config_fields()
+    check_keywords(fn, keywords, col_keys + cfg_keys)
+    cols = {k: v for k, v in keywords.items() if k in col_keys}
+    cfg = {k: v for k, v in keywords.items() if k in cfg_keys}
+    return ColumnSpec.of(**cols), CalibrationConfig.of(**cfg)
+
+
+def option_keys() -> tuple[str, ...]:
+    return (*column_fields(), *config_fields())
+
+
+def keywords_only(valid: Callable[[], tuple[str, ...]]):
+    """``fn`` refusing positional arguments past its own (a dict of options, say) with a
+    TypeError naming the keywords ``valid()`` it takes instead."""
+    def wrap(fn):
+        n = sum(p.kind is p.POSITIONAL_OR_KEYWORD
+                for p in inspect.signature(fn).parameters.values())
+
+        @functools.wraps(fn)
+        def call(*args, **keywords):
+            if len(args) > n:
+                raise TypeError(f"{fn.__name__}() takes {n} positional argument(s), got "
+                                f"{len(args)}; give the options as keywords: "
+                                f"{', '.join(valid())}")
+            return fn(*args, **keywords)
+        return call
+    return wrap
+
+
+def check_keywords(fn: str, keywords: dict, valid) -> None:
+    """A TypeError naming the keywords of ``fn`` that are none of ``valid``."""
+    bad = sorted(k for k in keywords if k not in valid)
+    if bad:
+        raise TypeError(f"{fn}() got unexpected keyword argument(s) {', '.join(bad)}; the "
+                        f"column and calibration keywords are {', '.join(valid)}")

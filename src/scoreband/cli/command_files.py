@@ -33,7 +33,7 @@ def path_of(value) -> Path | None:
         try:
             if s and Path(s).expanduser().exists():
                 return Path(s)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: '~name' of no user
             return None
     return None
 
