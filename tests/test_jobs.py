@@ -86,3 +86,23 @@ def test_run_refuses_what_it_cannot_do(fitted, tmp_path):
         run("apply", fitted / "new.csv", tmp_path / "o.csv", options=opts,
             engine=RayEngine(), df=pd.DataFrame())
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_python_job_never_writes_over_its_input(fitted, tmp_path):
+    """The CLI's file policy holds from Python too: `out` naming the table (or the
+    calibrator) is refused before any row is computed, and the file is left as it was."""
+    table, cal = fitted / "new.csv", fitted / "cal.json"
+    before, cal_before = table.read_bytes(), cal.read_bytes()
+    with pytest.raises(InputError, match="never writes over one of its own inputs"):
+        run("apply", table, table, options={"calibrator": str(cal)})
+    with pytest.raises(InputError, match="never writes over one of its own inputs"):
+        sb.apply_file(table, cal, cal)
+    assert table.read_bytes() == before and cal.read_bytes() == cal_before
+
+
+def test_the_package_face_has_score_and_judge_and_the_round_trip_package_stays_a_package():
+    import scoreband
+    import scoreband.roundtrip.metric  # noqa: F401 - the subpackage, imported
+
+    assert callable(scoreband.score) and callable(scoreband.judge)
+    assert not callable(scoreband.roundtrip) and callable(sb.roundtrip)

@@ -13,8 +13,9 @@ scoreband`` stays light; ``help(scoreband.calibrate)`` shows each):
 * ``propose_labels(table, system_col=, n_labels=)`` - which rows to send to humans
 * ``monitor(calibration_or_rule, stream, target=, false_alarm=)`` - an anytime-valid alarm
   for the row where a calibrator's misses (a triage rule's trusted errors) exceed its promise
-* ``score(table, out)``, ``judge(table, out, judge=)``, ``roundtrip(table, out, generator=,
-  encoder=)`` - the row jobs of the commands of the same names (:mod:`scoreband.jobs`)
+* ``score(table, out)``, ``judge(table, out, judge=)`` - the row jobs of the commands of
+  the same names (:mod:`scoreband.jobs`; the round trip's is ``scoreband.api.roundtrip``:
+  ``scoreband.roundtrip`` is the round-trip package)
 * ``read_table(path)``, ``example_table()``, ``CalibrationConfig``
 
 One calling convention: the options are keywords naming the columns (``target=``,
@@ -37,7 +38,7 @@ from scoreband.datatypes import Band, Predictions, Scale  # noqa: E402
 
 _API = ("evaluate", "calibrate", "calibration_curve", "recalibrate", "apply", "systems",
         "propose_labels", "read_table", "example_table", "CalibrationConfig", "Calibration",
-        "score", "judge", "roundtrip")
+        "score", "judge")
 
 #: the monitor's face (:mod:`scoreband.decisions.monitor`), loaded on first use as well
 _MONITOR = ("monitor", "MonitorResult")

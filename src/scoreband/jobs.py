@@ -113,8 +113,24 @@ def run(job: str | Job, table, out, *, options: dict, engine: str | RayEngine = 
     A run into a text format keeps every input cell byte for byte; a row that fails keeps
     empty outputs and its reason in the job's error column; a rerun resumes from
     ``OUT.partial.jsonl`` (not a vectorized job: recomputing is faster than journaling)."""
+    from scoreband.files import check_output, output_policy
+    from scoreband.formats import split_address
+
     job = get_job(job)
     out = Path(out)
+    # the user's files are never written over, from Python as from the CLI (whose policy,
+    # when one is in force, this one adds to): the table and the files the job reads
+    ins = [("`table`", split_address(table)[1]),
+           *((f"`{k}`", v) for k, v in options.items()
+             if k in ("calibrator", "rule", "source") and isinstance(v, (str, Path)))]
+    with output_policy(inputs=ins):
+        check_output(out, what="`out`")
+        return _run(job, table, out, options, engine, local, df, post, components, progress,
+                    stream, chunk_rows, on_rows, provenance)
+
+
+def _run(job, table, out, options, engine, local, df, post, components, progress, stream,
+         chunk_rows, on_rows, provenance):
     if isinstance(engine, RayEngine):
         if df is not None or post is not None:
             raise InputError("the Ray engine runs on the table as it is (no whole-table step "
@@ -186,10 +202,11 @@ def judge(table, out, *, judge: str, engine: str | RayEngine = "local",
     """``scoreband judge`` in Python: the score-token log-probs of the judge ``judge`` (a
     name of :data:`scoreband.judges.registry.JUDGES`) for every row. ``options``: the judge
     stage's (:func:`scoreband.judge_stage.judge_stage`: ``prompt=`` a dict of
-    :class:`~scoreband.judge_stage.JudgePrompt`'s arguments, ``judge_options=``,
+    :class:`~scoreband.judge_stage.JudgePrompt`'s arguments, default ``{"lo": 1, "hi": 5}``
+    as the command's ``--scale 1,5``, ``judge_options=``,
     ``concurrency=``, ``stop_after=``, ``image_col=``, ``instruction_col=``,
     ``response_col=``)."""
-    options.setdefault("prompt", {})
+    options.setdefault("prompt", {"lo": 1, "hi": 5})  # the command's --scale 1,5
     options.setdefault("judge_options", {})
     return _face("judge", table, out, engine, {"judge_spec": judge, **options})
 

@@ -226,3 +226,32 @@ def test_cli_help_has_an_example():
     res = run("cascade", "--help")
     assert res.exit_code == 0
     assert "scoreband cascade judged.csv --judge cheap=cheap_p:cheap_answer" in said(res)
+
+
+def test_codes_are_compared_as_written_and_the_label_is_no_judge():
+    """A judge answering the code '01' where the human wrote '1' is wrong (a code read as
+    a number would count it right and understate the error); '4.0' and '4' are one answer.
+    A judge reading the label column is refused."""
+    from scoreband.decisions.cascade_rule import answer_key
+
+    assert answer_key("01") != answer_key("1") and answer_key("4.0") == answer_key("4")
+    assert answer_key("+1") != answer_key("1") and answer_key(" B ") == "B"
+    df = _table(400)
+    with pytest.raises(InputError, match=r"read the `label` column 'human'"):
+        cascade(df, ["cheap=cheap_p:human"], "human", 0.1, 0.1)
+    coded = df.assign(cheap=df["cheap"].map({"A": "01", "B": "02"}),
+                      human=df["human"].map({"A": "1", "B": "2"}))
+    res = cascade(coded, ["cheap=cheap_p:cheap"], "human", 0.1, 0.1)
+    assert (res.table["decided_by"] == "human").all()  # every answer differs as written
+
+
+def test_triage_result_save_refuses_one_path_for_the_rule_and_its_report(tmp_path):
+    from scoreband.decisions import fit_triage
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(1, 6, 300).astype(float)
+    df = pd.DataFrame({"human": y, "judge": np.clip(y + rng.normal(0, 0.5, 300), 1, 5)})
+    res = fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=0.5)
+    with pytest.raises(InputError, match="same path"):
+        res.save(tmp_path / "r.json", html=tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()

@@ -347,24 +347,34 @@ def _kind_ok(v, knob: Knob) -> bool:
     return isinstance(v, knob.kind)
 
 
+#: the largest knobs file read (a few lines are expected)
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def read_knobs(path: Path | None, knobs: dict[str, Knob]) -> dict:
     """The knobs of ``--config FILE`` (JSON, or TOML by its suffix) with their defaults; an
     unreadable file, an unknown key or a bad value is refused naming it and the fix."""
     if path is None:
         return {k: v.default for k, v in knobs.items()}
     where = f"--config {str(path)!r}"
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-        if Path(path).suffix.lower() == ".toml":
-            import tomllib
+    if Path(path).suffix.lower() == ".toml":
+        import tomllib
 
-            doc = tomllib.loads(text)
-        else:
-            import json
+        from scoreband.api import check_readable
 
-            doc = json.loads(text)
-    except (OSError, ValueError) as e:
-        raise InputError(f"{where} cannot be read: {e}") from None
+        p = check_readable(path, "--config")  # never a FIFO or a device
+        if p.stat().st_size > MAX_CONFIG_BYTES:
+            raise InputError(f"{where} is {p.stat().st_size:,} bytes: a knobs file is a few "
+                             "lines")
+        try:
+            doc = tomllib.loads(p.read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError) as e:
+            raise InputError(f"{where} cannot be read as TOML: {e}") from None
+    else:  # the one JSON reader: a regular file, bounded in size and depth
+        from scoreband.api import read_json
+
+        doc = read_json(path, what="--config", max_bytes=MAX_CONFIG_BYTES,
+                        fix="a knobs file is a JSON object (or TOML, named *.toml)")
     if not isinstance(doc, dict):
         raise InputError(f"{where}: expected an object of knobs ({', '.join(knobs)})")
     for k, v in doc.items():

@@ -314,10 +314,10 @@ def recalibrate(
              "keeps its own guarantee (coverage >= 1 - alpha with probability >= 1 - its "
              "delta) from its fewest labels on: the plan then says that number and the "
              "rank taken at more labels.")] = None,
-    delta: Annotated[float, typer.Option(
+    delta: Annotated[float | None, typer.Option(
         "--delta", callback=open_unit,
         help="Probability that the guarantee may fail over the draw of the labels (a "
-             "calibrator fitted with a delta uses its own).")] = 0.1,
+             "calibrator fitted with a delta uses its own). Default: 0.1.")] = None,
     **predictions,
 ):
     """Adapt a calibrator to a new domain from a few labeled rows: keep its fitted model
@@ -332,6 +332,10 @@ def recalibrate(
 
     cal, _ = api.load_calibrator(calibrator)
     d = delta_of(cal)
+    if d is not None and delta is not None and delta != d:
+        warn(f"--delta {delta:g} is not used: this calibrator was fitted with delta {d:g} "
+             "and keeps that guarantee on the new labels")
+    delta = 0.1 if delta is None else delta
     if plan is not None and d is not None:
         _print_conditional_plan(conditional_plan(cal.alpha, d), cal.alpha, d)
     elif plan is not None:
@@ -434,7 +438,8 @@ def apply(
                   if cols.get(k) is not None]
         if given:
             fail(f"{', '.join(given)}: not used with a rule file ({plain(calibrator)} is a "
-                 "triage rule, which keeps the columns it was fitted with); leave them out")
+                 f"{rule_kind(calibrator)} rule, which keeps the columns it was fitted with); "
+                 "leave them out")
         return apply_rule(calibrator, table, out)
     run, stage = run_stage(table, out, "apply", kw, engine_opts, local={"on_warning": warn})
     if stage is None:  # Ray: the reasons as the rows passed

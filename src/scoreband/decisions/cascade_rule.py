@@ -26,6 +26,7 @@ the others still decide it, and the reason is in ``cascade_error``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,21 +144,29 @@ def _cost(c) -> float:
 
 
 # ------------------------------------------------------------------ reading the table
+#: a plain decimal number: the only text compared by value (``4`` and ``4.0`` are one
+#: answer); ``01``, ``+1``, ``1e0`` are codes, compared as written
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+
+
 def answer_key(cell) -> str | None:
-    """How an answer cell is compared: None when empty; a number by its value (``4`` and
-    ``4.0`` are one answer); any other text stripped."""
+    """How an answer cell is compared: None when empty; a plain decimal number by its value
+    (``4`` and ``4.0`` are one answer); any other text as written, outer spaces stripped
+    (``01`` is not ``1``: a code read as a number would count a wrong answer as right).
+
+    >>> answer_key("4"), answer_key("4.0"), answer_key("01"), answer_key(" yes ")
+    ('4.0', '4.0', '01', 'yes')
+    """
     if cell is None or (isinstance(cell, float) and math.isnan(cell)):
         return None
+    if isinstance(cell, (int, float, np.integer, np.floating)) and not isinstance(cell, bool):
+        return repr(float(cell)) if math.isfinite(cell) else str(cell)
     s = str(cell).strip()
     from scoreband.tables import NA_TEXT
 
     if s == "" or s in NA_TEXT:
         return None
-    try:
-        x = float(s)
-    except ValueError:
-        return s
-    return repr(x) if math.isfinite(x) else s
+    return repr(float(s)) if _DECIMAL.fullmatch(s) else s
 
 
 def _judge_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
@@ -424,6 +433,11 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
         if not (isinstance(v, (int, float)) and 0 < v < 1):
             raise InputError(f"`{name}` {v!r}: give a number in (0, 1)")
     require_columns(df, [("`label`", label)])
+    copies = [j.name for j in js if label in (j.answer, j.confidence)]
+    if copies:
+        raise InputError(f"judge(s) {', '.join(map(repr, copies))} read the `label` column "
+                         f"{label!r}: a judge's answer and confidence must be its own columns, "
+                         "never the human answer")
     check_added_columns(df.columns, [DECIDED_BY, DECIDED_ANSWER, CASCADE_ERROR])
     conf, keys, _ = read_judges(df, js)
     lab = np.array([answer_key(c) for c in df[label].tolist()], dtype=object)

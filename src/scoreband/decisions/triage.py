@@ -385,7 +385,12 @@ class TriageResult:
         return self.rule.report
 
     def save(self, out, html=None) -> Path:
-        """Write the rule to ``out`` (JSON) and, with ``html``, its report; the rule's path."""
+        """Write the rule to ``out`` (JSON) and, with ``html``, its report; the rule's path.
+        ``html`` naming ``out`` is refused (the report would replace the rule)."""
+        if html is not None and Path(html).expanduser().resolve() == \
+                Path(out).expanduser().resolve():
+            raise InputError(f"`html` and `out` name the same path {str(out)!r}; give each "
+                             "its own")
         path = self.rule.save(out)
         if html is not None:
             from scoreband.decisions.report import write_triage_html
