@@ -189,6 +189,9 @@ def test_cli_fit_then_apply(tmp_path):
     assert res.exit_code == 0, res.output
     d2 = pd.read_csv(tmp_path / "d2.csv", dtype=str, keep_default_na=False)
     assert len(d2) == 300 and (d2["decided_by"] != "human").any()
+    res = run("cascade", new, "--rule", tmp_path / "r.json", "--risk", "0.05", "--out",
+              tmp_path / "d4.csv")
+    assert res.exit_code == 2 and "keeps the risk, delta" in said(res)
     # a cascade rule is a rule like the others: `apply --calibrator RULE` decides the same
     res = run("apply", new, "--calibrator", tmp_path / "r.json", "--out", tmp_path / "d3.csv")
     assert res.exit_code == 0, res.output

@@ -98,6 +98,11 @@ def _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out,
     if rule is not None:
         only_with("when fitting (without --rule)", judge=judge, label_col=label_col,
                   cost=cost, rule_out=rule_out)
+        moved = [f for f, v, d in (("--risk", risk, 0.1), ("--delta", delta, 0.1),
+                                   ("--uncertainty", uncertainty, "auto")) if v != d]
+        if moved:
+            fail(f"{', '.join(moved)}: a saved rule keeps the risk, delta and uncertainty it "
+                 "was fitted with; leave them out (or fit a new rule)")
         need("applying a rule", out=out)
         res = load_cascade_rule(rule).decide(table)
     else:
