@@ -258,3 +258,18 @@ def test_triage_result_save_refuses_one_path_for_the_rule_and_its_report(tmp_pat
     with pytest.raises(InputError, match="same path"):
         res.save(tmp_path / "r.json", html=tmp_path / "r.json")
     assert not (tmp_path / "r.json").exists()
+
+
+def test_cli_messages_name_the_flags(tmp_path):
+    """The library says `label` and (for triage's score) `median`; the commands say the
+    flags the user typed."""
+    _table(200).to_csv(tmp_path / "c.csv", index=False)
+    res = run("cascade", tmp_path / "c.csv", "--judge", "cheap=cheap_p:cheap", "--label-col",
+              "nope", "--out", tmp_path / "o.csv")
+    assert res.exit_code == 2 and "--label-col column 'nope' is not in the table" in said(res)
+    rng = np.random.default_rng(0)
+    y = rng.integers(1, 6, 200)
+    pd.DataFrame({"human": y, "judge": y}).to_csv(tmp_path / "t.csv", index=False)
+    res = run("triage", tmp_path / "t.csv", "--target", "human", "--scale", "1,5", "--score",
+              "nope", "--tolerance", "0.5", "--out", tmp_path / "r.json")
+    assert res.exit_code == 2 and "--score column 'nope' is not in the table" in said(res)

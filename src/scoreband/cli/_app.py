@@ -206,7 +206,9 @@ def as_flags(message: str) -> str:
 
 
 #: library parameter -> the command parameter that sets it
-PARAM_ALIASES = {"n_clusters": "clusters", "cache_dir": "cache", "keep_dir": "keep_images"}
+PARAM_ALIASES = {"n_clusters": "clusters", "cache_dir": "cache", "keep_dir": "keep_images",
+                 # cascade's `label`; triage reads its --score as the inputs' `median`
+                 "label": "label_col", "median": "score"}
 
 
 def reflow(doc: str | None) -> str | None:
