@@ -96,7 +96,8 @@ def test_evaluate_result_is_the_json_in_its_order_and_reads_back():
 
 def test_a_tiny_delta_is_written_exactly():
     """``--delta 1e-12`` is never printed as 0 % (or its confidence as 100 %)."""
-    from scoreband.report.evaluate import guarantee_text, share_text
+    from scoreband.report.evaluate import guarantee_text
+    from scoreband.textsafe import share_text
 
     assert share_text(1e-12) == "1e-12" and share_text(0.025) == "2.5 %"
     doc = {"delta": 1e-12, "guarantee": "g", "coverage_below_target": {

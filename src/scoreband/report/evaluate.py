@@ -21,7 +21,7 @@ from scoreband.report.sections import ReportSection
 from scoreband.textsafe import fig as label
 from scoreband.textsafe import share_text
 
-__all__ = ["evaluate_section", "EvaluateDoc", "REPORT_SECTION", "guarantee_text", "share_text"]
+__all__ = ["evaluate_section", "EvaluateDoc", "REPORT_SECTION", "guarantee_text"]
 
 
 def _group_coverage_figure(groups: dict, seeds: int, target: float) -> tuple[str, list]:
