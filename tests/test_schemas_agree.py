@@ -140,6 +140,7 @@ STAGES = [  # (module, class or attribute, ERROR_COLUMN key)
     ("scoreband.pairwise.extract", "PairJudgeStage", "pairwise"),
     ("scoreband.pairwise.selective", "PairRule", "pairwise-rule"),
     ("scoreband.decisions.cascade_rule", "CascadeRule", "cascade"),
+    ("scoreband.decisions.score_cascade", "ScoreCascadeRule", "cascade"),
 ]
 
 

@@ -16,8 +16,6 @@ from scoreband.cli._options import (
     HtmlOpt,
     IdOpt,
     Knob,
-    PairLabelOpt,
-    PairVotesOpt,
     choice_knob,
     config_option,
     later_path,
@@ -66,9 +64,13 @@ Risk = _opt("--risk", "At most this share of the trusted scores (decided pairs) 
             callback=open_unit)
 Delta = _opt("--delta", "The guarantee may fail with this probability over the draw of the "
                         "labeled rows.", float, callback=open_unit)
-Features = _opt("--features", "Comma list or glob (e.g. 'logp_*') of columns the "
-                              "uncertainty may read: a judge's score-token log-probs give its "
-                              "own confidence, and break ties between equal scores.")
+Features = Annotated[list[str] | None, typer.Option(
+    "--features", "--feature",
+    help="Comma list or glob (e.g. 'logp_*') of columns the uncertainty may read: a judge's "
+         "score-token log-probs give its own confidence, and break ties between equal "
+         "scores. --pairwise (also spelled --feature, repeatable): antisymmetric feature "
+         "column(s) (a score difference, pair_pref); one feature orders the pairs by |x| "
+         "without labels, so every labeled pair calibrates.")]
 Unc = _opt("--uncertainty", "Column of your own uncertainty per row (larger = less sure); a "
                             "candidate for --by auto, or used alone with --by column.")
 Cal = _opt("--calibrator", "Calibrator JSON (from `scoreband calibrate`, fitted on OTHER "
@@ -93,10 +95,21 @@ ApplyOut = _opt("--apply-out", "Where the decided table goes (.csv .tsv .jsonl .
 Pairwise = _opt("--pairwise", "LABELED is a pair table: calibrated verdicts A / B / tie: "
                               "--label-col or --votes, --feature or --probs, --risk, --delta, "
                               "--out; a pairwise --rule is recognised without it.", bool)
-Feature = _opt("--feature", "--pairwise: antisymmetric feature column(s) (a score "
-                            "difference, pair_pref); one feature orders the pairs by |x| "
-                            "without labels, so every labeled pair calibrates.",
-               list[str] | None)
+Label = Annotated[str | None, typer.Option(
+    "--label-col", "--votes",
+    help="(pairwise) Column of the human preference: A / B / tie, or 1 / 2 / 0 (empty = "
+         "unlabeled); or vote-count columns 'A_COL,B_COL[,TIE_COL]' (also spelled --votes).")]
+CascadeO = _opt("--cascade", "A cascade of judges with one guarantee, once per judge, "
+                             "cheapest first: NAME=SCORE_COL[:FEATURES] (a score judge and "
+                             "the columns its stated error may read, e.g. its log-probs), "
+                             "or with --pairwise NAME=PA_COL,PB_COL[,PT_COL]. Each row is "
+                             "decided by the first judge sure enough, a human last; among "
+                             "ALL rows any judge decides at most --risk are wrong. Decided "
+                             "rows get decided_by (the judge, or human).", list[str] | None)
+CostO = _opt("--cost", "With --cascade: NAME=C per judge (its cost per row), optionally "
+                       "human=C: the rule deciding within 10 % of the most at the least "
+                       "cost is kept; the expected cost per row is reported.",
+             list[str] | None)
 Probs = _opt("--probs", "--pairwise: columns of p(A), p(B)[, p(tie)] used as they are.")
 Config = config_option(CONFIG)
 
@@ -114,8 +127,8 @@ def triage(
     by: By = "auto", map_: MapO = "tolerance", groups: Groups = None, seed: Seed = 0,
     id_col: IdOpt = None, rule: RuleO = None, apply_table: ApplyO = None,
     apply_out: ApplyOut = None, html: HtmlOpt = None, config: Config = None,
-    pairwise: Pairwise = False, label_col: PairLabelOpt = None, votes: PairVotesOpt = None,
-    feature: Feature = None, probs: Probs = None,
+    pairwise: Pairwise = False, label_col: Label = None, probs: Probs = None,
+    cascade: CascadeO = None, cost: CostO = None,
 ):
     """Trust or escalate with a guaranteed risk: keep the judge's score where its
     uncertainty is at most a threshold, send the rest to a human. The threshold is chosen
@@ -143,11 +156,48 @@ def triage(
     Pairs: scoreband triage --pairwise pairs.csv --label-col human --feature
     clip_score_diff --out rule.json
 
+    A cascade: scoreband triage labeled.csv --cascade cheap=cheap_score:'cheap_lp*'
+    --cascade strong=strong_score --target human --scale 1,5 --tolerance 0.5 --cost
+    cheap=1 --cost strong=10 --out rule.json (pairs: --pairwise --cascade
+    cheap=cheap_pa,cheap_pb ... --label-col human)
+
     Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
     --apply-out triaged.csv
     """
     knobs = read_knobs(config, CONFIG)
     both_or_neither(apply=apply_table, apply_out=apply_out)
+    _check_io(labeled, rule, apply_table, apply_out, out, html)
+    label_col, votes = (None, label_col) if label_col and "," in label_col else \
+        (label_col, None)
+    if cascade or cost:
+        only_with("without --cascade", score=score, features=features,
+                  uncertainty=uncertainty, calibrator=calibrator, by=by if by != "auto"
+                  else None, groups=groups, html=html, probs=probs, rule=rule)
+        need("a cascade", cascade=cascade)
+        fitted = labeled and _fit_cascade(labeled, cascade, cost, pairwise, dict(
+            target=target, scale=scale, tolerance=tolerance, alpha=alpha, delta=delta,
+            seed=seed, id_col=id_col, map=map_, train_frac=knobs["train_frac"]),
+            label_col, votes, out)
+    elif pairwise or (rule is not None and rule_kind(rule) == "pairwise"):
+        only_with("without --pairwise", target=target, scale=scale, score=score,
+                  tolerance=tolerance, uncertainty=uncertainty,
+                  calibrator=calibrator, id_col=id_col, html=html)
+        fitted = labeled and _fit_pairs(labeled, label_col, votes, features, probs, alpha,
+                                        delta, groups, seed, out, apply_table, knobs)
+    else:
+        only_with("with --pairwise", label_col=label_col, votes=votes, probs=probs)
+        fitted = labeled and _fit(labeled, dict(
+            target=target, score=score, scale=scale, tolerance=tolerance, alpha=alpha,
+            delta=delta, features=split_columns(features), groups=groups,
+            uncertainty=uncertainty, calibrator=calibrator, by=by, map=map_, seed=seed,
+            id_col=id_col,
+            train_frac=knobs["train_frac"], start=knobs["start"] or "likely"), out, html)
+    if apply_table is not None:
+        apply_rule(rule or out, apply_table, apply_out.path, fitted=fitted or None)
+
+
+def _check_io(labeled, rule, apply_table, apply_out, out, html) -> None:
+    """Fit (LABELED) or apply (--rule), and where each output goes."""
     if (labeled is None) == (rule is None):
         fail("give a LABELED table to fit a rule (with --out) or --rule RULE with --apply "
              "TABLE --apply-out OUT, not both or neither")
@@ -155,22 +205,6 @@ def triage(
         fail("--rule: give --apply TABLE --apply-out OUT (the rows to decide)")
     if apply_out is not None:
         _check_apply_out(apply_out.path, out, html)
-    if pairwise or (rule is not None and rule_kind(rule) == "pairwise"):
-        only_with("without --pairwise", target=target, scale=scale, score=score,
-                  tolerance=tolerance, features=features, uncertainty=uncertainty,
-                  calibrator=calibrator, id_col=id_col, html=html)
-        fitted = labeled and _fit_pairs(labeled, label_col, votes, feature, probs, alpha,
-                                        delta, groups, seed, out, apply_table, knobs)
-    else:
-        only_with("with --pairwise", label_col=label_col, votes=votes, feature=feature,
-                  probs=probs)
-        fitted = labeled and _fit(labeled, dict(
-            target=target, score=score, scale=scale, tolerance=tolerance, alpha=alpha,
-            delta=delta, features=features or (), groups=groups, uncertainty=uncertainty,
-            calibrator=calibrator, by=by, map=map_, seed=seed, id_col=id_col,
-            train_frac=knobs["train_frac"], start=knobs["start"] or "likely"), out, html)
-    if apply_table is not None:
-        apply_rule(rule or out, apply_table, apply_out.path, fitted=fitted or None)
 
 
 def _fit(labeled: Path, kw: dict, out: Path | None, html: Path | None):
@@ -193,6 +227,71 @@ def _fit(labeled: Path, kw: dict, out: Path | None, html: Path | None):
     _print_rule(res)
     console.print(f"wrote {plain(out)}" + (f" and {plain(html)}" if html else ""))
     return res.rule
+
+
+def _fit_cascade(labeled: Path, judges: list[str], cost, pairwise: bool, kw: dict,
+                 label_col, votes, out: Path | None):
+    """Fit a cascade of judges on the labeled table (score judges, or pair judges with
+    --pairwise), save it and print its summary; the rule (applied by ``--apply``)."""
+    from scoreband.api import cascade as fit_pairs
+    from scoreband.api import fit_score_cascade, read_table
+
+    need("fitting a cascade", out=out)
+    df = read_table(labeled, text=True)
+    if pairwise:
+        only_with("without --pairwise", target=kw["target"], scale=kw["scale"],
+                  tolerance=kw["tolerance"], id_col=kw["id_col"])
+        exactly_one("the human preference", label_col=label_col, votes=votes)
+        if votes:
+            label_col = _vote_labels(df, votes)
+        res = fit_pairs(df, judges, label_col, kw["alpha"], kw["delta"], costs=cost or None)
+    else:
+        only_with("with --pairwise", label_col=label_col, votes=votes)
+        need("fitting a cascade of score judges", target=kw["target"], scale=kw["scale"],
+             tolerance=kw["tolerance"])
+        res = fit_score_cascade(df, judges, target=kw["target"], scale=kw["scale"],
+                                tolerance=kw["tolerance"], alpha=kw["alpha"],
+                                delta=kw["delta"], costs=cost or None, seed=kw["seed"],
+                                train_frac=kw["train_frac"], map=kw["map"],
+                                id_col=kw["id_col"])
+    report_rows(res.errors, len(df), action="had a judge skipped (the others decide)")
+    for w in res.warnings:
+        warn(w)
+    res.rule.report["table"] = str(labeled)
+    res.rule.save(out)
+    _print_cascade(res)
+    console.print(f"wrote {plain(out)}")
+    return res.rule
+
+
+def _vote_labels(df, votes: str) -> str:
+    """The majority of the vote counts as a label column added to ``df`` (its name)."""
+    from scoreband.api import pair_labels
+
+    lab, _, errors = pair_labels(df, votes=split_columns([votes]))
+    report_rows(errors, len(df))
+    name = "human (majority of " + votes + ")"
+    df[name] = lab
+    return name
+
+
+def _print_cascade(res) -> None:
+    rule, rep = res.rule, res.rule.report
+    t = Table(title=f"cascade: at most {share_text(rule.alpha)} of decided rows wrong, with "
+                    f"probability {complement_text(rule.delta)}")
+    for c in ("stage", "cost", "share (labeled rows)", "share (this table)"):
+        t.add_column(c, justify="left" if c == "stage" else "right", overflow="fold")
+    cal, shares = rep.get("shares_on_calibration", {}), res.shares
+    for i, name in enumerate([j.name for j in rule.judges] + ["human"]):
+        c = ("-" if not rule.human_cost else f"{rule.human_cost:g}") \
+            if rule.costs is None or i == len(rule.judges) else f"{rule.costs[i]:g}"
+        t.add_row(plain(name), c, f"{cal[name]:.1%}" if name in cal else "-",
+                  f"{shares[name]:.1%}")
+    console.print(t)
+    cst = rep.get("judge_cost_per_row")
+    console.print(f"uncertainty: {plain(rep.get('uncertainty', rule.view))}"
+                  + ("" if cst is None else f"; judge cost per row {cst:.3g}"))
+    console.print(plain(rep.get("guarantee", "")))
 
 
 def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:

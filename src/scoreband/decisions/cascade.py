@@ -51,8 +51,10 @@ from scoreband.decisions.ltt import (
     TOP_BLOCK_RESOLUTION,
     binomial_pvalues,
     chained_sequences,
+    choose_start,
     label_free_start,
     min_rejectable,
+    predicted_rejection,
     threshold_grid,
 )
 from scoreband.errors import InputError
@@ -196,20 +198,32 @@ def cascade_cost(stage, n_stages: int, costs, cols=None, human: float = 0.0) -> 
 
 
 # ------------------------------------------------------------------ the sequences
-def _path(U, L, cols, grid_size, start_share, alpha, delta):
+def _path(U, L, cols, grid_size, start_share, alpha, delta, train=None):
     """One sequence: the stages ``cols`` of ``U`` at one scalar threshold. Its grid (of each
     item's smallest stated error; the most confident block whole, as the published rule's
-    first test), its starts (read from the stated errors alone) and its counts."""
+    first test), its starts (read from the stated errors alone; with ``train``, the
+    ``(U, L)`` of a training share the test never sees, the start its curve predicts most
+    likely to reject, as score triage's) and its counts."""
     V = U[:, cols]
     m = np.where(np.isfinite(V), V, np.inf).min(axis=1)
     fin = m[np.isfinite(m)]
-    size = grid_size or int(np.clip(len(U) // 5, 5, 400))
+    # a learned stated error (``train``) takes score triage's coarser grid (one threshold per
+    # 20 items): its steps are estimates, and a fine grid stops at the first unlucky one
+    size = grid_size or (int(np.clip(len(U) // 20, 5, 200)) if train is not None
+                         else int(np.clip(len(U) // 5, 5, 400)))
     grid = threshold_grid(fin, size, top_block=TOP_BLOCK_RESOLUTION)
-    grid = grid[np.isfinite(grid)] if np.isfinite(grid).any() else grid
+    # the grid's +inf (accept all) is the largest stated error here: an item a stage gave no
+    # verdict (an infinite stated error) is never decided by it
+    if len(fin):
+        grid = np.unique(np.where(np.isfinite(grid), grid, fin.max()))
     n, k = cascade_counts(V, L[:, cols], grid)
     need = max(min_rejectable(alpha, delta), int(math.ceil(start_share * len(U))))
     ok = np.flatnonzero(n >= need)
     starts = [int(ok[0]) if len(ok) else len(grid) - 1]
+    if train is not None:
+        nT, kT = cascade_counts(train[0][:, cols], train[1][:, cols], grid)
+        return grid, n, k, [choose_start(nT / max(len(train[0]), 1), nT, kT, len(U), alpha,
+                                         delta, rule="likely")]
     if len(fin) and len(grid) > 1:
         deep = label_free_start(fin, grid, alpha, delta, min_share=start_share)
         if deep > starts[0]:
@@ -217,21 +231,45 @@ def _path(U, L, cols, grid_size, start_share, alpha, delta):
     return grid, n, k, starts
 
 
-def _paths(views: dict, strongest_alone: bool):
+def _paths(views: dict, strongest_alone: bool, each_alone: bool = False):
     """The sequences: each view's stages at one scalar threshold, and (``strongest_alone``)
-    the last stage of the first view alone."""
+    the last stage of the first view alone, or (``each_alone``) every stage alone."""
     out = [(name, list(range(v[0].shape[1]))) for name, v in views.items()]
-    if strongest_alone:
-        name = "own" if "own" in views else next(iter(views))
-        U = views[name][0]
-        if U.shape[1] > 1:
-            out.append((name, [U.shape[1] - 1]))
+    name = "own" if "own" in views else next(iter(views))
+    S = views[name][0].shape[1]
+    if S > 1 and (strongest_alone or each_alone):
+        out += [(name, [s]) for s in (range(S) if each_alone else [S - 1])]
     return out
+
+
+def _choose_path(paths, parts, train, n_cal, costs, human_cost, slack, alpha, delta) -> int:
+    """The one sequence a training share picks (so the test spends all of ``delta`` on it):
+    the largest predicted decided share (share x the predicted chance its test rejects, as
+    score triage picks its uncertainty); with ``costs``, among those within ``slack`` of
+    the best, the least expected cost at each one's best threshold on the training share."""
+    merit, cost = [], []
+    for (view, cols), (grid, _, _, _) in zip(paths, parts, strict=True):
+        U, L = (np.asarray(a) for a in train[view])
+        nT, kT = cascade_counts(U[:, cols], L[:, cols], grid)
+        share = nT / max(len(U), 1)
+        m = share * predicted_rejection(share, nT, kT, n_cal, alpha,
+                                        delta)
+        j = int(np.argmax(m))
+        merit.append(float(m[j]))
+        stage, _ = cascade_decisions(U[:, cols], L[:, cols], float(grid[j]))
+        cost.append(0.0 if costs is None else
+                    cascade_cost(stage, len(cols), costs, cols, human_cost))
+    best = int(np.argmax(merit))
+    if costs is None or merit[best] <= 0:
+        return best
+    near = [i for i, m in enumerate(merit) if m >= (1 - slack) * merit[best]]
+    return min(near, key=lambda i: (cost[i], -merit[i]))
 
 
 def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: float = 0.1,
                 human_cost: float = 0.0, grid_size: int | None = None, start_share: float = CASCADE_START_SHARE,
-                strongest_alone: bool = True) -> dict:
+                strongest_alone: bool = True, each_alone: bool = False,
+                train: dict | None = None) -> dict:
     """The cascade's configuration on labeled items. ``views``: ``{name: (U, L)}``, each (n, S)
     stated errors and losses of the stages' verdicts in that view (:func:`stage_views`).
     The sequences (:func:`_paths`: each view's stages at one scalar threshold, and the
@@ -241,6 +279,10 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
     configurations deciding at least ``1 - slack`` of the most, the one of least expected
     cost per item (:func:`cascade_cost`); with ``human_cost`` > 0 (the cost of a human
     answer), the rejected configuration of least expected cost, a human's included.
+    ``train``: ``{name: (U, L)}`` of a training share the test never sees (verdicts and
+    stated errors fitted on labels: a score judge's map and learned uncertainty): the
+    training share picks one sequence (:func:`_choose_path`), which then spends all of
+    ``delta``, started where its curve there predicts a test most likely to reject.
 
     Returns a dict: ``view``, ``stages`` (the stages the threshold applies to, cheapest
     first; [] when nothing is rejected), ``threshold`` (-inf then), ``decided`` (share of
@@ -251,8 +293,14 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
     S = next(iter(views.values()))[0].shape[1]
     if costs is not None and len(costs) != S:
         raise InputError(f"{len(costs)} costs for {S} stages: give one per stage")
-    paths = _paths(views, strongest_alone)
-    parts = [_path(*views[v], cols, grid_size, start_share, alpha, delta) for v, cols in paths]
+    paths = _paths(views, strongest_alone, each_alone)
+    parts = [_path(*views[v], cols, grid_size, start_share, alpha, delta,
+                   None if train is None else tuple(map(np.asarray, train[v])))
+             for v, cols in paths]
+    if train is not None and len(parts) > 1:
+        i = _choose_path(paths, parts, train, S and len(next(iter(views.values()))[0]), costs,
+                         human_cost, slack, alpha, delta)
+        paths, parts = [paths[i]], [parts[i]]
     n = np.concatenate([x[1] for x in parts])
     k = np.concatenate([x[2] for x in parts])
     offs = np.cumsum([0] + [len(x[0]) for x in parts])

@@ -56,21 +56,47 @@ REFIT = ("scoreband cascade LABELED --judge NAME=CONF_COL:ANSWER_COL ... --label
 @dataclass(frozen=True)
 class Judge:
     """One stage: its ``name`` (written in ``decided_by``), its ``confidence`` column and
-    its ``answer`` column."""
+    its ``answer`` column; or, for a pair judge, its ``probs`` columns (p(A), p(B)[, p(tie)]:
+    its verdict is the most probable of A / B / tie, its confidence that probability)."""
 
     name: str
-    confidence: str
-    answer: str
+    confidence: str = ""
+    answer: str = ""
+    probs: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, spec: str) -> Judge:
-        """``NAME=CONF_COL:ANSWER_COL`` (the last ``:`` splits the columns)."""
+        """``NAME=CONF_COL:ANSWER_COL`` (the last ``:`` splits the columns), or a pair judge's
+        ``NAME=PA_COL,PB_COL[,PT_COL]``."""
         name, eq, cols = str(spec).partition("=")
         conf, colon, ans = cols.rpartition(":")
+        if eq and name.strip() and not colon and "," in cols:
+            probs = tuple(c.strip() for c in cols.split(","))
+            if len(probs) in (2, 3) and all(probs):
+                return cls(name.strip(), probs=probs)
         if not (eq and colon and name.strip() and conf and ans):
             raise InputError(f"`judge` {spec!r}: write NAME=CONF_COL:ANSWER_COL (e.g. "
-                             "cheap=cheap_conf:cheap_answer), one per judge, cheapest first")
+                             "cheap=cheap_conf:cheap_answer), or for a pair judge "
+                             "NAME=PA_COL,PB_COL[,PT_COL], one per judge, cheapest first")
         return cls(name.strip(), conf, ans)
+
+    def columns(self) -> list[str]:
+        """The columns the judge reads."""
+        return list(self.probs) if self.probs else [self.confidence, self.answer]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "probs": list(self.probs)} if self.probs else \
+            {"name": self.name, "confidence": self.confidence, "answer": self.answer}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Judge:
+        if d.get("probs"):
+            return cls(str(d["name"]), probs=tuple(str(c) for c in d["probs"]))
+        return cls(str(d["name"]), str(d["confidence"]), str(d["answer"]))
+
+
+#: a pair judge's verdicts, in the order of its probability columns
+PAIR_VERDICTS = ("A", "B", "tie")
 
 
 def as_judges(judges) -> list[Judge]:
@@ -89,6 +115,8 @@ def as_judges(judges) -> list[Judge]:
             out.append(Judge.parse(j))
         elif isinstance(j, (tuple, list)) and len(j) == 3:
             out.append(Judge(*map(str, j)))
+        elif isinstance(j, (tuple, list)) and len(j) == 2 and not isinstance(j[1], str):
+            out.append(Judge(str(j[0]), probs=tuple(map(str, j[1]))))
         else:
             raise InputError(f"`judge` {j!r}: give NAME=CONF_COL:ANSWER_COL or (name, "
                              "confidence column, answer column)")
@@ -169,9 +197,47 @@ def answer_key(cell) -> str | None:
     return repr(float(s)) if _DECIMAL.fullmatch(s) else s
 
 
+def _pair_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
+    """A pair judge's ``(conf, keys)``: the most probable verdict (A, B, tie: a tie in
+    probability goes to the earlier) and its probability. All cells empty: not run; some
+    empty, or one not a number in [0, 1]: a row error, the judge skipped on the row."""
+    from scoreband.columns import row_error
+
+    raw = [df[c].tolist() for c in judge.probs]
+    n = len(df)
+    empty = np.array([[answer_key(v) is None for v in col] for col in raw], bool).reshape(-1, n)
+    P = np.array([[_prob(v) for v in col] for col in raw], float).reshape(-1, n)
+    ok = np.isfinite(P).all(axis=0)
+    for i in np.flatnonzero(~ok & ~empty.all(axis=0)):
+        c = int(np.flatnonzero(~np.isfinite(P[:, i]))[0])
+        why = "empty probability beside the others" if empty[c, i] else \
+            f"{raw[c][i]!r} is not a probability in [0, 1]"
+        errors.setdefault(i, row_error(i, ids[i], judge.probs[c], (
+            f"judge {judge.name!r}: {why}; this judge is skipped on the row (fill its cells, "
+            "or empty all of them where it was not run)")))
+    best = np.argmax(np.where(np.isfinite(P), P, -1.0), axis=0) if n else np.zeros(0, int)
+    conf = np.where(ok, P.max(axis=0, initial=-np.inf) if n else np.zeros(0), np.nan)
+    keys = np.array([PAIR_VERDICTS[b] if o else None for b, o in zip(best, ok, strict=True)],
+                    dtype=object)
+    return conf, keys
+
+
+def _prob(v) -> float:
+    if isinstance(v, bool) or v is None:
+        return math.nan
+    try:
+        x = float(str(v).strip()) if isinstance(v, str) else float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return x if 0 <= x <= 1 else math.nan
+
+
 def _judge_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
     """``(conf, keys)`` of one judge: (n,) floats (NaN: no verdict) and answer keys."""
     from scoreband.columns import row_error
+
+    if judge.probs:
+        return _pair_cells(df, judge, ids, errors)
 
     raw_c = df[judge.confidence]
     no_c = np.array([answer_key(c) is None for c in raw_c.tolist()], dtype=bool)
@@ -202,8 +268,7 @@ def read_judges(df: pd.DataFrame, judges: list[Judge], offset: int = 0):
     (:func:`answer_key`) and the row errors (one per row, the first reason)."""
     from scoreband.columns import require_columns, row_ids
 
-    require_columns(df, [(f"`judge` {j.name!r}", c) for j in judges
-                         for c in (j.confidence, j.answer)])
+    require_columns(df, [(f"`judge` {j.name!r}", c) for j in judges for c in j.columns()])
     ids, errors = row_ids(df, None, offset), {}
     cols = [_judge_cells(df, j, ids, errors) for j in judges]
     conf = np.column_stack([c for c, _ in cols]) if len(df) else np.zeros((0, len(judges)))
@@ -223,7 +288,7 @@ def _encode(keys: np.ndarray, classes: list[str]) -> np.ndarray:
     return out.reshape(keys.shape)
 
 
-def _source_cells(df: pd.DataFrame, judges, codes, stage, verdict) -> np.ndarray:
+def _source_cells(df: pd.DataFrame, judges, codes, stage, verdict, keys) -> np.ndarray:
     """The deciding answer as written: the cell of the latest judge up to the deciding stage
     whose answer is the verdict (in the ``own`` view, the deciding judge's own)."""
     n, S = codes.shape
@@ -233,7 +298,8 @@ def _source_cells(df: pd.DataFrame, judges, codes, stage, verdict) -> np.ndarray
         return out
     match = (codes[d] == verdict[d, None]) & (np.arange(S)[None, :] <= stage[d, None])
     src = S - 1 - np.argmax(match[:, ::-1], axis=1)
-    cells = np.column_stack([df[j.answer].to_numpy(dtype=object) for j in judges])
+    cells = np.column_stack([keys[:, s] if j.probs else df[j.answer].to_numpy(dtype=object)
+                             for s, j in enumerate(judges)])
     out[d] = cells[d, src]
     return out
 
@@ -287,7 +353,8 @@ class CascadeRule(Rule):
         for e in errors:  # positions in this chunk
             why[e.position] = f"column {e.column!r}: {e.reason}"
         return ({DECIDED_BY: names[np.where(stage >= 0, stage, len(self.judges))],
-                 DECIDED_ANSWER: _source_cells(df, self.judges, codes, stage, verdict),
+                 DECIDED_ANSWER: _source_cells(df, self.judges, codes, stage, verdict,
+                                                              keys),
                  self.error_column: why}, errors)
 
     def decide_frame(self, df: pd.DataFrame, offset: int = 0) -> Decision:
@@ -309,8 +376,7 @@ class CascadeRule(Rule):
 
     def to_dict(self) -> dict:
         return {**self.head(),
-                "judges": [{"name": j.name, "confidence": j.confidence, "answer": j.answer}
-                           for j in self.judges],
+                "judges": [j.to_dict() for j in self.judges],
                 "view": self.view, "stages": list(self.stages), "threshold": self.threshold,
                 "n_classes": self.n_classes, "risk": self.alpha, "delta": self.delta,
                 "costs": self.costs, "human_cost": self.human_cost, "report": self.report}
@@ -326,7 +392,7 @@ class CascadeRule(Rule):
         def key(k, parse, **kw):
             return read_key(doc, k, parse, where, fix=fix, **kw)
 
-        judges = key("judges", lambda v: as_judges([Judge(**as_mapping(x)) for x in v]))
+        judges = key("judges", lambda v: as_judges([Judge.from_dict(as_mapping(x)) for x in v]))
         S = len(judges)
         stages = key("stages", lambda v: [_stage_index(x, S) for x in v])
         costs = key("costs", lambda v: None if v is None else as_costs(list(v), judges)[0],
@@ -433,14 +499,14 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
         if not (isinstance(v, (int, float)) and 0 < v < 1):
             raise InputError(f"`{name}` {v!r}: give a number in (0, 1)")
     require_columns(df, [("`label`", label)])
-    copies = [j.name for j in js if label in (j.answer, j.confidence)]
+    copies = [j.name for j in js if label in j.columns()]
     if copies:
         raise InputError(f"judge(s) {', '.join(map(repr, copies))} read the `label` column "
                          f"{label!r}: a judge's answer and confidence must be its own columns, "
                          "never the human answer")
     check_added_columns(df.columns, [DECIDED_BY, DECIDED_ANSWER, CASCADE_ERROR])
     conf, keys, _ = read_judges(df, js)
-    lab = np.array([answer_key(c) for c in df[label].tolist()], dtype=object)
+    lab = _label_keys(df, label, any(j.probs for j in js))
     has = np.array([k is not None for k in lab], dtype=bool)
     _check_labeled(js, conf, has, label)
     classes = sorted({k for k in keys[has].ravel() if k is not None} | set(lab[has]))
@@ -463,6 +529,25 @@ def cascade(table, judges, label: str, risk: float = 0.1, delta: float = 0.1, *,
     return out
 
 
+def _label_keys(df: pd.DataFrame, label: str, pairs: bool) -> np.ndarray:
+    """The human answers as keys (None: unlabeled); with pair judges, a preference A / B /
+    tie (or 1 / 2 / 0, ``draw``: :func:`scoreband.pairwise.pairs.parse_labels`), a cell that
+    is none of them refused naming the row."""
+    if not pairs:
+        return np.array([answer_key(c) for c in df[label].tolist()], dtype=object)
+    from scoreband.columns import row_ids
+    from scoreband.pairwise.pairs import parse_labels
+
+    lab, errors = parse_labels(df[label].tolist(), label, ids=row_ids(df, None))
+    if errors:
+        e = errors[0]
+        raise InputError(f"row {e.row}, column {label!r}: {e.reason.split(';')[0]}; the "
+                         f"pair judges answer A, B or tie: write the human preference as A, B "
+                         f"or tie (or 1 / 2 / 0), empty where unlabeled ({len(errors)} such "
+                         "cell(s))")
+    return np.array([x if x else None for x in lab], dtype=object)
+
+
 def _check_labeled(judges, conf, has, label) -> None:
     if not has.any():
         raise InputError(f"`label` column {label!r} has no labeled row (every cell empty): "
@@ -471,8 +556,10 @@ def _check_labeled(judges, conf, has, label) -> None:
         if not np.isfinite(conf[has, s]).any():
             raise InputError(
                 f"judge {j.name!r} gave no verdict on any labeled row (columns "
-                f"{j.confidence!r} and {j.answer!r}: both filled, a confidence in [0, 1]); "
-                "check its `judge` columns, or run the judge on the labeled rows")
+                f"{', '.join(map(repr, j.columns()))}: "
+                + ("probabilities in [0, 1]" if j.probs else
+                   "both filled, a confidence in [0, 1]")
+                + "); check its `judge` columns, or run the judge on the labeled rows")
 
 
 def _report(rule: CascadeRule, res: dict, label: str, n_lab: int, n_unlab: int) -> dict:

@@ -38,7 +38,7 @@ __all__ = ["Rule", "RULES", "registered", "register_rule", "load_rule", "rule_fo
 RULES = Registry("rule format")
 #: the modules whose import registers the built-in kinds (imported before a file is read)
 BUILTIN_RULES = ("scoreband.decisions.triage", "scoreband.pairwise.selective",
-                 "scoreband.decisions.cascade_rule")
+                 "scoreband.decisions.cascade_rule", "scoreband.decisions.score_cascade")
 
 
 def registered() -> Registry:

@@ -272,10 +272,12 @@ NOT_IN_AUTO = tuple(e.name for e in UNCERTAINTY.entries() if not e.info["auto"])
 
 
 def fit_uncertainty(est, sig, loss, absres, keys):
-    """``est`` fitted on the training items (a fixed one as it is)."""
+    """``est`` fitted on the training items (a fixed one as it is), as its rule file will
+    hold it (read back from its saved form: the values the calibration share is tested on
+    are those a later apply of the saved rule computes, bit for bit)."""
     if isinstance(est, _Fixed):
         return est
-    return est.fit(sig, loss, absres, keys=keys)
+    return uncertainty_from_dict(est.fit(sig, loss, absres, keys=keys).to_dict())
 
 
 def choose_uncertainty(names, sig: Signals, loss, absres, folds, keys, merit
