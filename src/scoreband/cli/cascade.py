@@ -28,7 +28,10 @@ def cascade(
     judge: Annotated[list[str] | None, typer.Option(
         "--judge", help="NAME=CONF_COL:ANSWER_COL, once per judge, cheapest first: its "
                         "answer column and its confidence in that answer (a probability in "
-                        "[0, 1], e.g. max p or the score token's probability).")] = None,
+                        "[0, 1], e.g. max p or the score token's probability); or a pair "
+                        "judge's NAME=PA_COL,PB_COL[,PT_COL] (its verdict the most probable "
+                        "of A / B / tie; --label-col then holds A / B / tie or 1 / 2 / "
+                        "0).")] = None,
     label_col: Annotated[str | None, typer.Option(
         "--label-col", help="Column of the human answer (empty = unlabeled: decided, not "
                             "fitted on).")] = None,
