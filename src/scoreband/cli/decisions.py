@@ -51,6 +51,9 @@ CONFIG = {
     "sets": choice_knob("lac", ("lac", "aps"), "--pairwise: the prediction sets' score"),
     "asymmetric": Knob(False, bool, "true | false", "--pairwise: the verdict model may "
                        "learn an order effect"),
+    "pool": Knob(False, bool, "true | false", "with --groups: one threshold and one "
+                 "guarantee over the mixture of groups (for groups too small to each keep "
+                 "anything), each group's kept share reported"),
 }
 Target = _opt("--target", "Column of the human score (mean rating).")
 ScaleO = _opt("--scale", "Scale of the human score, 'A,B' (e.g. 1,5).")
@@ -190,8 +193,8 @@ def triage(
             target=target, score=score, scale=scale, tolerance=tolerance, alpha=alpha,
             delta=delta, features=split_columns(features), groups=groups,
             uncertainty=uncertainty, calibrator=calibrator, by=by, map=map_, seed=seed,
-            id_col=id_col,
-            train_frac=knobs["train_frac"], start=knobs["start"] or "likely"), out, html)
+            id_col=id_col, pool=knobs["pool"], train_frac=knobs["train_frac"],
+            start=knobs["start"] or "likely"), out, html)
     if apply_table is not None:
         apply_rule(rule or out, apply_table, apply_out.path, fitted=fitted or None)
 
@@ -214,6 +217,9 @@ def _fit(labeled: Path, kw: dict, out: Path | None, html: Path | None):
 
     need("fitting a rule", target=kw["target"], scale=kw["scale"], score=kw["score"],
          tolerance=kw["tolerance"], out=out)
+    if kw["pool"] and not kw["groups"]:
+        fail("--config pool = true pools the groups of --groups: give --groups COLUMN (without "
+             "groups every rule is pooled already)")
     spec = {"target": kw["target"], "median": kw["score"], "groups": kw["groups"],
             "id_col": kw["id_col"], "features": kw["features"] or None}
     df = read_table(labeled, columns=needed_columns(labeled, spec, [kw["uncertainty"]]),

@@ -59,6 +59,7 @@ from scoreband.decisions.rulefile import (
 )
 from scoreband.decisions.triage_fit import (
     POOLED,
+    pooled_groups,
     candidates,
     check_fit,
     check_levels,
@@ -301,6 +302,9 @@ def _summary(rule: TriageRule) -> dict:
              f"at least {complement_text(rule.delta)} over the draw of the labeled rows "
              f"(Learn-then-Test, fixed-sequence binomial tests), for items drawn like the "
              f"labeled ones" + ("" if one else ", per group (each group its own guarantee)")
+             + (f", over the mixture of the groups of column {rule.columns.get('groups')!r} "
+                "(one threshold; each group's kept share is in report.per_group, measured, "
+                "not guaranteed per group)" if rule.report.get("per_group") else "")
              + ".")
     return {"threshold": g0["threshold"] if one else None,
             "accepted_share": (g0["accepted_share"] if one else
@@ -324,7 +328,8 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
                       delta: float = 0.1, signals: Signals | None = None, groups=None,
                       keys=None, by: str = "auto", map: str = "tolerance",
                       train_frac: float = 0.5, seed: int = 0, start: str = "likely",
-                      grid_size: int | None = None, crossfit_map: bool = False) -> TriageRule:
+                      grid_size: int | None = None, crossfit_map: bool = False,
+                      pool: bool = False) -> TriageRule:
     """Fit a trust-or-escalate rule on labeled items given as arrays: ``score`` (n,) the
     judge's score on any scale, ``y`` (n,) the human target on ``scale`` (``"A,B"``, (A, B)
     or a Scale); kept scores are off ``y`` by more than ``tolerance`` at most ``alpha`` of
@@ -335,6 +340,9 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
     (:data:`scoreband.decisions.uncertainty.UNCERTAINTY`); ``map``: tolerance | isotonic |
     none (:mod:`scoreband.decisions.maps`); ``train_frac``: the training share; ``start``
     and ``grid_size``: the fixed sequence (:class:`scoreband.decisions.risk.FixedSequence`).
+    ``pool``: with ``groups``, one threshold over the mixture of groups (the split still
+    drawn within each group), each group's kept share and risk reported in
+    ``report["per_group"]`` (measured, not guaranteed per group).
     ``crossfit_map``: the training share's losses come from a map fitted on the other half
     of it (off by default: on the judge tables it lowered the accepted share at alpha 0.2,
     qwen/Dialsumm/relevance 0.79 -> 0.64, benchmarks/triage.py; the calibration test, not
@@ -359,10 +367,13 @@ def fit_triage_arrays(score, y, *, scale, tolerance: float, alpha: float = 0.1,
     u = np.full(len(score), np.nan)
     u[C] = est.predict(sig.take(C))
     seq = FixedSequence(start, grid_size)
-    out, notes = group_thresholds(u, uT, loss, T, C, groups, seq, alpha, delta)
-    report = fit_report(u, loss, T, C, out, groups, seq.grid(uT, len(C)),
+    by = None if pool else groups
+    out, notes = group_thresholds(u, uT, loss, T, C, by, seq, alpha, delta)
+    report = fit_report(u, loss, T, C, out, by, seq.grid(uT, len(C)),
                          {"train_frac": train_frac, "seed": seed, "start_rule": start},
                          {"chosen": name, "training_share_accepted": shares})
+    if pool and groups is not None:
+        report["per_group"] = pooled_groups(u, loss, C, out[POOLED]["threshold"], groups)
     return TriageRule(scale, float(tolerance), float(alpha), float(delta), smap, est, out,
                       report=report, warnings=notes,
                       domain=rule_domain(score, domain_inputs(sig)))
@@ -400,12 +411,17 @@ class TriageResult:
 
     def table(self) -> pd.DataFrame:
         """One row per group: calibration rows, threshold, share accepted, the risk among
-        the accepted calibration rows and the risk of accepting all."""
+        the accepted calibration rows and the risk of accepting all; a pooled rule's groups
+        follow its one row, each at the pooled threshold."""
+        pooled = self.rule.report.get("per_group") or {}
+        thr = self.rule.threshold
         return pd.DataFrame([{"group": g, "calibration rows": v["n_calibration"],
-                              "threshold": v["threshold"], "accepted": v["accepted_share"],
+                              "threshold": v.get("threshold", thr),
+                              "accepted": v["accepted_share"],
                               "risk": v.get("risk_on_calibration"),
                               "accept-all risk": v.get("accept_all_risk")}
-                             for g, v in self.rule.groups.items()])
+                             for g, v in [*self.rule.groups.items(),
+                                          *((f"  {k} (pooled)", v) for k, v in pooled.items())]])
 
 
 def fit_triage(table, *, target: str, score: str, scale, tolerance: float,
@@ -413,7 +429,7 @@ def fit_triage(table, *, target: str, score: str, scale, tolerance: float,
                groups: str | None = None, uncertainty: str | None = None,
                calibrator=None, by: str = "auto", map: str = "tolerance",
                train_frac: float = 0.5, seed: int = 0, start: str = "likely",
-               id_col: str | None = None) -> TriageResult:
+               id_col: str | None = None, pool: bool = False) -> TriageResult:
     """Fit a trust-or-escalate rule on a labeled table (a DataFrame or a path; cells read
     as written, so a group ``01`` stays ``01`` as the apply reads it).
 
@@ -448,7 +464,8 @@ def fit_triage(table, *, target: str, score: str, scale, tolerance: float,
                              tolerance=tolerance, alpha=alpha, delta=delta,
                              signals=signals_of(inp, feats, uncertainty, band),
                              groups=inp.groups, keys=frame_keys(df.iloc[inp.rows][used]),
-                             by=by, map=map, train_frac=train_frac, seed=seed, start=start)
+                             by=by, map=map, train_frac=train_frac, seed=seed, start=start,
+                             pool=pool)
     rule.columns = {"score": score, "features": feats, "groups": groups,
                     "uncertainty": uncertainty, "id_col": id_col, "target": target}
     read = [*feats, *([uncertainty] if uncertainty else [])]

@@ -31,7 +31,7 @@ from scoreband.errors import InputError
 
 __all__ = ["losses", "check_levels", "check_fit", "candidates", "split", "fit_score_map",
            "fit_chosen_uncertainty", "group_thresholds", "fit_report", "check_spread",
-           "MIN_GROUP_TRAIN", "POOLED"]
+           "MIN_GROUP_TRAIN", "POOLED", "pooled_groups"]
 
 #: the training items below which a group's risk curve is the pooled one
 MIN_GROUP_TRAIN = 30
@@ -219,5 +219,21 @@ def _per_group_notes(out: dict, n_cal: int, need_cal: int, alpha: float,
            f"rows a group needs to trust anything at risk {alpha:g}, delta {delta:g}"
            if small else f"no group's tests rejected at risk {alpha:g}, delta {delta:g}")
     return [f"the per-group rule keeps nothing: {why} (calibration rows per group: {sizes}; "
-            f"{n_cal} in all). Fit one pooled rule (drop --groups: its guarantee then holds "
-            "over all items, not per group), label more rows per group, or raise the risk"]
+            f"{n_cal} in all). Pool the groups (`pool = true` in --config, or pool=True: one "
+            "threshold whose guarantee holds over the mixture of groups, not per group, with "
+            "each group's kept share reported), label more rows per group, or raise the risk"]
+
+
+def pooled_groups(u, loss, C, threshold: float, groups) -> dict:
+    """A pooled rule's per-group account on the calibration share (what it keeps of each
+    group, and the risk among those: measured, not guaranteed per group)."""
+    g = np.asarray(groups).astype(str)[C]
+    acc = np.isfinite(u[C]) & (u[C] <= threshold)
+    out = {}
+    for name in sorted(set(g.tolist())):
+        m = g == name
+        k = acc & m
+        out[name] = {"n_calibration": int(m.sum()), "accepted_share": float(k.sum() / m.sum()),
+                     "risk_on_calibration": float(loss[C][k].mean()) if k.any() else None,
+                     "accept_all_risk": float(loss[C][m].mean())}
+    return out
