@@ -59,7 +59,6 @@ from scoreband.decisions.rulefile import (
 )
 from scoreband.decisions.triage_fit import (
     POOLED,
-    pooled_groups,
     candidates,
     check_fit,
     check_levels,
@@ -69,6 +68,7 @@ from scoreband.decisions.triage_fit import (
     fit_score_map,
     group_thresholds,
     losses,
+    pooled_groups,
     split,
 )
 from scoreband.decisions.triage_inputs import domain_inputs, fit_spec, signals_of, with_bands
