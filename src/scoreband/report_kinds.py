@@ -23,3 +23,7 @@ register_kind("pairwise-rule", "scoreband.pairwise.rule_report", "a pairwise rul
               marker={"format": "scoreband-pairwise-rule"})
 register_kind("monitor", "scoreband.decisions.monitor", "a monitor run",
               marker={"format": "scoreband-monitor"})
+register_kind("cascade-rule", "scoreband.decisions.cascade_report", "a cascade rule",
+              marker={"format": "scoreband-cascade-rule"})
+register_kind("score-cascade-rule", "scoreband.decisions.cascade_report",
+              "a score cascade rule", marker={"format": "scoreband-score-cascade-rule"})

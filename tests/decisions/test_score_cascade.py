@@ -225,3 +225,19 @@ def test_triage_cascade_refuses_what_it_does_not_read(tmp_path):
             "1,5", "--tolerance", "0.5", "--out", tmp_path / "r.json")
     assert r.exit_code == 2 and "--cascade" in said(r)
     assert not (tmp_path / "r.json").exists()
+
+
+def test_report_renders_both_cascade_rules(tmp_path):
+    df = _frame()
+    fit_score_cascade(df, ["cheap=cheap", "strong=strong"], target="human", scale=(1, 5),
+                      tolerance=0.5, alpha=0.2, delta=0.1,
+                      costs={"cheap": 1, "strong": 10}).rule.save(tmp_path / "s.json")
+    from scoreband.decisions.cascade_rule import cascade
+
+    pairs = pd.DataFrame({"p": ["0.99"] * 60, "a": ["A"] * 60, "human": ["A"] * 60})
+    cascade(pairs, ["j=p:a"], "human").rule.save(tmp_path / "a.json")
+    r = run("report", tmp_path / "s.json", tmp_path / "a.json", "--out", tmp_path / "r.html")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "r.html").read_text()
+    assert "cascade of score judges" in html and "cascade of judges" in html
+    assert "judge cost per row" in html and "one test over every stage" in html

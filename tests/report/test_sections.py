@@ -10,7 +10,7 @@ from scoreband.report.sections import KINDS, ReportSection, kind_of, register_ki
 def test_every_kind_names_a_module_with_its_section_and_schema():
     assert KINDS.names() == ["evaluate", "demo", "judge-study", "roundtrip-study", "stress",
                              "systems", "pairwise-systems", "triage", "pairwise-rule",
-                             "monitor"]
+                             "monitor", "cascade-rule", "score-cascade-rule"]
     for kind in KINDS.names():
         s = section_of(kind)
         assert isinstance(s, ReportSection) and callable(s.build), kind
@@ -21,10 +21,12 @@ def test_kinds_are_told_apart_and_the_error_lists_them():
     assert kind_of({"after": {}, "theoretical_coverage": {}}) == "evaluate"
     assert kind_of({"format": "scoreband-triage-rule"}) == "triage"
     assert kind_of({"format": "scoreband-pairwise-rule"}) == "pairwise-rule"
+    assert kind_of({"format": "scoreband-cascade-rule"}) == "cascade-rule"
+    assert kind_of({"format": "scoreband-score-cascade-rule"}) == "score-cascade-rule"
     assert kind_of({"study": "pairwise-systems"}) == "pairwise-systems"
     with pytest.raises(ValueError, match=r"\(evaluate, demo, .*pairwise-systems, a triage "
-                                         r"rule, a pairwise rule or a monitor run\): its key "
-                                         r"'study' is 'bogus'"):
+                                         r"rule, a pairwise rule, a monitor run, a cascade rule or a score "
+                                         r"cascade rule\): its key 'study' is 'bogus'"):
         kind_of({"study": "bogus"})
 
 
