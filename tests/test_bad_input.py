@@ -384,7 +384,7 @@ CASES = [
     _case("report", ["{w}/ex.csv", "--out", "{w}/r.html"], 2, "not a readable"),
     _case("report", ["{w}/res_array.json", "--out", "{w}/r.html"], 2,
           ("res_array.json: not a scoreband results file (evaluate, demo, judge-study,",
-           "a monitor run): a JSON array")),
+           "a score cascade rule): a JSON array")),
     _case("report", ["{w}/res_alpha_text.json", "--out", "{w}/r.html"], 2,
           "res_alpha_text.json: field 'alpha': Input should be a valid number (got '0.1')"),
     _case("report", ["{w}/res_empty_after.json", "--out", "{w}/r.html"], 2,

@@ -10,7 +10,8 @@ __all__ = ["ELSEWHERE", "STUDIES", "NAMES"]
 #: ``{module: names}``
 ELSEWHERE = {
     "scoreband.tables": "read_table write_table table_columns",
-    "scoreband.files": "check_output check_readable output_policy atomic_write_bytes",
+    "scoreband.files": "check_output check_readable output_policy atomic_write_bytes "
+                       "distinct_outputs",
     "scoreband.json_io": "write_json read_json",
     "scoreband.provenance": "provenance write_provenance",
     "scoreband.extras": "install_hint",

@@ -52,7 +52,7 @@ __all__ = ["resolve_path", "atomic_path", "atomic_write_bytes", "atomic_write_te
            "check_output", "declare_input", "record_written", "remove_output",
            "written_by_scoreband", "MANIFEST", "check_readable", "temp_path", "track_temp",
            "untrack_temp", "remove_stale_temps", "file_mode", "protect_foreign",
-           "output_errors", "output_mode"]
+           "output_errors", "output_mode", "distinct_outputs"]
 
 #: the list of files a folder output holds that scoreband wrote (one relative path a line)
 MANIFEST = ".scoreband-files"
@@ -80,6 +80,23 @@ class _Policy:
 
 _POLICY: contextvars.ContextVar[_Policy | None] = contextvars.ContextVar("scoreband_outputs",
                                                                          default=None)
+
+
+def distinct_outputs(*outputs) -> None:
+    """Refuse two outputs of one command naming one file: ``outputs`` are ``(what, path)``
+    pairs (``what`` as the user typed it: ``--out``, `` `html` ``), None paths skipped.
+    The one check of every command writing more than one file (the second write would
+    replace the first)."""
+    seen: list[tuple[str, Path]] = []
+    for what, p in outputs:
+        if p is None or str(p) == "":
+            continue
+        p = Path(p).expanduser()
+        for other, q in seen:
+            if _same(p, q):
+                raise InputError(f"{what} and {other} name the same path {str(p)!r}; give "
+                                 "each output its own")
+        seen.append((what, p))
 
 
 def _same(a: Path, b: Path) -> bool:

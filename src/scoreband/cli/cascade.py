@@ -93,10 +93,7 @@ def _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out,
     if uncertainty not in UNCERTAINTIES:
         fail(f"--uncertainty {uncertainty!r}: choose {', '.join(UNCERTAINTIES)}")
     if rule_out is not None:
-        if out is not None and rule_out.path.expanduser().resolve() == \
-                out.expanduser().resolve():
-            fail(f"--rule-out and --out name the same path {str(out)!r}; give each output "
-                 "its own")
+        api.distinct_outputs(("--out", out), ("--rule-out", rule_out.path))
         api.check_output(rule_out.path, what="--rule-out")
     if rule is not None:
         only_with("when fitting (without --rule)", judge=judge, label_col=label_col,

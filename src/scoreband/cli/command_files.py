@@ -9,8 +9,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from scoreband.api import check_output, output_policy
-from scoreband.errors import InputError
+from scoreband.api import check_output, distinct_outputs, output_policy
 
 __all__ = ["OUTPUT_OPTIONS", "FOLDER_COMMANDS", "path_of", "declared_files", "outputs_checked"]
 
@@ -64,13 +63,7 @@ def outputs_checked(command: str, kw: dict):
     its inputs before any work, and every later write checked the same way."""
     inputs, outputs, folders = declared_files(command, kw)
     with output_policy(inputs, [p for _, p in folders]):
-        seen: dict[Path, str] = {}
-        for what, p in outputs + folders:
-            key = p.expanduser().resolve()
-            if key in seen:
-                raise InputError(f"{what} and {seen[key]} name the same path {str(p)!r}; "
-                                 "give each output its own")
-            seen[key] = what
+        distinct_outputs(*outputs, *folders)
         for what, p in outputs:
             check_output(p, what=what)
         for what, p in folders:

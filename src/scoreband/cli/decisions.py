@@ -301,12 +301,9 @@ def _print_cascade(res) -> None:
 
 
 def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
-    from scoreband.api import check_output
+    from scoreband.api import check_output, distinct_outputs
 
-    for what, other in (("--out", out), ("--html", html)):
-        if other is not None and path.expanduser().resolve() == other.expanduser().resolve():
-            fail(f"--apply-out and {what} name the same path {str(path)!r}; give each output "
-                 "its own")
+    distinct_outputs(("--apply-out", path), ("--out", out), ("--html", html))
     check_output(path, what="--apply-out")
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from scoreband.cli._app import app, console, err, fail, guard, report_rows, styled
+from scoreband.cli._app import app, console, err, guard, report_rows, styled
 from scoreband.cli._options import (
     PREDICTION_OVERRIDES,
     GroupsOpt,
@@ -71,15 +71,12 @@ def monitor(
     Example: scoreband monitor calibrator.json audit.csv --target human --false-alarm 0.05
     --out monitor.json --since-out since.csv
     """
-    from scoreband.api import as_text, check_output, read_table, write_table
+    from scoreband.api import as_text, check_output, distinct_outputs, read_table, write_table
     from scoreband.api import monitor as run_monitor
 
     if since_out is not None:
         check_output(since_out, what="`since_out`")
-        if out is not None and Path(since_out).expanduser().resolve() == \
-                out.expanduser().resolve():
-            fail(f"--since-out and --out name the same path {str(out)!r}; give each output "
-                 "its own")
+        distinct_outputs(("--out", out), ("--since-out", since_out))
     df = read_table(stream)
     res = run_monitor(source, df, target=target, ratings=ratings, groups=groups, by=by,
                       false_alarm=false_alarm, promise=promise, n_ratings=n_ratings,

@@ -145,10 +145,9 @@ def run_pairwise_systems(table: Path, *, out: Path, probs, verdict, label_col, v
             df, task_col="task" if "task" in df.columns else None)
     doc["provenance"] = provenance({})
     if html is not None:
-        from scoreband.api import check_output
+        from scoreband.api import check_output, distinct_outputs
 
-        if html.expanduser().resolve() == out.expanduser().resolve():
-            fail(f"--html and --out name the same path {str(html)!r}; give each its own")
+        distinct_outputs(("--out", out), ("--html", html))
         check_output(html, what="the HTML report")
     write_json(out, doc)
     if html is not None:

@@ -398,10 +398,9 @@ class TriageResult:
     def save(self, out, html=None) -> Path:
         """Write the rule to ``out`` (JSON) and, with ``html``, its report; the rule's path.
         ``html`` naming ``out`` is refused (the report would replace the rule)."""
-        if html is not None and Path(html).expanduser().resolve() == \
-                Path(out).expanduser().resolve():
-            raise InputError(f"`html` and `out` name the same path {str(out)!r}; give each "
-                             "its own")
+        from scoreband.files import distinct_outputs
+
+        distinct_outputs(("`out`", out), ("`html`", html))
         path = self.rule.save(out)
         if html is not None:
             from scoreband.decisions.report import write_triage_html

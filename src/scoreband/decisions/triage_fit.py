@@ -220,8 +220,8 @@ def _per_group_notes(out: dict, n_cal: int, need_cal: int, alpha: float,
            if small else f"no group's tests rejected at risk {alpha:g}, delta {delta:g}")
     return [f"the per-group rule keeps nothing: {why} (calibration rows per group: {sizes}; "
             f"{n_cal} in all). Pool the groups (`pool = true` in --config, or pool=True: one "
-            "threshold whose guarantee holds over the mixture of groups, not per group, with "
-            "each group's kept share reported), label more rows per group, or raise the risk"]
+            "pooled threshold whose guarantee holds over the mixture of groups, not per "
+            "group, with each group's kept share reported), label more rows per group, or raise the risk"]
 
 
 def pooled_groups(u, loss, C, threshold: float, groups) -> dict:
