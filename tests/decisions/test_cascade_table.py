@@ -8,14 +8,8 @@ import pandas as pd
 import pytest
 
 from scoreband.cli import app
-from scoreband.decisions.cascade_rule import (
-    CascadeRule,
-    Judge,
-    as_costs,
-    as_judges,
-    cascade,
-    load_cascade_rule,
-)
+from scoreband.decisions.cascade_inputs import Judge, as_costs, as_judges
+from scoreband.decisions.cascade_rule import CascadeRule, cascade, load_cascade_rule
 from scoreband.errors import InputError
 from tests.conftest import runner
 from tests.decisions.test_cascade import _world
@@ -235,7 +229,7 @@ def test_codes_are_compared_as_written_and_the_label_is_no_judge():
     """A judge answering the code '01' where the human wrote '1' is wrong (a code read as
     a number would count it right and understate the error); '4.0' and '4' are one answer.
     A judge reading the label column is refused."""
-    from scoreband.decisions.cascade_rule import answer_key
+    from scoreband.decisions.cascade_inputs import answer_key
 
     assert answer_key("01") != answer_key("1") and answer_key("4.0") == answer_key("4")
     assert answer_key("+1") != answer_key("1") and answer_key(" B ") == "B"
@@ -273,3 +267,15 @@ def test_cli_messages_name_the_flags(tmp_path):
     res = run("triage", tmp_path / "t.csv", "--target", "human", "--scale", "1,5", "--score",
               "nope", "--tolerance", "0.5", "--out", tmp_path / "r.json")
     assert res.exit_code == 2 and "--score column 'nope' is not in the table" in said(res)
+
+
+def test_percentages_are_refused_naming_the_column():
+    """Confidences written as percentages (or a pair judge's p(A) as 90) would make every
+    row a row error and send every row to a human: refused, the column named."""
+    df = pd.DataFrame({"p": ["99"] * 60, "a": ["A"] * 60, "human": ["A"] * 60})
+    with pytest.raises(InputError, match=r"column 'p' holds numbers above 1.*divide "
+                                         r"percentages by 100"):
+        cascade(df, ["j=p:a"], "human")
+    df = pd.DataFrame({"pa": ["90"] * 60, "pb": ["10"] * 60, "human": ["A"] * 60})
+    with pytest.raises(InputError, match="column 'pa' holds numbers above 1"):
+        cascade(df, ["j=pa,pb"], "human")

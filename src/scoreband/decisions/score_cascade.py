@@ -44,7 +44,7 @@ import pandas as pd
 
 from scoreband.datatypes import Scale
 from scoreband.decisions.cascade import apply_cascade, fit_cascade
-from scoreband.decisions.cascade_rule import HUMAN, answer_key, as_costs
+from scoreband.decisions.cascade_inputs import HUMAN, answer_key, as_costs
 from scoreband.decisions.maps import ScoreMap
 from scoreband.decisions.rule import Decision, Rule, register_rule
 from scoreband.decisions.uncertainty import (
@@ -318,7 +318,8 @@ class ScoreCascadeRule(Rule):
 
     @classmethod
     def from_dict(cls, doc: dict, where: str = "the score cascade rule") -> ScoreCascadeRule:
-        from scoreband.decisions.cascade_rule import _cost, _stage_index, _unit
+        from scoreband.decisions.cascade_inputs import _cost
+        from scoreband.decisions.cascade_rule import _stage_index, _unit
         from scoreband.decisions.rulefile import as_float, as_mapping, read_key
 
         fix = f"fit the rule again with `{REFIT}`"
