@@ -103,3 +103,16 @@ def test_systems_inputs_reads_every_row_and_names_each_bad_one():
         systems_inputs(df, system_col="system", scores=["metric"], target="human",
                        scale=Scale.parse("1,5"), inclusion_prob="p")
     assert "percentages" in str(e.value)
+
+
+def test_an_empty_id_cell_names_the_row_by_its_number():
+    """An empty --id-col cell (NaN, None or blank) is never reported as row 'nan'."""
+    import numpy as np
+    import pandas as pd
+
+    from scoreband.columns import row_ids
+
+    df = pd.DataFrame({"k": ["a", np.nan, "", "d"], "id": ["x", "", None, "z"]})
+    assert list(row_ids(df, "k")) == ["a", "2 (id empty)", "3 (id empty)", "d"]
+    assert list(row_ids(df, None, offset=10)) == ["11 (id=x)", "12 (id empty)",
+                                                  "13 (id empty)", "14 (id=z)"]

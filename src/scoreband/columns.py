@@ -356,11 +356,10 @@ class RowIds(Sequence):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         i = int(i if self._pos is None else self._pos[i])
-        if self._own:
-            return str(self._col.iloc[i])
-        if self._col is not None:
-            return f"{self._offset + i + 1} (id={self._col.iloc[i]})"
-        return str(self._offset + i + 1)
+        v = None if self._col is None else self._col.iloc[i]  # an empty id: the row number
+        if v is None or (isinstance(v, float) and v != v) or not str(v).strip():
+            return str(self._offset + i + 1) + ("" if self._col is None else " (id empty)")
+        return str(v) if self._own else f"{self._offset + i + 1} (id={v})"
 
     def take(self, positions) -> RowIds:
         view, pos = RowIds.__new__(RowIds), np.asarray(positions, dtype=int)
