@@ -225,3 +225,18 @@ def test_an_unknown_prefix_lists_the_known_formats(tmp_path):
     assert read_table(odd)["human"].tolist() == [1.0, 2.0]
     for plain in ("C:scores.csv", "http://host/t.csv", "a/b:c.csv"):
         assert split_address(plain) == (None, split_address(plain)[1])
+
+
+def test_json_with_a_byte_order_mark_is_read_and_a_key_given_twice_refused(tmp_path):
+    """A JSON file saved by a Windows editor (a UTF-8 BOM) reads as its JSON; a key given
+    twice in one object is refused naming it (json.loads keeps the last silently)."""
+    import pytest
+
+    from scoreband.errors import InputError
+    from scoreband.json_io import read_json
+
+    (tmp_path / "bom.json").write_bytes(b'\xef\xbb\xbf{"retries": 2}')
+    assert read_json(tmp_path / "bom.json", what="--config") == {"retries": 2}
+    (tmp_path / "dup.json").write_text('{"a": {"retries": 2, "retries": 3}}')
+    with pytest.raises(InputError, match="key 'retries' twice"):
+        read_json(tmp_path / "dup.json", what="--config")

@@ -76,8 +76,8 @@ def _read_json(path, what: str, max_bytes: int, max_depth: int):
     if len(data) > max_bytes:
         raise InputError(f"{what} {str(p)!r} grew above {max_bytes / 2**20:,.0f} MiB while "
                          "read")
-    try:
-        text = data.decode("utf-8")
+    try:  # a byte-order mark (Windows editors write one) is not part of the JSON
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{what} {str(p)!r} is not valid JSON (its bytes are not UTF-8 text)") from None
     depth = json_depth(text)
@@ -85,10 +85,29 @@ def _read_json(path, what: str, max_bytes: int, max_depth: int):
         raise InputError(f"{what} {str(p)!r} is nested {depth} levels deep, above the "
                          f"{max_depth} scoreband reads")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise InputError(f"{what} {str(p)!r} is not valid JSON ({e.msg} at line {e.lineno}, "
                          f"column {e.colno})") from None
+    except _DuplicateKey as e:
+        raise InputError(f"{what} {str(p)!r} gives the key {e.args[0]!r} twice in one object "
+                         "(JSON readers differ on which one counts): keep one") from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    """A JSON object, refusing a key given twice (``json`` would keep the last silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return out
 
 
 def json_depth(text: str) -> int:
