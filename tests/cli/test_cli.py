@@ -347,3 +347,18 @@ def test_list_options_take_a_comma_list_or_repetition(tmp_path):
         assert "fitting cqr on 2000 rows" in r.output  # a long fit says what it does
         outs.append(json.loads(out.read_text())["inputs"]["columns"]["features"])
     assert outs[0] == outs[1] == ["median", "q05", "q95"]
+
+
+def test_a_path_naming_an_unknown_users_home_is_a_clean_error(tmp_path):
+    """`--out ~nosuchuser/x`: Path.expanduser raises RuntimeError; the command says which
+    path and the fix, exit 2, never 'unexpected RuntimeError'."""
+    from scoreband.cli import app
+    from tests.conftest import runner
+
+    pd.DataFrame({"human": [1.0, 2.0], "judge": [1.1, 2.1]}).to_csv(tmp_path / "t.csv",
+                                                                    index=False)
+    r = runner.invoke(app, ["triage", str(tmp_path / "t.csv"), "--target", "human",
+                            "--score", "judge", "--scale", "1,5", "--tolerance", "0.5",
+                            "--out", "~nosuchuser0xyz/r.json"])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "'~nosuchuser0xyz/r.json'" in text and "in full" in text, text

@@ -245,6 +245,12 @@ def guard(fn):
             if hint is None or _STATE["debug"]:
                 raise
             fail(f"this needs {e.name}, which is not installed: {hint}")
+        except RuntimeError as e:  # Path.expanduser: "~name/..." for a user not on this machine
+            path = _unknown_home(kw)
+            if path is None or _STATE["debug"]:
+                raise
+            fail(f"path {path!r}: {path.split('/')[0]} names no user on this machine (a path "
+                 "starting with ~ is that user's home); write the path in full")
         except OSError as e:  # a path the user gave: a folder, no permission, a full disk
             if _STATE["debug"]:
                 raise
@@ -258,6 +264,21 @@ def guard(fn):
                   f"{fn.__name__.replace('_', '-')} ...` for the traceback)", code=1)
 
     return wrapper
+
+
+def _unknown_home(kw: dict) -> str | None:
+    """The first option value starting with ``~`` whose user this machine does not know."""
+    import pathlib
+
+    for v in kw.values():
+        for x in v if isinstance(v, (list, tuple)) else [v]:
+            x = getattr(x, "path", x)  # a later_path
+            if isinstance(x, (str, pathlib.Path)) and str(x).startswith("~"):
+                try:
+                    pathlib.Path(str(x)).expanduser()
+                except RuntimeError:
+                    return str(x)
+    return None
 
 
 _SHOWN: set[str] = set()
