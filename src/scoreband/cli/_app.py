@@ -245,7 +245,7 @@ def guard(fn):
             if hint is None or _STATE["debug"]:
                 raise
             fail(f"this needs {e.name}, which is not installed: {hint}")
-        except RuntimeError as e:  # Path.expanduser: "~name/..." for a user not on this machine
+        except RuntimeError:  # Path.expanduser: "~name/..." for a user not on this machine
             path = _unknown_home(kw)
             if path is None or _STATE["debug"]:
                 raise
