@@ -10,6 +10,10 @@ Judge tables: the expected score of the 1..5 log-probs is the judge's score, the
 its features, the mean of 3 expert ratings the target (1-5), tolerance 0.5. THumB: each
 automatic metric against ``human_score`` (1-5), tolerance 0.5.
 
+Reference (judge tables): the published fixed-sequence rule of "Trust or Escalate" (Jung
+et al., ICLR 2025; benchmarks/trust_or_escalate.py) on the judge's own verdict (its most
+probable score token, confidence its probability), every labeled row calibrating.
+
 Protocol per resplit s: the rows are shuffled with seed s; ``--labeled`` rows are labeled
 (``--train-frac`` of them train the map, the uncertainty and the sequence start, the rest
 - 500 with the defaults - are the Learn-then-Test calibration share), every other row is
@@ -33,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from trust_or_escalate import published_threshold  # noqa: E402
 
 from scoreband.datatypes import Scale  # noqa: E402
 from scoreband.decisions.triage import fit_triage_arrays, losses  # noqa: E402
@@ -72,6 +78,14 @@ def thumb_tables(root: Path, metrics=("CLIPS", "RefCLIPS", "CIDEr", "BERTScore")
             Scale(1, 5), 0.5
 
 
+def _judge_verdict(lp):
+    """The judge's own verdict and confidence, as the published rule reads a judge: the
+    most probable score token (1..5) and its probability (softmax of the log-probs)."""
+    z = lp - lp.max(axis=1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return p.max(axis=1), p.argmax(axis=1) + 1.0
+
+
 def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by, map_, start,
               grid_size=None, crossfit_map=False):
     n = len(y)
@@ -99,12 +113,32 @@ def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by,
             o["ok"].append(r <= a)
             c = rule.uncertainty.name
             o["chosen"][c] = o["chosen"].get(c, 0) + 1
+            if feats is not None:  # the published rule on the judge's own verdict
+                conf, verdict = _judge_verdict(feats)
+                wrong = losses(verdict, y, tol)
+                thr = published_threshold(conf[lab], wrong[lab], a, DELTA)
+                keep = conf[test] >= thr
+                o.setdefault("pub_share", []).append(float(keep.mean()))
+                o.setdefault("pub_ok", []).append(
+                    (float(wrong[test][keep].mean()) if keep.any() else 0.0) <= a)
+                # the same rule on scoreband's map of the score (fitted on the training
+                # share; every labeled row calibrates: generous to the reference)
+                wrong = losses(rule.map.predict(score), y, tol)
+                thr = published_threshold(conf[lab], wrong[lab], a, DELTA)
+                keep = conf[test] >= thr
+                o.setdefault("pubmap_share", []).append(float(keep.mean()))
     res = {}
     for a in ALPHAS:
         o = out[a]
         res[str(a)] = {"accepted": float(np.mean(o["share"])),
                        "risk": float(np.mean(o["risk"])),
-                       "risk_ok_share": float(np.mean(o["ok"])), "chosen": o["chosen"]}
+                       "risk_ok_share": float(np.mean(o["ok"])), "chosen": o["chosen"],
+                       "published": float(np.mean(o["pub_share"])) if "pub_share" in o
+                       else None,
+                       "published_ok_share": float(np.mean(o["pub_ok"])) if "pub_ok" in o
+                       else None,
+                       "published_mapped": float(np.mean(o["pubmap_share"]))
+                       if "pubmap_share" in o else None}
     # what accepting every score risks, under the isotonic and the tolerance map (all rows)
     from scoreband.decisions.maps import fit_map
 
@@ -159,15 +193,33 @@ def main(argv=None) -> None:
         results[name] = r
         row = f"{name:32s} {len(y):5d} {r['accept_all_risk_isotonic']:8.3f} | " + " | ".join(
             f"{r[str(a)]['accepted']:13.3f} {r[str(a)]['risk']:5.3f} "
-            f"{r[str(a)]['risk_ok_share']:11.2f}" for a in ALPHAS)
+            f"{r[str(a)]['risk_ok_share']:11.2f}"
+            + ("" if r[str(a)]["published"] is None else
+               f" (published {r[str(a)]['published']:.3f} / on the map "
+               f"{r[str(a)]['published_mapped']:.3f})") for a in ALPHAS)
         print(row + f"  ({time.perf_counter() - t:.0f} s; "
               f"{max(r['0.2']['chosen'], key=r['0.2']['chosen'].get)})", flush=True)
     if results:
         for a in ALPHAS:
             acc = np.mean([r[str(a)]["accepted"] for r in results.values()])
             ok = np.mean([r[str(a)]["risk_ok_share"] for r in results.values()])
+            pub = [r[str(a)]["published"] for r in results.values()
+                   if r[str(a)]["published"] is not None]
+            ours = [r[str(a)]["accepted"] for r in results.values()
+                    if r[str(a)]["published"] is not None]
+            pm = [r[str(a)]["published_mapped"] for r in results.values()
+                  if r[str(a)]["published"] is not None]
+            if pm:
+                print(f"alpha {a}: the published rule on scoreband's map {np.mean(pm):.3f} "
+                      f"(scoreband ahead or equal on "
+                      f"{sum(o >= p - 1e-9 for o, p in zip(ours, pm, strict=True))} of "
+                      f"{len(pm)} judge tables)")
             print(f"mean over {len(results)} tables at alpha {a}: accepted {acc:.3f}, "
-                  f"P(risk <= alpha) {ok:.3f}")
+                  f"P(risk <= alpha) {ok:.3f}"
+                  + (f"; judge tables {np.mean(ours):.3f} vs the published rule on the "
+                     f"judge's own verdict {np.mean(pub):.3f} (ahead or equal on "
+                     f"{sum(o >= p - 1e-9 for o, p in zip(ours, pub, strict=True))} of "
+                     f"{len(pub)})" if pub else ""))
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
 

@@ -53,8 +53,8 @@ def test_pooled_rule_keeps_its_guarantee_over_the_mixture():
         rule = fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=0.5,
                           alpha=0.1, delta=0.1, groups="task", uncertainty="u", pool=True,
                           seed=s).rule
-        m, u, kept = rule.decide(P["judge"].to_numpy(float),
-                                 _signals(P), None)
+        m, u, kept = rule.decide(P["judge"].to_numpy(float), _signals(P),
+                                 P["task"].to_numpy())
         if kept.any():
             fail += np.mean(np.abs(m[kept] - P["human"].to_numpy()[kept]) > 0.5 + 1e-9) > 0.1
     assert fail / 300 <= 0.1 + 2.5 * np.sqrt(0.09 / 300), fail
@@ -83,3 +83,23 @@ def test_pool_from_the_command_line(tmp_path):
             "1,5", "--tolerance", "0.5", "--out", tmp_path / "r2.json", "--config",
             tmp_path / "k.toml")
     assert r.exit_code == 2 and "--groups" in said(r)
+
+
+def test_a_pooled_rule_escalates_groups_it_never_saw():
+    """The pooled guarantee covers the mixture of the groups it was fitted on: at apply a
+    row of an unseen group is escalated (said once), an empty group cell is a row error,
+    and the rows say their group."""
+    df = _table(n=1400)
+    rule = fit_triage(df, target="human", score="judge", scale=(1, 5), tolerance=0.5,
+                      alpha=0.2, delta=0.1, groups="task", uncertainty="u", pool=True).rule
+    new = _table(n=60, seed=3)
+    new.loc[:9, "task"] = "unseen"
+    new["task"] = new["task"].astype(object)
+    new.loc[10:13, "task"] = None
+    out = rule.apply(new)
+    assert not out.loc[:13, "trusted"].any()
+    assert out.loc[14:, "trusted"].any()
+    assert any("'unseen'" in w and "escalated" in w for w in rule.last_warnings)
+    assert len(rule.last_errors) == 4 and "triage_group" in out.columns
+    back = type(rule).from_dict(rule.to_dict())
+    assert back.apply(new)["trusted"].tolist() == out["trusted"].tolist()

@@ -162,7 +162,7 @@ def report_rows(errors: list[RowError], total: int, action: str = "skipped",
     # rows are not part of the reason
     reasons: dict[tuple[str, str], list] = {}
     for e in errors:
-        reasons.setdefault((str(e.column), re.sub(r"\brow \S+", "row", str(e.reason))),
+        reasons.setdefault((str(e.column), re.sub(r"\brow (?!\()\S+", "row", str(e.reason))),
                            []).append(e)
     if len(reasons) < len(errors):
         for (col, why), es in sorted(reasons.items(), key=lambda kv: -len(kv[1]))[:10]:

@@ -157,21 +157,32 @@ class TriageRule(Rule):
     def per_group(self) -> bool:
         return POOLED not in self.groups
 
+    @property
+    def reads_groups(self) -> bool:
+        """Whether applying the rule reads the groups column: a threshold per group, or a
+        pooled one whose guarantee covers the mixture of the groups it was fitted on."""
+        return self.per_group or bool(self.report.get("per_group"))
+
+    def _known_groups(self) -> dict:
+        return self.groups if self.per_group else self.report["per_group"]
+
     def thresholds_for(self, groups, n: int) -> tuple[np.ndarray, list[str]]:
-        """Each of ``n`` items' threshold; an unseen group is escalated (-inf), said."""
-        if not self.per_group:
+        """Each of ``n`` items' threshold; an unseen group is escalated (-inf), said (a
+        pooled rule's too: its guarantee covers only the groups it was fitted on)."""
+        if not self.reads_groups:
             return np.full(n, self.threshold), []
         if groups is None:
-            raise InputError(f"the rule has a threshold per group of column "
+            raise InputError(f"the rule was fitted on the groups of column "
                              f"{self.columns.get('groups')!r}; give the items' groups")
         g = self.group_labels(groups)
+        known = self._known_groups()
         thr = np.full(len(g), -math.inf)
-        for name, v in self.groups.items():
-            thr[g == name] = v["threshold"]
-        unseen = sorted(set(g.tolist()) - set(self.groups))
+        for name, v in known.items():
+            thr[g == name] = v["threshold"] if self.per_group else self.threshold
+        unseen = sorted(set(g.tolist()) - set(known))
         notes = [f"group(s) {', '.join(repr(str(x)) for x in unseen[:5])} of column "
                  f"{self.columns.get('groups')!r} had no labeled rows when the rule was "
-                 f"fitted (its groups: {', '.join(repr(k) for k in list(self.groups)[:8])}): "
+                 f"fitted (its groups: {', '.join(repr(k) for k in list(known)[:8])}): "
                  "their items are all escalated"] if unseen else []
         return thr, notes
 
@@ -183,7 +194,7 @@ class TriageRule(Rule):
         from scoreband.domain import same_labels
 
         g = np.array([_label(x) for x in np.asarray(groups, dtype=object)], dtype=object)
-        return np.asarray(same_labels(g, list(self.groups)), dtype=object).astype(str)
+        return np.asarray(same_labels(g, list(self._known_groups())), dtype=object).astype(str)
 
     def decide(self, score, signals: Signals | None = None, groups=None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -200,7 +211,7 @@ class TriageRule(Rule):
     # -------------------------------------------------------------- on the row engine
     def outputs(self) -> dict:
         out = {"triage_score": np.nan, "triage_uncertainty": np.nan, "trusted": False}
-        return {**out, "triage_group": ""} if self.per_group else out
+        return {**out, "triage_group": ""} if self.reads_groups else out
 
     def decide_frame(self, df: pd.DataFrame, offset: int = 0) -> Decision:
         """Every row's columns: a row that cannot be judged (a bad or missing cell, a
@@ -229,7 +240,7 @@ class TriageRule(Rule):
             notes += unseen
         for pos, e in errs.items():
             errors[pos] = f"{e.column}: {e.reason}"
-        if self.per_group:
+        if self.reads_groups:
             cols["triage_group"] = np.full(n, "", dtype=object)
             cols["triage_group"][inp.rows] = inp.groups
         cols[ERROR_COLUMN] = errors

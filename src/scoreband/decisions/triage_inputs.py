@@ -106,7 +106,7 @@ def chunk_signals(rule, df, offset: int):
                          f"{', '.join(map(str, list(df.columns)[:30]))})")
     spec = ColumnSpec(scale=rule.scale, median=cols["score"],
                       features=feats + ([unc] if unc else []),
-                      groups=cols.get("groups") if rule.per_group else None,
+                      groups=cols.get("groups") if rule.reads_groups else None,
                       id_col=cols.get("id_col") if cols.get("id_col") in df.columns
                       else None, raw_predictions=True)
     inp = load_inputs(df, spec, require_target=False, row_offset=offset, allow_none=True)
