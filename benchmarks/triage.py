@@ -127,6 +127,8 @@ def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by,
                 thr = published_threshold(conf[lab], wrong[lab], a, DELTA)
                 keep = conf[test] >= thr
                 o.setdefault("pubmap_share", []).append(float(keep.mean()))
+                o.setdefault("pubmap_ok", []).append(
+                    (float(wrong[test][keep].mean()) if keep.any() else 0.0) <= a)
     res = {}
     for a in ALPHAS:
         o = out[a]
@@ -138,7 +140,9 @@ def run_table(score, feats, y, scale, tol, *, resplits, labeled, train_frac, by,
                        "published_ok_share": float(np.mean(o["pub_ok"])) if "pub_ok" in o
                        else None,
                        "published_mapped": float(np.mean(o["pubmap_share"]))
-                       if "pubmap_share" in o else None}
+                       if "pubmap_share" in o else None,
+                       "published_mapped_ok_share": float(np.mean(o["pubmap_ok"]))
+                       if "pubmap_ok" in o else None}
     # what accepting every score risks, under the isotonic and the tolerance map (all rows)
     from scoreband.decisions.maps import fit_map
 
@@ -196,7 +200,8 @@ def main(argv=None) -> None:
             f"{r[str(a)]['risk_ok_share']:11.2f}"
             + ("" if r[str(a)]["published"] is None else
                f" (published {r[str(a)]['published']:.3f} / on the map "
-               f"{r[str(a)]['published_mapped']:.3f})") for a in ALPHAS)
+               f"{r[str(a)]['published_mapped']:.3f}, P(risk<=a) "
+               f"{r[str(a)]['published_mapped_ok_share']:.2f})") for a in ALPHAS)
         print(row + f"  ({time.perf_counter() - t:.0f} s; "
               f"{max(r['0.2']['chosen'], key=r['0.2']['chosen'].get)})", flush=True)
     if results:

@@ -241,3 +241,47 @@ def test_report_renders_both_cascade_rules(tmp_path):
     html = (tmp_path / "r.html").read_text()
     assert "cascade of score judges" in html and "cascade of judges" in html
     assert "judge cost per row" in html and "one test over every stage" in html
+
+
+def test_review_findings_are_fixed(tmp_path):
+    """A helper's break-test: an off-scale table names the judge's column (not 'median'),
+    a missing --id-col is named, a cost given twice is refused, `pool` is refused with
+    --cascade, and a judge added at the end cannot take away what the first one decides."""
+    df = _frame()
+    res = fit_score_cascade(df, ["cheap=cheap", "strong=strong"], target="human",
+                            scale=(1, 5), tolerance=0.5, alpha=0.2, delta=0.1)
+    far = df.copy()
+    far["cheap"] = (df["cheap"].astype(float) * 25).map(str)
+    with pytest.raises(InputError, match="'cheap'") as e:
+        res.rule.apply(far)
+    assert "median" not in str(e.value)
+    with pytest.raises(InputError, match="'nope'"):
+        fit_score_cascade(df, ["a=cheap"], target="human", scale=(1, 5), tolerance=0.5,
+                          id_col="nope")
+    with pytest.raises(InputError, match="'a' twice"):
+        fit_score_cascade(df, ["a=cheap"], target="human", scale=(1, 5), tolerance=0.5,
+                          costs=["a=1", "a=2"])
+    df.to_csv(tmp_path / "lab.csv", index=False)
+    (tmp_path / "k.json").write_text('{"pool": true}')
+    r = run("triage", tmp_path / "lab.csv", "--cascade", "a=cheap", "--target", "human",
+            "--scale", "1,5", "--tolerance", "0.5", "--out", tmp_path / "r.json", "--config",
+            tmp_path / "k.json")
+    assert r.exit_code == 2 and "pool" in said(r)
+
+
+def test_a_poor_last_judge_does_not_take_away_the_first_ones_decisions():
+    from scoreband.decisions.cascade_rule import cascade
+
+    rng = np.random.default_rng(1)
+    n = 600
+    y = rng.choice(["A", "B"], n)
+    q = rng.uniform(0.6, 1, n)
+    right = rng.uniform(size=n) < q
+    good = np.where((y == "A") == right, q, 1 - q)
+    qb = rng.uniform(0.9, 1, n)  # confidently wrong 70 % of the time
+    wrong = rng.uniform(size=n) < 0.7
+    bad = np.where((y == "A") != wrong, qb, 1 - qb)
+    df = pd.DataFrame({"ga": good, "gb": 1 - good, "ba": bad, "bb": 1 - bad, "human": y})
+    alone = cascade(df, ["good=ga,gb"], "human").rule.report["decided_share"]
+    both = cascade(df, ["good=ga,gb", "bad=ba,bb"], "human").rule.report["decided_share"]
+    assert alone > 0.15 and both >= 0.8 * alone, (alone, both)

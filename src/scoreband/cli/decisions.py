@@ -172,6 +172,9 @@ def triage(
     _check_io(labeled, rule, apply_table, apply_out, out, html)
     label_col, votes = (None, label_col) if label_col and "," in label_col else \
         (label_col, None)
+    if knobs["pool"] and (cascade or cost or pairwise):
+        fail("--config pool = true pools the groups of a score triage rule (--groups); it is "
+             "not read with --cascade or --pairwise: leave it out")
     if cascade or cost:
         only_with("without --cascade", score=score, features=features,
                   uncertainty=uncertainty, calibrator=calibrator, by=by if by != "auto"
@@ -319,7 +322,8 @@ def rule_kind(path: Path) -> str | None:
 #: what the apply says per rule kind: (the rows' noun, what an undecided row is, the count)
 _SAID = {"triage": ("rows", "escalated (could not be judged)", "trusted"),
          "pairwise": ("pairs", "left undecided (could not be judged)", "decided"),
-         "cascade": ("rows", "sent to a human (could not be judged)", "decided")}
+         "cascade": ("rows", "had a judge skipped (the judges after it decide; a row no "
+                             "judge could read goes to a human)", "decided")}
 
 
 def apply_rule(rule_path: Path, table: Path, out: Path, *, fitted=None) -> None:

@@ -231,12 +231,19 @@ def _path(U, L, cols, grid_size, start_share, alpha, delta, train=None):
     return grid, n, k, starts
 
 
-def _paths(views: dict, strongest_alone: bool, each_alone: bool = False):
-    """The sequences: each view's stages at one scalar threshold, and (``strongest_alone``)
-    the last stage of the first view alone, or (``each_alone``) every stage alone."""
+def _paths(views: dict, strongest_alone: bool, each_alone: bool = False,
+           prefixes: bool = True):
+    """The sequences: each view's stages at one scalar threshold; (``prefixes``) the first
+    view's stages but the last (so a judge added at the end, even a poor one, never takes
+    away all the judges before it decide: one sequence, not one per prefix, as each costs
+    the others a share of delta); and
+    (``strongest_alone``) the last stage of the first view alone, or (``each_alone``)
+    every stage alone."""
     out = [(name, list(range(v[0].shape[1]))) for name, v in views.items()]
     name = "own" if "own" in views else next(iter(views))
     S = views[name][0].shape[1]
+    if S > 1 and prefixes and not (each_alone and S == 2):
+        out.append((name, list(range(S - 1))))
     if S > 1 and (strongest_alone or each_alone):
         out += [(name, [s]) for s in (range(S) if each_alone else [S - 1])]
     return out

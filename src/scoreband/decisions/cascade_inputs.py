@@ -42,7 +42,8 @@ class Judge:
             if len(probs) in (2, 3) and all(probs):
                 return cls(name.strip(), probs=probs)
         if not (eq and colon and name.strip() and conf and ans):
-            raise InputError(f"`judge` {spec!r}: write NAME=CONF_COL:ANSWER_COL (e.g. "
+            raise InputError(f"judge {spec!r} (--judge, --cascade): write "
+                             "NAME=CONF_COL:ANSWER_COL (e.g. "
                              "cheap=cheap_conf:cheap_answer), or for a pair judge "
                              "NAME=PA_COL,PB_COL[,PT_COL], one per judge, cheapest first")
         return cls(name.strip(), conf, ans)
@@ -111,6 +112,10 @@ def as_costs(costs, judges: list[Judge]) -> tuple[list[float] | None, float]:
         pairs = [str(c).partition("=") for c in costs]
         if any(not eq for _, eq, _ in pairs):
             raise InputError(f"`cost` {costs!r}: write NAME=C per judge (e.g. cheap=1)")
+        names_given = [k.strip() for k, _, _ in pairs]
+        twice = sorted({k for k in names_given if names_given.count(k) > 1})
+        if twice:
+            raise InputError(f"`cost` gives {twice[0]!r} twice; give each judge one cost")
         costs = {k.strip(): v for k, _, v in pairs}
     if isinstance(costs, dict):
         costs = dict(costs)

@@ -442,9 +442,11 @@ def fit_score_cascade_arrays(scores, y, *, scale, tolerance: float, alpha: float
                                                                       loss[T], 0.0))})
     rule.view, rule.stages, rule.threshold = res["view"], res["stages"], res["threshold"]
     rule.costs, rule.human_cost = cost_list, human
+    names = [{"median": j.score, **{f"features[{k}]": c for k, c in enumerate(j.features)}}
+             for j in rule.judges]
     rule.domains = [rule_domain(scores[np.isfinite(scores[:, s]), s],
                                 None if feats[s] is None
-                                else feats[s][np.isfinite(scores[:, s])])
+                                else feats[s][np.isfinite(scores[:, s])], names[s])
                     for s in range(S)]
     rule.report = _report(rule, res, len(T), len(C), loss)
     return rule
@@ -524,10 +526,10 @@ def fit_score_cascade(table, judges, *, target: str, scale, tolerance: float,
                          f"{target!r}: a judge's score must be its own column, never the "
                          "human one")
     check_added_columns(df.columns, [*SCORE_CASCADE_COLUMNS, CASCADE_ERROR])
-    ids, errs = row_ids(df, id_col, 0), {}
     from scoreband.columns import require_columns
 
-    require_columns(df, [("`target`", target)])
+    require_columns(df, [("`target`", target), ("`id_col`", id_col)])
+    ids, errs = row_ids(df, id_col, 0), {}
     y = numeric_column(df, target, errs, ids)
     unlabeled = np.array([answer_key(v) is None for v in df[target].tolist()], dtype=bool)
     for i in np.flatnonzero(unlabeled):
