@@ -185,3 +185,27 @@ def test_own_view_cascade_threshold_over_draws():
         d = stage >= 0
         over += d.any() and Lp[np.flatnonzero(d), stage[d]].mean() > alpha
     assert over / R <= delta + 2.5 * math.sqrt(delta * (1 - delta) / R), over / R
+
+
+def test_one_judge_cascade_is_the_single_judge_rule():
+    """A cascade of one judge decides what the single-judge label-free rule (`triage
+    --pairwise --probs`) decides: its joint views state its own confidence, so they take
+    no share of delta."""
+    import pandas as pd
+
+    from scoreband.decisions.cascade_rule import cascade
+    from scoreband.decisions.risk import label_free_threshold
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        n = 400
+        y = rng.choice(["A", "B"], n)
+        q = np.where(rng.uniform(size=n) < 0.4, 0.995, rng.uniform(0.5, 1, n))
+        right = rng.uniform(size=n) < np.where(q > 0.99, 0.95, q)
+        pa = np.where((y == "A") == right, q, 1 - q)
+        got = cascade(pd.DataFrame({"pa": pa, "pb": 1 - pa, "human": y}), ["j=pa,pb"],
+                      "human").rule.report["decided_share"]
+        u = 1 - np.maximum(pa, 1 - pa)
+        r = label_free_threshold(u, (np.where(pa >= 0.5, "A", "B") != y).astype(float),
+                                 0.1, 0.1, stated=True)
+        assert got == pytest.approx((u <= r["threshold"]).mean())

@@ -297,6 +297,12 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
     labeled items), ``cost`` (None without ``costs``), ``n_hypotheses``, ``n_rejected``.
     """
     views = {k: _check(*v) for k, v in views.items()}
+    for k in list(views)[1:]:  # a view stating what an earlier one states (one judge's
+        # joint view is its own confidence, up to CONFIDENCE_CLIP) would only take a share
+        # of delta
+        if any(np.allclose(views[k][0], views[j][0], rtol=0, atol=1e-5, equal_nan=True)
+               for j in list(views)[:list(views).index(k)]):
+            del views[k]
     S = next(iter(views.values()))[0].shape[1]
     if costs is not None and len(costs) != S:
         raise InputError(f"{len(costs)} costs for {S} stages: give one per stage")
