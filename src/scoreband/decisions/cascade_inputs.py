@@ -14,7 +14,7 @@ import pandas as pd
 from scoreband.errors import InputError
 
 __all__ = ["Judge", "as_judges", "as_costs", "answer_key", "read_judges", "HUMAN",
-           "PAIR_VERDICTS"]
+           "PAIR_VERDICTS", "add_error"]
 
 #: ``decided_by`` of a row no judge decides
 HUMAN = "human"
@@ -187,7 +187,7 @@ def _pair_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
         c = int(np.flatnonzero(~np.isfinite(P[:, i]))[0])
         why = "empty probability beside the others" if empty[c, i] else \
             f"{raw[c][i]!r} is not a probability in [0, 1]"
-        errors.setdefault(i, row_error(i, ids[i], judge.probs[c], (
+        add_error(errors, i, row_error(i, ids[i], judge.probs[c], (
             f"judge {judge.name!r}: {why}; this judge is skipped on the row (fill its cells, "
             "or empty all of them where it was not run)")))
     best = np.argmax(np.where(np.isfinite(P), P, -1.0), axis=0) if n else np.zeros(0, int)
@@ -195,6 +195,16 @@ def _pair_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
     keys = np.array([PAIR_VERDICTS[b] if o else None for b, o in zip(best, ok, strict=True)],
                     dtype=object)
     return conf, keys
+
+
+def add_error(errors: dict, i: int, e) -> None:
+    """Row ``i``'s error: a second judge's reason on the same row is added to the first
+    (the row's one error names every judge skipped on it)."""
+    from dataclasses import replace
+
+    old = errors.get(i)
+    errors[i] = e if old is None else replace(old, reason=f"{old.reason}; column "
+                                                         f"{e.column!r}: {e.reason}")
 
 
 def _refuse_percentages(values: np.ndarray, judge: Judge, col: str) -> None:
@@ -248,7 +258,7 @@ def _judge_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
             col, why = judge.confidence, f"confidence {raw_c.iloc[i]!r} is not a number in [0, 1]"
         if why:
             bad[i] = True
-            errors.setdefault(i, row_error(i, ids[i], col, f"judge {judge.name!r}: {why}; "
+            add_error(errors, i, row_error(i, ids[i], col, f"judge {judge.name!r}: {why}; "
                                            "this judge is skipped on the row (fill both cells, "
                                            "or empty both where it was not run)"))
     skip = bad | no_c | no_a

@@ -44,7 +44,7 @@ import pandas as pd
 
 from scoreband.datatypes import Scale
 from scoreband.decisions.cascade import apply_cascade, fit_cascade
-from scoreband.decisions.cascade_inputs import HUMAN, answer_key, as_costs
+from scoreband.decisions.cascade_inputs import HUMAN, add_error, answer_key, as_costs
 from scoreband.decisions.maps import ScoreMap
 from scoreband.decisions.rule import Decision, Rule, register_rule
 from scoreband.decisions.uncertainty import (
@@ -154,7 +154,7 @@ def read_scores(df: pd.DataFrame, judges: list[ScoreJudge], offset: int = 0,
             c = int(np.flatnonzero(~np.isfinite(vals[:, i]))[0])
             why = "empty cell beside the judge's other cells" if empty[c, i] else \
                 f"{raw[c][i]!r} is not a finite number"
-            errors.setdefault(i, row_error(i, ids[i], cols[c], (
+            add_error(errors, i, row_error(i, ids[i], cols[c], (
                 f"judge {j.name!r}: {why}; this judge is skipped on the row (fill its "
                 "cells, or empty all of them where it was not run)")))
         ok = np.isfinite(vals).all(axis=0)
