@@ -122,11 +122,11 @@ def test_a_judge_not_run_on_a_row_passes_it_on_and_a_bad_cell_is_a_row_error():
     assert "cheap" in out.loc[1, "cascade_error"] and "'n/a?'" in out.loc[1, "cascade_error"]
     assert out.loc[1, "decided_by"] != "cheap"
     assert out.loc[2, "decided_by"] == "human" and not out.loc[2, "trusted"]
+    assert [e.row for e in res.rule.last_errors] == ["2 (id=r1)"]
     both = new.copy()
     both.loc[3, ["cheap", "strong"]] = ["x", "-inf"]  # every judge skipped: both named
     why = res.rule.apply(both).loc[3, "cascade_error"]
     assert "'cheap'" in why and "'strong'" in why and "'-inf'" in why
-    assert [e.row for e in res.rule.last_errors] == ["2 (id=r1)"]
 
 
 def test_a_table_on_another_scale_is_refused():
