@@ -48,6 +48,7 @@ import math
 import numpy as np
 
 from scoreband.decisions.ltt import (
+    STATED_RISK_PESSIMISM,
     TOP_BLOCK_RESOLUTION,
     binomial_pvalues,
     chained_sequences,
@@ -69,6 +70,14 @@ __all__ = ["cascade_decisions", "cascade_counts", "cascade_threshold", "apply_ca
 CASCADE_START_SHARE = 0.2
 #: a stated confidence of exactly 0 or 1 weighs as this far from it in the joint view
 CONFIDENCE_CLIP = 1e-6
+#: without labels to choose on, the share of delta the sequence the stated errors predict
+#: to decide the most gets (the others share the rest). Chosen on the simulated worlds
+#: (benchmarks/cascade.py) and pairs from real judge outputs (benchmarks/real_pairs.py):
+#: 0 (one chain, equal shares) decided 0.655 / 0.596 / 0.276 and 0.146 / 0.277; 0.5
+#: 0.638 / 0.596 and 0.177 / 0.307; 0.75 0.641 / 0.609 / 0.347 and 0.194 / 0.317; 1 (the
+#: choice alone) 0.648 / 0.620 and 0.218 / 0.334, but with one view (own) 0.18 / 0.006 where
+#: the over-confident statements pick a poor sequence (0.25 / 0.06 at 0.75)
+STATED_CHOICE_SHARE = 0.75
 #: the views of a stage's verdict (:func:`stage_views`)
 VIEWS = ("own", "joint", "joint-strict")
 #: ``joint-strict``: every stage but the last states this many times its joint error (a
@@ -276,7 +285,7 @@ def _choose_path(paths, parts, train, n_cal, costs, human_cost, slack, alpha, de
 def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: float = 0.1,
                 human_cost: float = 0.0, grid_size: int | None = None, start_share: float = CASCADE_START_SHARE,
                 strongest_alone: bool = True, each_alone: bool = False,
-                train: dict | None = None) -> dict:
+                train: dict | None = None, stated_choice: bool = True) -> dict:
     """The cascade's configuration on labeled items. ``views``: ``{name: (U, L)}``, each (n, S)
     stated errors and losses of the stages' verdicts in that view (:func:`stage_views`).
     The sequences (:func:`_paths`: each view's stages at one scalar threshold, and the
@@ -310,15 +319,26 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
     parts = [_path(*views[v], cols, grid_size, start_share, alpha, delta,
                    None if train is None else tuple(map(np.asarray, train[v])))
              for v, cols in paths]
-    if train is not None and len(parts) > 1:
-        i = _choose_path(paths, parts, train, S and len(next(iter(views.values()))[0]), costs,
-                         human_cost, slack, alpha, delta)
-        paths, parts = [paths[i]], [parts[i]]
+    n_items = len(next(iter(views.values()))[0])
+    share = [1 / len(parts)] * len(parts)  # each sequence's share of delta
+    if len(parts) > 1 and train is not None:  # the one sequence a training share picks
+        i = _choose_path(paths, parts, train, n_items, costs, human_cost, slack, alpha, delta)
+        paths, parts, share = [paths[i]], [parts[i]], [1.0]
+    elif len(parts) > 1 and stated_choice:
+        # the sequence the stated errors alone predict to decide the most (each item erring
+        # as its deciding stage states, plus STATED_RISK_PESSIMISM * alpha; no label read)
+        # gets STATED_CHOICE_SHARE of delta, the others the rest: over-confident statements
+        # can pick a poor one, and the others stay testable
+        pick = {v: (U, np.clip(np.nan_to_num(U) + STATED_RISK_PESSIMISM * alpha, 0, 1))
+                for v, (U, _) in views.items()}
+        i = _choose_path(paths, parts, pick, n_items, costs, human_cost, slack, alpha, delta)
+        rest = (1 - STATED_CHOICE_SHARE) / (len(parts) - 1)
+        share = [STATED_CHOICE_SHARE if j == i else rest for j in range(len(parts))]
     n = np.concatenate([x[1] for x in parts])
     k = np.concatenate([x[2] for x in parts])
     offs = np.cumsum([0] + [len(x[0]) for x in parts])
     starts = [int(o + s) for o, x in zip(offs, parts, strict=False) for s in x[3]]
-    weights = [1 / len(parts) / len(x[3]) for x in parts for _ in x[3]]
+    weights = [w / len(x[3]) for w, x in zip(share, parts, strict=True) for _ in x[3]]
     rejected = np.flatnonzero(chained_sequences(binomial_pvalues(k, n, alpha), delta,
                                                 starts, weights, mask=True))
 
