@@ -159,10 +159,9 @@ def triage(
     Pairs: scoreband triage --pairwise pairs.csv --label-col human --feature
     clip_score_diff --out rule.json
 
-    A cascade: scoreband triage labeled.csv --cascade cheap=cheap_score:'cheap_lp*'
-    --cascade strong=strong_score --target human --scale 1,5 --tolerance 0.5 --cost
-    cheap=1 --cost strong=10 --out rule.json (pairs: --pairwise --cascade
-    cheap=cheap_pa,cheap_pb ... --label-col human)
+    A cascade: scoreband triage labeled.csv --cascade cheap=cheap_score:'cheap_lp*' --cascade
+    strong=strong_score --target human --scale 1,5 --tolerance 0.5 --cost cheap=1 --cost
+    strong=10 --out rule.json (pairs: --pairwise --cascade cheap=PA,PB ... --label-col human)
 
     Apply a saved rule later: scoreband triage --rule rule.json --apply unlabeled.csv
     --apply-out triaged.csv
@@ -173,8 +172,8 @@ def triage(
     label_col, votes = (None, label_col) if label_col and "," in label_col else \
         (label_col, None)
     if knobs["pool"] and (cascade or cost or pairwise):
-        fail("--config pool = true pools the groups of a score triage rule (--groups); it is "
-             "not read with --cascade or --pairwise: leave it out")
+        fail("--config pool = true pools a score triage rule's --groups: not with --cascade "
+             "or --pairwise")
     if cascade or cost:
         only_with("without --cascade", score=score, features=features,
                   uncertainty=uncertainty, calibrator=calibrator, by=by if by != "auto"

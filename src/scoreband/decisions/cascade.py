@@ -282,6 +282,28 @@ def _choose_path(paths, parts, train, n_cal, costs, human_cost, slack, alpha, de
     return min(near, key=lambda i: (cost[i], -merit[i]))
 
 
+def _delta_shares(paths, parts, views, train, stated_choice, costs, human_cost, slack,
+                  alpha, delta):
+    """``(paths, parts, share of delta per sequence)``: the one sequence a training share
+    picks (all of delta), or (``stated_choice``) the sequence the stated errors alone
+    predict to decide the most (each item erring as its deciding stage states, plus
+    STATED_RISK_PESSIMISM * alpha; no label read) with STATED_CHOICE_SHARE of delta and the
+    others the rest (over-confident statements can pick a poor one: the others stay
+    testable), else equal shares."""
+    n_items = len(next(iter(views.values()))[0])
+    share = [1 / len(parts)] * len(parts)
+    if len(parts) > 1 and train is not None:
+        i = _choose_path(paths, parts, train, n_items, costs, human_cost, slack, alpha, delta)
+        return [paths[i]], [parts[i]], [1.0]
+    if len(parts) > 1 and stated_choice:
+        pick = {v: (U, np.clip(np.nan_to_num(U) + STATED_RISK_PESSIMISM * alpha, 0, 1))
+                for v, (U, _) in views.items()}
+        i = _choose_path(paths, parts, pick, n_items, costs, human_cost, slack, alpha, delta)
+        rest = (1 - STATED_CHOICE_SHARE) / (len(parts) - 1)
+        share = [STATED_CHOICE_SHARE if j == i else rest for j in range(len(parts))]
+    return paths, parts, share
+
+
 def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: float = 0.1,
                 human_cost: float = 0.0, grid_size: int | None = None, start_share: float = CASCADE_START_SHARE,
                 strongest_alone: bool = True, each_alone: bool = False,
@@ -319,21 +341,8 @@ def fit_cascade(views: dict, alpha: float, delta: float, *, costs=None, slack: f
     parts = [_path(*views[v], cols, grid_size, start_share, alpha, delta,
                    None if train is None else tuple(map(np.asarray, train[v])))
              for v, cols in paths]
-    n_items = len(next(iter(views.values()))[0])
-    share = [1 / len(parts)] * len(parts)  # each sequence's share of delta
-    if len(parts) > 1 and train is not None:  # the one sequence a training share picks
-        i = _choose_path(paths, parts, train, n_items, costs, human_cost, slack, alpha, delta)
-        paths, parts, share = [paths[i]], [parts[i]], [1.0]
-    elif len(parts) > 1 and stated_choice:
-        # the sequence the stated errors alone predict to decide the most (each item erring
-        # as its deciding stage states, plus STATED_RISK_PESSIMISM * alpha; no label read)
-        # gets STATED_CHOICE_SHARE of delta, the others the rest: over-confident statements
-        # can pick a poor one, and the others stay testable
-        pick = {v: (U, np.clip(np.nan_to_num(U) + STATED_RISK_PESSIMISM * alpha, 0, 1))
-                for v, (U, _) in views.items()}
-        i = _choose_path(paths, parts, pick, n_items, costs, human_cost, slack, alpha, delta)
-        rest = (1 - STATED_CHOICE_SHARE) / (len(parts) - 1)
-        share = [STATED_CHOICE_SHARE if j == i else rest for j in range(len(parts))]
+    paths, parts, share = _delta_shares(paths, parts, views, train, stated_choice, costs,
+                                        human_cost, slack, alpha, delta)
     n = np.concatenate([x[1] for x in parts])
     k = np.concatenate([x[2] for x in parts])
     offs = np.cumsum([0] + [len(x[0]) for x in parts])

@@ -368,32 +368,13 @@ class ScoreCascadeRule(Rule):
 
 
 # ------------------------------------------------------------------ fitting on arrays
-def fit_score_cascade_arrays(scores, y, *, scale, tolerance: float, alpha: float = 0.1,
-                             delta: float = 0.1, features=None, keys=None, seed: int = 0,
-                             train_frac: float = 0.5, map: str = "tolerance", costs=None,
-                             human_cost: float = 0.0, judges=None) -> ScoreCascadeRule:
-    """Fit the cascade on labeled items: ``scores`` (n, S) each judge's raw score (NaN: not
-    run on the item), cheapest first; ``y`` (n,) the human score on ``scale``;
-    ``features``: per judge (n, d) or None; ``keys``: each item's identity (the split);
-    ``costs``: one per judge (a human's ``human_cost``), the cheapest configuration within
-    10 % of the most decided kept (the least expected cost with a human cost)."""
-    from scoreband.conformal.randomness import array_keys
-    from scoreband.decisions.rulefile import rule_domain
-    from scoreband.decisions.triage import _scale
-    from scoreband.decisions.triage_fit import check_fit, check_spread, fit_score_map, split
+def _fit_stages(scores, y, feats, keys, T, folds, tolerance, scale, map, judges):
+    """Each judge's map onto the human scale and own stated error (k-NN of P(miss) given its
+    score [and features]) on the training rows ``T``: ``(maps, estimators, losses (n, S),
+    the training rows' cross-fitted stated errors (len(T), S))``."""
+    from scoreband.decisions.triage_fit import fit_score_map
 
-    scale = _scale(scale)
-    check_fit(tolerance, alpha, delta, scale, train_frac, map)
-    scores, y = np.atleast_2d(np.asarray(scores, float)), np.asarray(y, float)
-    if scores.shape[0] != len(y):
-        scores = scores.T
     n, S = scores.shape
-    feats = list(features) if features is not None else [None] * S
-    check_spread(y, scale)
-    if keys is None:
-        keys = array_keys(np.column_stack([np.nan_to_num(scores, nan=-1e9), y]))
-    keys = np.asarray(keys)
-    T, C, folds = split(keys, seed, train_frac, None, alpha, delta)
     maps, own, loss, uT = [], [], np.zeros((n, S)), np.full((len(T), S), np.nan)
     for s in range(S):
         ok = np.isfinite(scores[:, s])
@@ -414,6 +395,37 @@ def fit_score_cascade_arrays(scores, y, *, scale, tolerance: float, alpha: float
                                  folds[ok[T]])
         maps.append(smap), own.append(est)
         loss[:, s] = np.where(ok, ls, 0.0)
+    return maps, own, loss, uT
+
+
+def fit_score_cascade_arrays(scores, y, *, scale, tolerance: float, alpha: float = 0.1,
+                             delta: float = 0.1, features=None, keys=None, seed: int = 0,
+                             train_frac: float = 0.5, map: str = "tolerance", costs=None,
+                             human_cost: float = 0.0, judges=None) -> ScoreCascadeRule:
+    """Fit the cascade on labeled items: ``scores`` (n, S) each judge's raw score (NaN: not
+    run on the item), cheapest first; ``y`` (n,) the human score on ``scale``;
+    ``features``: per judge (n, d) or None; ``keys``: each item's identity (the split);
+    ``costs``: one per judge (a human's ``human_cost``), the cheapest configuration within
+    10 % of the most decided kept (the least expected cost with a human cost)."""
+    from scoreband.conformal.randomness import array_keys
+    from scoreband.decisions.rulefile import rule_domain
+    from scoreband.decisions.triage import _scale
+    from scoreband.decisions.triage_fit import check_fit, check_spread, split
+
+    scale = _scale(scale)
+    check_fit(tolerance, alpha, delta, scale, train_frac, map)
+    scores, y = np.atleast_2d(np.asarray(scores, float)), np.asarray(y, float)
+    if scores.shape[0] != len(y):
+        scores = scores.T
+    n, S = scores.shape
+    feats = list(features) if features is not None else [None] * S
+    check_spread(y, scale)
+    if keys is None:
+        keys = array_keys(np.column_stack([np.nan_to_num(scores, nan=-1e9), y]))
+    keys = np.asarray(keys)
+    T, C, folds = split(keys, seed, train_frac, None, alpha, delta)
+    maps, own, loss, uT = _fit_stages(scores, y, feats, keys, T, folds, tolerance, scale, map,
+                                      judges)
     M, U = _stated(maps, own, [None] * S, [], scores, feats, "own")
     fill = [float(x) if np.isfinite(x) else 0.0 for x in
             np.concatenate([np.nanmean(M[T], axis=0), np.nanmean(U[T], axis=0)])]
