@@ -245,12 +245,6 @@ def guard(fn):
             if hint is None or _STATE["debug"]:
                 raise
             fail(f"this needs {e.name}, which is not installed: {hint}")
-        except RuntimeError:  # Path.expanduser: "~name/..." for a user not on this machine
-            path = _unknown_home(kw)
-            if path is None or _STATE["debug"]:
-                raise
-            fail(f"path {path!r}: {path.split('/')[0]} names no user on this machine (a path "
-                 "starting with ~ is that user's home); write the path in full")
         except OSError as e:  # a path the user gave: a folder, no permission, a full disk
             if _STATE["debug"]:
                 raise
@@ -259,6 +253,10 @@ def guard(fn):
         except Exception as e:  # anything else is a bug: one line, the traceback on request
             if _STATE["debug"]:
                 raise
+            path = _unknown_home(kw) if isinstance(e, RuntimeError) else None
+            if path is not None:  # Path.expanduser: "~name/..." for a user not on this machine
+                fail(f"path {path!r}: {path.split('/')[0]} names no user on this machine (a "
+                     "path starting with ~ is that user's home); write the path in full")
             msg = " ".join(str(e).split())[:300]
             fail(f"unexpected {type(e).__name__}: {msg} (rerun with `scoreband --debug "
                   f"{fn.__name__.replace('_', '-')} ...` for the traceback)", code=1)
