@@ -103,3 +103,13 @@ def test_a_pooled_rule_escalates_groups_it_never_saw():
     assert len(rule.last_errors) == 4 and "triage_group" in out.columns
     back = type(rule).from_dict(rule.to_dict())
     assert back.apply(new)["trusted"].tolist() == out["trusted"].tolist()
+
+
+def test_id_col_with_a_saved_rule_is_refused_not_ignored(tmp_path):
+    _table(n=400).to_csv(tmp_path / "lab.csv", index=False)
+    r = run("triage", tmp_path / "lab.csv", "--target", "human", "--score", "judge", "--scale",
+            "1,5", "--tolerance", "0.5", "--uncertainty", "u", "--out", tmp_path / "r.json")
+    assert r.exit_code == 0, r.output
+    r = run("triage", "--rule", tmp_path / "r.json", "--apply", tmp_path / "lab.csv",
+            "--apply-out", tmp_path / "o.csv", "--id-col", "nope")
+    assert r.exit_code == 2 and "--id-col" in said(r) and not (tmp_path / "o.csv").exists()

@@ -168,7 +168,7 @@ def triage(
     """
     knobs = read_knobs(config, CONFIG)
     both_or_neither(apply=apply_table, apply_out=apply_out)
-    _check_io(labeled, rule, apply_table, apply_out, out, html)
+    _check_io(labeled, rule, apply_table, apply_out, out, html, id_col)
     label_col, votes = (None, label_col) if label_col and "," in label_col else \
         (label_col, None)
     if knobs["pool"] and (cascade or cost or pairwise):
@@ -201,8 +201,11 @@ def triage(
         apply_rule(rule or out, apply_table, apply_out.path, fitted=fitted or None)
 
 
-def _check_io(labeled, rule, apply_table, apply_out, out, html) -> None:
+def _check_io(labeled, rule, apply_table, apply_out, out, html, id_col) -> None:
     """Fit (LABELED) or apply (--rule), and where each output goes."""
+    if rule is not None and id_col:
+        fail("--id-col is read when fitting: a saved rule names rows by the id column it was "
+             "fitted with; leave it out with --rule")
     if (labeled is None) == (rule is None):
         fail("give a LABELED table to fit a rule (with --out) or --rule RULE with --apply "
              "TABLE --apply-out OUT, not both or neither")
