@@ -98,6 +98,7 @@ def test_a_pooled_rule_escalates_groups_it_never_saw():
     new.loc[10:13, "task"] = None
     out = rule.apply(new)
     assert not out.loc[:13, "trusted"].any()
+    assert out.loc[:9, "triage_error"].str.startswith("unseen_group").all()
     assert out.loc[14:, "trusted"].any()
     assert any("'unseen'" in w and "escalated" in w for w in rule.last_warnings)
     assert len(rule.last_errors) == 4 and "triage_group" in out.columns

@@ -89,6 +89,8 @@ RULE_VERSION = TRIAGE_RULE_VERSION
 ERROR_COLUMN = _ERROR_COLUMNS["triage"]
 #: the columns every triaged row gets
 TRIAGE_COLUMNS = ("triage_score", "triage_uncertainty", "trusted", ERROR_COLUMN)
+#: the ``triage_error`` of a row of a group the rule had no labeled rows of (escalated)
+UNSEEN_GROUP = "unseen_group: the rule had no labeled rows of this group; escalated"
 #: the ``triage_error`` of a row outside the range the rule was fitted on (escalated)
 OUT_OF_DOMAIN = ("out_of_domain: an input lies outside the range of the rows the rule was "
                  "fitted on; escalated")
@@ -237,6 +239,9 @@ class TriageRule(Rule):
             cols["triage_score"][at], cols["triage_uncertainty"][at] = m, u
             cols["trusted"][at] = np.isfinite(u) & (u <= thr) & ~ood
             errors[at[ood]] = OUT_OF_DOMAIN
+            if unseen:  # the rows of a group the rule never saw: escalated, said per row
+                new = ~np.isin(self.group_labels(groups), list(self._known_groups()))
+                errors[at[new]] = UNSEEN_GROUP
             notes += unseen
         for pos, e in errs.items():
             errors[pos] = f"{e.column}: {e.reason}"
