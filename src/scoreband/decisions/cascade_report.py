@@ -49,7 +49,9 @@ def cascade_section(doc: dict) -> dict:
     stages = [judges[i] for i in doc.get("stages") or [] if 0 <= i < len(judges)]
     rows = [[name, "-" if c is None else fmt(c), "yes" if name in stages else "no",
              _share(shares.get(name))] for name, c in zip(judges, costs, strict=False)]
-    rows.append(["human", fmt(doc.get("human_cost") or 0), "-", _share(shares.get("human"))])
+    human = doc.get("human_cost") or 0
+    rows.append(["human", fmt(human) if human or doc.get("costs") else "-", "-",
+                 _share(shares.get("human"))])
     cost = rep.get("judge_cost_per_row")
     caption = (f"risk {fmt(doc.get('risk'))}, delta {fmt(doc.get('delta'))}"
                + (f", tolerance {fmt(doc.get('tolerance'))}" if scores else "")
