@@ -14,7 +14,7 @@ import pandas as pd
 from scoreband.errors import InputError
 
 __all__ = ["Judge", "as_judges", "as_costs", "answer_key", "read_judges", "HUMAN",
-           "PAIR_VERDICTS", "add_error"]
+           "PAIR_VERDICTS", "add_error", "as_number"]
 
 #: ``decided_by`` of a row no judge decides
 HUMAN = "human"
@@ -179,7 +179,7 @@ def _pair_cells(df: pd.DataFrame, judge: Judge, ids, errors: dict):
     n = len(df)
     empty = np.array([[answer_key(v) is None for v in col] for col in raw], bool).reshape(-1, n)
     for c, col in enumerate(raw):
-        _refuse_percentages(np.array([_number(v) for v in col], float), judge,
+        _refuse_percentages(np.array([as_number(v) for v in col], float), judge,
                             judge.probs[c])
     P = np.array([[_prob(v) for v in col] for col in raw], float).reshape(-1, n)
     ok = np.isfinite(P).all(axis=0)
@@ -219,7 +219,8 @@ def _refuse_percentages(values: np.ndarray, judge: Judge, col: str) -> None:
             "probability column")
 
 
-def _number(v) -> float:
+def as_number(v) -> float:
+    """A cell as a float (text stripped), NaN when it is not one (a boolean is not)."""
     if isinstance(v, bool) or v is None:
         return math.nan
     try:
@@ -229,7 +230,7 @@ def _number(v) -> float:
 
 
 def _prob(v) -> float:
-    x = _number(v)
+    x = as_number(v)
     return x if 0 <= x <= 1 else math.nan
 
 

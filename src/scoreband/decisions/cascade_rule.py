@@ -222,11 +222,12 @@ def load_cascade_rule(path) -> CascadeRule:
 # ------------------------------------------------------------------ fitting
 @dataclass
 class CascadeResult:
-    """A cascade's rule and the table it decided: ``table`` (every input row and column,
-    with ``decided_by``, ``decided_answer`` and ``cascade_error``), the row ``errors`` and
-    the ``warnings``."""
+    """A cascade's rule (of answer / pair judges, or a
+    :class:`scoreband.decisions.score_cascade.ScoreCascadeRule`) and the table it decided:
+    ``table`` (every input row and column, with the rule's columns: ``decided_by`` and
+    ``cascade_error`` among them), the row ``errors`` and the ``warnings``."""
 
-    rule: CascadeRule
+    rule: Rule
     table: pd.DataFrame
     errors: list[RowError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -44,7 +44,14 @@ import pandas as pd
 
 from scoreband.datatypes import Scale
 from scoreband.decisions.cascade import apply_cascade, fit_cascade
-from scoreband.decisions.cascade_inputs import HUMAN, add_error, answer_key, as_costs
+from scoreband.decisions.cascade_inputs import (
+    HUMAN,
+    add_error,
+    answer_key,
+    as_costs,
+    as_number,
+)
+from scoreband.decisions.cascade_rule import CascadeResult, _stage_index, _unit
 from scoreband.decisions.maps import ScoreMap
 from scoreband.decisions.rule import Decision, Rule, register_rule
 from scoreband.decisions.uncertainty import (
@@ -53,9 +60,9 @@ from scoreband.decisions.uncertainty import (
     make_uncertainty,
     uncertainty_from_dict,
 )
-from scoreband.errors import ERROR_COLUMN, InputError, RowError
+from scoreband.errors import ERROR_COLUMN, InputError
 
-__all__ = ["ScoreJudge", "ScoreCascadeRule", "ScoreCascadeResult", "fit_score_cascade",
+__all__ = ["ScoreJudge", "ScoreCascadeRule", "fit_score_cascade",
            "fit_score_cascade_arrays", "as_score_judges", "SCORE_CASCADE_FORMAT",
            "SCORE_CASCADE_COLUMNS"]
 
@@ -147,7 +154,7 @@ def read_scores(df: pd.DataFrame, judges: list[ScoreJudge], offset: int = 0,
         raw = [df[c].tolist() for c in cols]
         empty = np.array([[answer_key(v) is None for v in col] for col in raw],
                          dtype=bool).reshape(len(cols), n)
-        vals = np.array([[_number(v) for v in col] for col in raw],
+        vals = np.array([[as_number(v) for v in col] for col in raw],
                         dtype=float).reshape(len(cols), n)
         bad = ~empty.all(axis=0) & ~np.isfinite(vals).all(axis=0)
         for i in np.flatnonzero(bad):
@@ -161,15 +168,6 @@ def read_scores(df: pd.DataFrame, judges: list[ScoreJudge], offset: int = 0,
         scores[:, s] = np.where(ok, vals[0], np.nan)
         feats.append(np.where(ok[:, None], vals[1:].T, np.nan) if len(cols) > 1 else None)
     return scores, feats, [errors[i] for i in sorted(errors)]
-
-
-def _number(v) -> float:
-    if isinstance(v, bool) or v is None:
-        return math.nan
-    try:
-        return float(str(v).strip()) if isinstance(v, str) else float(v)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 # ------------------------------------------------------------------ stated errors
@@ -211,14 +209,18 @@ def _stated(rule_maps, own, joint, fill, scores, feats, view: str):
             M[ok, s] = rule_maps[s].predict(scores[ok, s])
             sig = _own_signals(scores[ok, s], None if feats[s] is None else feats[s][ok])
             U[ok, s] = own[s].predict(sig)
-    if view == "own":
-        return M, U
-    J = np.full((n, S), np.nan)
-    for s in range(S):
+    return (M, U) if view == "own" else (M, _joint_errors(joint, fill, M, U))
+
+
+def _joint_errors(joint, fill, M, U) -> np.ndarray:
+    """Every stage's joint stated error from the stages' mapped scores and own stated
+    errors (NaN where the stage gave no score)."""
+    J = np.full(M.shape, np.nan)
+    for s in range(M.shape[1]):
         ok = np.isfinite(M[:, s])
         if ok.any():
             J[ok, s] = joint[s].predict(_joint_signals(M[ok], U[ok], s, fill))
-    return M, J
+    return J
 
 
 # ------------------------------------------------------------------ the rule
@@ -319,7 +321,6 @@ class ScoreCascadeRule(Rule):
     @classmethod
     def from_dict(cls, doc: dict, where: str = "the score cascade rule") -> ScoreCascadeRule:
         from scoreband.decisions.cascade_inputs import _cost
-        from scoreband.decisions.cascade_rule import _stage_index, _unit
         from scoreband.decisions.rulefile import as_float, as_mapping, read_key
 
         fix = f"fit the rule again with `{REFIT}`"
@@ -443,8 +444,7 @@ def fit_score_cascade_arrays(scores, y, *, scale, tolerance: float, alpha: float
                                        for s in range(S)],
                             scale, float(tolerance), float(alpha), float(delta), maps, own,
                             joint, fill, "own", [], -math.inf)
-    _, JC = _stated(maps, own, joint, rule.fill, scores[C], [None if f is None else f[C]
-                                                             for f in feats], "joint")
+    JC = _joint_errors(joint, rule.fill, M[C], U[C])
     LC = np.where(np.isfinite(U[C]), loss[C], 0.0)
     LT = np.where(np.isfinite(uT), loss[T], 0.0)
     cost_list, human = (None, 0.0) if costs is None else (list(costs), float(human_cost))
@@ -490,27 +490,10 @@ def _report(rule: ScoreCascadeRule, res: dict, n_train: int, n_cal: int, loss) -
 
 
 # ------------------------------------------------------------------ fitting on a table
-@dataclass
-class ScoreCascadeResult:
-    """The fitted ``rule``, the labeled ``table`` decided by it (every row and column, with
-    the rule's columns), the row ``errors`` and the ``warnings``."""
-
-    rule: ScoreCascadeRule
-    table: pd.DataFrame
-    errors: list[RowError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def shares(self) -> dict[str, float]:
-        by = self.table["decided_by"]
-        return {n: float((by == n).mean()) if len(by) else 0.0
-                for n in [j.name for j in self.rule.judges] + [HUMAN]}
-
-
 def fit_score_cascade(table, judges, *, target: str, scale, tolerance: float,
                       alpha: float = 0.1, delta: float = 0.1, costs=None, seed: int = 0,
                       train_frac: float = 0.5, map: str = "tolerance",
-                      id_col: str | None = None) -> ScoreCascadeResult:
+                      id_col: str | None = None) -> CascadeResult:
     """Fit a cascade of score judges on the labeled rows of ``table`` (a DataFrame or a path,
     cells read as written).
 
@@ -569,4 +552,4 @@ def fit_score_cascade(table, judges, *, target: str, scale, tolerance: float,
                         f"{len(lab)} labeled rows could not show a risk <= {alpha:g} at "
                         f"delta {delta:g}; label more rows, or allow a larger risk")
     errors = sorted([*errs.values(), *judge_errors], key=lambda e: e.position)
-    return ScoreCascadeResult(rule, out, errors, warnings)
+    return CascadeResult(rule, out, errors, warnings)
