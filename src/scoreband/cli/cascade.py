@@ -115,7 +115,7 @@ def _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out,
     report_rows(res.errors, len(res.table), action="had a judge skipped (the others decide)")
     for w in res.warnings:
         warn(w)
-    _print(res, fitted=rule is None)
+    print_cascade(res, fitted=rule is None)
     if out is not None:
         res.save(out)
     if rule_out is not None:
@@ -125,26 +125,33 @@ def _run(table, judge, label_col, risk, delta, cost, uncertainty, out, rule_out,
         console.print(f"wrote {plain(' and '.join(wrote))}")
 
 
-def _print(res, fitted: bool) -> None:
+def print_cascade(res, fitted: bool) -> None:
+    """A cascade's stages (cost, the confidence each must state where the rule records one,
+    shares on the labeled rows and this table), the labeled rows' error and cost, and the
+    guarantee: `scoreband cascade` and `triage --cascade` alike."""
     rule, rep = res.rule, res.rule.report
+    mins, cal = rep.get("min_confidence"), rep.get("shares_on_calibration", {})
     t = Table(title=f"cascade: at most {rule.alpha:g} of decided rows wrong, with "
                     f"probability {1 - rule.delta:g} (uncertainty: {rule.view})")
-    for c in ("stage", "trusts at confidence >=", "cost", "share (labeled rows)",
-              "share (this table)"):
+    cols = ["stage", *(["trusts at confidence >="] if mins else []), "cost",
+            "share (labeled rows)", "share (this table)"]
+    for c in cols:
         t.add_column(c, justify="left" if c == "stage" else "right", overflow="fold")
-    mins, cal = rep.get("min_confidence", {}), rep.get("shares_on_calibration", {})
     shares = res.shares
     for i, name in enumerate([j.name for j in rule.judges] + ["human"]):
-        m = mins.get(name)
+        m = (mins or {}).get(name)
         c = ("-" if not rule.human_cost else f"{rule.human_cost:g}") \
             if rule.costs is None or i == len(rule.judges) else f"{rule.costs[i]:g}"
-        t.add_row(plain(name), "-" if m is None else f"{m:.6g}", c,
+        t.add_row(plain(name), *(["-" if m is None else f"{m:.6g}"] if mins else []), c,
                   f"{cal[name]:.1%}" if name in cal else "-", f"{shares[name]:.1%}")
     console.print(t)
     r, cst = rep.get("risk_on_calibration"), rep.get("judge_cost_per_row")
+    alone = rep.get("judge_cost_strongest_alone_per_row")
+    n_lab = rep.get("n_labeled", rep.get("n_training", 0) + rep.get("n_calibration", 0))
     if fitted:
-        console.print(f"labeled rows: {rep['n_labeled']}; error among decided labeled rows: "
+        console.print(f"labeled rows: {n_lab}; error among decided labeled rows: "
                       + ("-" if r is None else f"{r:.3f}")
-                      + ("" if cst is None else f"; judge cost per row {cst:.3g} (the "
-                         f"strongest alone {rep['judge_cost_strongest_alone_per_row']:g})"))
+                      + ("" if cst is None else f"; judge cost per row {cst:.3g}")
+                      + ("" if cst is None or alone is None else
+                         f" (the strongest alone {alone:g})"))
     console.print(plain(rep.get("guarantee", "")))

@@ -246,6 +246,7 @@ def _fit_cascade(labeled: Path, judges: list[str], cost, pairwise: bool, kw: dic
     --pairwise), save it and print its summary; the rule (applied by ``--apply``)."""
     from scoreband.api import cascade as fit_pairs
     from scoreband.api import fit_score_cascade, read_table
+    from scoreband.cli.cascade import print_cascade  # lazy: the commands keep their order
 
     need("fitting a cascade", out=out)
     df = read_table(labeled, text=True)
@@ -270,7 +271,7 @@ def _fit_cascade(labeled: Path, judges: list[str], cost, pairwise: bool, kw: dic
         warn(w)
     res.rule.report["table"] = str(labeled)
     res.rule.save(out)
-    _print_cascade(res)
+    print_cascade(res, fitted=True)
     console.print(f"wrote {plain(out)}")
     return res.rule
 
@@ -284,25 +285,6 @@ def _vote_labels(df, votes: str) -> str:
     name = "human (majority of " + votes + ")"
     df[name] = lab
     return name
-
-
-def _print_cascade(res) -> None:
-    rule, rep = res.rule, res.rule.report
-    t = Table(title=f"cascade: at most {share_text(rule.alpha)} of decided rows wrong, with "
-                    f"probability {complement_text(rule.delta)}")
-    for c in ("stage", "cost", "share (labeled rows)", "share (this table)"):
-        t.add_column(c, justify="left" if c == "stage" else "right", overflow="fold")
-    cal, shares = rep.get("shares_on_calibration", {}), res.shares
-    for i, name in enumerate([j.name for j in rule.judges] + ["human"]):
-        c = ("-" if not rule.human_cost else f"{rule.human_cost:g}") \
-            if rule.costs is None or i == len(rule.judges) else f"{rule.costs[i]:g}"
-        t.add_row(plain(name), c, f"{cal[name]:.1%}" if name in cal else "-",
-                  f"{shares[name]:.1%}")
-    console.print(t)
-    cst = rep.get("judge_cost_per_row")
-    console.print(f"uncertainty: {plain(rep.get('uncertainty', rule.view))}"
-                  + ("" if cst is None else f"; judge cost per row {cst:.3g}"))
-    console.print(plain(rep.get("guarantee", "")))
 
 
 def _check_apply_out(path: Path, out: Path | None, html: Path | None) -> None:
